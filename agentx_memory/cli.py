@@ -1,0 +1,181 @@
+"""The ``agentx-memory`` command line: run the embedded stack, migrate, and operate the memory.
+
+``agentx-memory up | down | status | migrate | reconcile`` (more subcommands are registered by later modules in
+:data:`COMMANDS`). Settings come from ``AGENTX_*`` environment variables, as everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .errors import AgentXMemoryError
+from .settings import Settings, load_settings
+
+__all__ = ["main", "COMMANDS"]
+
+console = Console()
+
+
+def _human(size: int | None) -> str:
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{int(value)} B"
+        value /= 1024
+    return str(size)
+
+
+def _stack(settings: Settings):
+    from .runtime import EmbeddedStack
+
+    return EmbeddedStack(settings.embedded)
+
+
+async def _migrate(settings: Settings) -> tuple[list[int], int | None]:
+    from .backends import make_graph_store
+    from .sql.postgres import PostgresStore, migrate
+
+    dsn, socket = settings.postgres.dsn, None
+    if settings.uses_embedded:
+        endpoints = await asyncio.to_thread(_stack(settings).ensure_running)
+        dsn = dsn or endpoints.postgres_dsn
+        socket = str(endpoints.falkordb_socket)
+    applied = await migrate(dsn, settings.postgres.db_schema, dimension=settings.embedding.dimension,
+                            model=settings.embedding.model)
+    graph = make_graph_store(settings, falkordb_socket=socket)
+    try:
+        await graph.apply_schema(dimension=settings.embedding.dimension, model=settings.embedding.model)
+    finally:
+        await graph.close()
+    store = PostgresStore(dsn, db_schema=settings.postgres.db_schema, min_size=0, max_size=1)
+    await store.open()
+    try:
+        version = await store.schema_version()
+    finally:
+        await store.close()
+    return applied, version
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    """Start the embedded servers (if needed) and apply pending schema migrations."""
+    if not settings.uses_embedded:
+        console.print("All stores are configured as services (AGENTX_GRAPH__URI, AGENTX_POSTGRES__DSN, AGENTX_REDIS__URL); nothing to start.")
+    applied, version = asyncio.run(_migrate(settings))
+    console.print(f"[green]up[/green]: data directory {settings.embedded.home.resolve()}; schema version {version}"
+                  + (f" (applied {applied})" if applied else ""))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
+    """Stop the embedded servers of the data directory (data is kept)."""
+    _stack(settings).stop()
+    console.print("[green]down[/green]: embedded servers stopped; data kept in " + str(settings.embedded.home.resolve()))
+    return 0
+
+
+async def _schema_version(settings: Settings, dsn: str) -> int | None:
+    from .sql.postgres import PostgresStore
+
+    store = PostgresStore(dsn, db_schema=settings.postgres.db_schema, min_size=0, max_size=1)
+    await store.open()
+    try:
+        return await store.schema_version()
+    finally:
+        await store.close()
+
+
+def status_report(settings: Settings) -> dict[str, Any]:
+    """Each embedded server's state, version, pid, socket and data size, and the schema version applied."""
+    report: dict[str, Any] = {"home": str(settings.embedded.home.resolve()), "servers": {}, "schema_version": None}
+    if settings.uses_embedded:
+        stack = _stack(settings)
+        report["servers"] = stack.status()
+        if report["servers"].get("postgres", {}).get("running"):
+            try:
+                report["schema_version"] = asyncio.run(_schema_version(settings, settings.postgres.dsn or stack.endpoints().postgres_dsn))
+            except AgentXMemoryError as exc:
+                report["schema_error"] = str(exc)
+    else:
+        report["schema_version"] = asyncio.run(_schema_version(settings, settings.postgres.dsn))
+    return report
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    """Show the embedded servers and the schema version; exit 1 when a server is down."""
+    report = status_report(settings)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        table = Table(title=f"agentx-memory · {report['home']}")
+        for column in ("server", "state", "version", "pid", "socket", "data size"):
+            table.add_column(column)
+        for name, info in report["servers"].items():
+            state = "[green]up[/green]" if info.get("running") else f"[red]{info.get('state', 'down')}[/red]"
+            table.add_row(name, state, str(info.get("version") or "-"), str(info.get("pid") or "-"),
+                          str(info.get("socket") or "-"), _human(info.get("data_size_bytes")))
+        console.print(table)
+        console.print(f"schema version: {report['schema_version'] if report['schema_version'] is not None else 'not migrated'}")
+    servers = report["servers"].values()
+    return 0 if all(s.get("running") for s in servers) else 1
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    """Apply pending PostgreSQL migrations and the graph schema (running it twice is a no-op)."""
+    applied, version = asyncio.run(_migrate(settings))
+    console.print(f"schema version {version}: " + (f"applied {applied}" if applied else "already up to date"))
+    return 0
+
+
+def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
+    """Project every durable-log turn the graph is missing."""
+    from .memory import AgentMemory
+
+    with AgentMemory(settings) as memory:
+        count = memory.reconcile()
+    console.print(f"reconciled {count} turn(s)")
+    return 0
+
+
+#: Subcommands: name → (handler, help, argument adder).
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Callable[[argparse.ArgumentParser], None]]] = {
+    "up": (cmd_up, "start the embedded servers and migrate", lambda p: None),
+    "down": (cmd_down, "stop the embedded servers", lambda p: None),
+    "status": (cmd_status, "show servers and schema version", lambda p: p.add_argument("--json", action="store_true")),
+    "migrate": (cmd_migrate, "apply pending schema migrations", lambda p: None),
+    "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", lambda p: None),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(prog="agentx-memory", description="Graph-centric cognitive memory for AI agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (_, help_text, add_args) in COMMANDS.items():
+        add_args(sub.add_parser(name, help=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``agentx-memory`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        handler = COMMANDS[args.command][0]
+        return handler(args, settings)
+    except AgentXMemoryError as exc:
+        console.print(f"[red]error[/red]: {exc}")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

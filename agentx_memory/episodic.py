@@ -1,0 +1,353 @@
+"""Episodic memory: conversation turns (spec 003 "Episodic Memory", "Data Flow 1").
+
+How a write flows (reliability is part of the contract)::
+
+    validate → embed missing vectors (one batch) → PostgreSQL conversation_logs (the durable log; one transaction,
+    idempotent on turn id and on (conversation_id, turn_index)) → graph projection (Conversation, Turn, HAS_TURN,
+    FOLLOWED_BY; MERGE by id) → mark projected → working-memory cache → memory_timeline → audit
+
+If the graph write fails after the log commit, :class:`~agentx_memory.errors.StorageError` is raised and the rows
+stay ``projected = false``; :meth:`EpisodicMemory.reconcile` re-projects them idempotently. Nothing acknowledged is
+ever only in Redis.
+
+Turn indexes are assigned under a per-conversation advisory lock, so concurrent writers to one conversation get
+contiguous, unique indexes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+from .context import MemoryContext
+from .errors import ConflictError, NotFoundError, StorageError, ValidationError
+from .graph import cypher
+from .models import Turn
+from .sql.postgres import wrap_pg_error
+from .timeutil import to_ms
+from .tokens import count_tokens
+from .validation import check_channel, check_channels, check_id, check_json, check_text
+
+__all__ = ["EpisodicMemory", "ROLES"]
+
+log = logging.getLogger(__name__)
+
+ROLES = ("user", "assistant", "system", "tool")
+
+_TURN_COLUMNS = (
+    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, content_hash, token_count, model,"
+    " channel, metadata"
+)
+
+_INSERT_LOG = (
+    "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content,"
+    " content_hash, token_count, model, channel, metadata, embedding)"
+    " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
+    " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s)"
+    " ON CONFLICT DO NOTHING RETURNING turn_id"
+)
+
+_INSERT_TIMELINE = (
+    "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
+    " channel, metadata)"
+    " VALUES (%(user_id)s, %(memory_type)s, %(node_id)s, %(event_time)s, %(summary)s, %(importance)s, %(channel)s,"
+    " %(metadata)s)"
+    " ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING"
+)
+
+
+def _row_to_turn(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
+    embedding = row.get("embedding")
+    return Turn(
+        id=row["turn_id"], conversation_id=row["conversation_id"], user_id=row["user_id"], channel=row["channel"],
+        index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
+        token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
+        embedding=[float(x) for x in embedding] if (with_embedding and embedding is not None) else None,
+    )
+
+
+class EpisodicMemory:
+    """Stores and reads conversation turns."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
+
+    # --- validation ---------------------------------------------------------------------------------------------
+
+    def _validate(self, turns: Sequence[Turn], channel: str | None) -> list[Turn]:
+        limits = self.ctx.settings.limits
+        if not turns:
+            raise ValidationError("turns", "must contain at least one turn")
+        if len(turns) > limits.max_batch_turns:
+            raise ValidationError("turns", f"has {len(turns)} turns; the limit is {limits.max_batch_turns} (limits.max_batch_turns)")
+        out = []
+        seen: set[str] = set()
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, Turn):
+                raise ValidationError(f"turns[{i}]", f"must be a Turn, got {type(turn).__name__}")
+            where = f"turns[{i}]." if len(turns) > 1 else ""
+            turn = turn.model_copy(deep=True)
+            if channel is not None:
+                turn.channel = channel
+            check_channel(turn.channel, f"{where}channel")
+            check_id(turn.id, f"{where}id")
+            check_id(turn.user_id, f"{where}user_id")
+            check_id(turn.conversation_id, f"{where}conversation_id", max_len=200)
+            if turn.role not in ROLES:
+                raise ValidationError(f"{where}role", f"{turn.role!r} is not one of {', '.join(ROLES)}")
+            check_text(turn.content, f"{where}content", max_bytes=limits.max_turn_bytes, limit_name="limits.max_turn_bytes")
+            check_json(turn.metadata, f"{where}metadata", max_bytes=limits.max_metadata_bytes)
+            if turn.index is not None and turn.index < 0:
+                raise ValidationError(f"{where}index", f"must be >= 0, got {turn.index}")
+            if turn.embedding is not None:
+                turn.embedding = self.ctx.embedder.check(turn.embedding, f"{where}embedding")
+            if turn.id in seen:
+                raise ValidationError(f"{where}id", f"turn id {turn.id!r} appears twice in one batch")
+            seen.add(turn.id)
+            if turn.token_count is None:
+                turn.token_count = count_tokens(turn.content)
+            out.append(turn)
+        return out
+
+    async def _embed_missing(self, turns: list[Turn]) -> None:
+        missing = [t for t in turns if t.embedding is None]
+        if missing:
+            vectors = await self.ctx.embedder.embed_documents([t.content for t in missing])
+            for turn, vector in zip(missing, vectors):
+                turn.embedding = vector.tolist()
+
+    # --- the durable log ----------------------------------------------------------------------------------------
+
+    async def _log(self, turns: list[Turn]) -> list[Turn]:
+        """Insert into conversation_logs in one transaction; assign indexes; return the turns as stored."""
+        groups: dict[str, list[Turn]] = defaultdict(list)
+        for turn in turns:
+            groups[turn.conversation_id].append(turn)
+        try:
+            async with self.ctx.postgres.connection() as conn, conn.transaction():
+                for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
+                    await self._log_conversation(conn, conversation_id, groups[conversation_id])
+        except (ConflictError, ValidationError):
+            raise
+        except psycopg.Error as exc:
+            raise wrap_pg_error(exc, "writing conversation_logs") from exc
+        return turns  # updated in place: assigned indexes, adopted ids
+
+    async def _log_conversation(self, conn, conversation_id: str, group: list[Turn]) -> None:
+        user_id = group[0].user_id
+        if any(t.user_id != user_id for t in group):
+            raise ValidationError("turns", f"conversation {conversation_id!r} has turns of several users in one batch")
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (conversation_id,))
+        owner = await (await conn.execute(
+            "SELECT user_id FROM conversation_logs WHERE conversation_id = %s LIMIT 1", (conversation_id,)
+        )).fetchone()
+        if owner and owner["user_id"] != user_id:
+            raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
+        existing = {
+            row["turn_id"]: row
+            for row in await (await conn.execute(
+                "SELECT turn_id, conversation_id, turn_index FROM conversation_logs WHERE turn_id = ANY(%s)",
+                ([t.id for t in group],),
+            )).fetchall()
+        }
+        next_row = await (await conn.execute(
+            "SELECT coalesce(max(turn_index) + 1, 0) AS next FROM conversation_logs WHERE conversation_id = %s",
+            (conversation_id,),
+        )).fetchone()
+        next_index = max([next_row["next"], *[(t.index or 0) + 1 for t in group if t.index is not None]])
+        to_insert: list[Turn] = []
+        for turn in group:
+            if turn.id in existing:
+                row = existing[turn.id]
+                if row["conversation_id"] != conversation_id:
+                    raise ConflictError(f"turn id {turn.id!r} is already stored in another conversation")
+                turn.index = row["turn_index"]  # already stored: idempotent
+                continue
+            if turn.index is None:
+                turn.index = next_index
+                next_index += 1
+            to_insert.append(turn)
+        if to_insert:
+            params = [self._log_params(t) for t in to_insert]
+            async with conn.cursor() as cur:
+                await cur.executemany(_INSERT_LOG, params, returning=True)
+                inserted = set()
+                while True:
+                    row = await cur.fetchone()
+                    if row:
+                        inserted.add(row["turn_id"])
+                    if not cur.nextset():
+                        break
+            for turn in to_insert:
+                if turn.id not in inserted:
+                    await self._adopt_occupant(conn, turn)
+
+    async def _adopt_occupant(self, conn, turn: Turn) -> None:
+        """(conversation_id, index) is taken: the same content is an idempotent re-store; anything else conflicts."""
+        row = await (await conn.execute(
+            "SELECT turn_id, content_hash FROM conversation_logs WHERE conversation_id = %s AND turn_index = %s",
+            (turn.conversation_id, turn.index),
+        )).fetchone()
+        if row and row["content_hash"] == _hash(turn.content):
+            turn.id = row["turn_id"]
+            return
+        raise ConflictError(
+            f"turn index {turn.index} of conversation {turn.conversation_id!r} is already taken by a different turn"
+        )
+
+    @staticmethod
+    def _log_params(turn: Turn) -> dict[str, Any]:
+        return {
+            "turn_id": turn.id, "user_id": turn.user_id, "conversation_id": turn.conversation_id,
+            "turn_index": turn.index, "timestamp": turn.timestamp, "role": turn.role, "content": turn.content,
+            "content_hash": _hash(turn.content), "token_count": turn.token_count, "model": turn.model,
+            "channel": turn.channel, "metadata": Jsonb(turn.metadata),
+            "embedding": np.asarray(turn.embedding, dtype=np.float32) if turn.embedding is not None else None,
+        }
+
+    # --- the graph projection -----------------------------------------------------------------------------------
+
+    async def _project(self, turns: list[Turn]) -> None:
+        rows = [
+            {
+                "id": t.id, "user_id": t.user_id, "channel": t.channel, "conversation_id": t.conversation_id,
+                "index": t.index, "timestamp": to_ms(t.timestamp), "role": t.role, "content": t.content,
+                "token_count": t.token_count, "metadata": json.dumps(t.metadata, sort_keys=True, ensure_ascii=False),
+                "embedding": list(t.embedding or []),
+            }
+            for t in sorted(turns, key=lambda t: (t.conversation_id, t.index))
+        ]
+        for start in range(0, len(rows), 500):
+            await self.ctx.graph.write(cypher.PROJECT_TURNS, {"rows": rows[start:start + 500]})
+        await self.ctx.postgres.execute(
+            "UPDATE conversation_logs SET projected = TRUE WHERE turn_id = ANY(%s) AND NOT projected",
+            ([t.id for t in turns],),
+        )
+
+    # --- public API ---------------------------------------------------------------------------------------------
+
+    async def store_turns(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
+        """Store turns durably and project them into the graph; return them as stored (ids, indexes assigned).
+
+        ``channel`` overrides each turn's own channel when given. Re-storing a turn (same id, or same content at the
+        same conversation index) is a no-op that returns the stored turn.
+        """
+        started = time.perf_counter()
+        turns = self._validate(turns, channel)
+        await self._embed_missing(turns)
+        stored = await self._log(turns)
+        try:
+            await self._project(stored)
+        except StorageError as exc:
+            raise StorageError(
+                f"{len(stored)} turn(s) are stored in the durable log but not yet in the graph ({exc}); "
+                "reconcile() projects them once the graph is reachable"
+            ) from exc
+        await self._after_store(stored, started)
+        return stored
+
+    async def store_turn(self, turn: Turn, channel: str | None = None) -> Turn:
+        """Store one turn (see :meth:`store_turns`)."""
+        return (await self.store_turns([turn], channel))[0]
+
+    async def _after_store(self, turns: list[Turn], started: float) -> None:
+        by_session: dict[tuple[str, str, str], list[Turn]] = defaultdict(list)
+        for t in turns:
+            by_session[(t.user_id, t.channel, t.conversation_id)].append(t)
+        cap = self.ctx.settings.working.max_turns
+        for (user_id, channel, conversation_id), group in by_session.items():
+            session = self.ctx.working.session(user_id, conversation_id, channel)
+            for turn in sorted(group, key=lambda t: t.index)[-cap:]:
+                try:
+                    await session.add_turn(turn)
+                except Exception:  # the cache is best effort; the turn is durable already
+                    log.exception("working-memory cache update failed for turn %s", turn.id)
+        await self._timeline(turns)
+        for (user_id, channel, conversation_id), group in by_session.items():
+            await self.ctx.audit.log_write(
+                "store", "episodic", channel, [t.id for t in group], user_id=user_id, conversation_id=conversation_id,
+                latency_ms=int((time.perf_counter() - started) * 1000),
+                payload=[t.model_dump(mode="json", exclude={"embedding"}) for t in group],
+            )
+
+    async def _timeline(self, turns: list[Turn]) -> None:
+        params = [
+            {"user_id": t.user_id, "memory_type": "episodic", "node_id": t.id, "event_time": t.timestamp,
+             "summary": t.content[:1000], "importance": 0.5, "channel": t.channel,
+             "metadata": Jsonb({"conversation_id": t.conversation_id, "turn_index": t.index, "role": t.role})}
+            for t in turns
+        ]
+        try:
+            async with self.ctx.postgres.connection() as conn, conn.cursor() as cur:
+                await cur.executemany(_INSERT_TIMELINE, params)
+        except psycopg.Error as exc:
+            raise wrap_pg_error(exc, "writing memory_timeline") from exc
+
+    async def reconcile(self, batch_size: int = 500) -> int:
+        """Project every durable-log row the graph is missing (idempotent); return how many were projected."""
+        total = 0
+        last_id = 0
+        while True:
+            rows = await self.ctx.postgres.fetch(
+                f"SELECT id, {_TURN_COLUMNS}, embedding FROM conversation_logs"
+                " WHERE NOT projected AND id > %s ORDER BY id LIMIT %s",
+                (last_id, batch_size),
+            )
+            if not rows:
+                return total
+            last_id = rows[-1]["id"]
+            turns = [_row_to_turn(r, with_embedding=True) for r in rows]
+            await self._embed_missing(turns)
+            await self._project(turns)
+            await self._timeline(turns)
+            total += len(turns)
+
+    async def get_conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False) -> list[Turn]:
+        """Every turn of a conversation of this user, in index order. Unknown conversation: NotFoundError."""
+        check_id(conversation_id, "conversation_id", max_len=200)
+        rows = await self.ctx.postgres.fetch(
+            f"SELECT {_TURN_COLUMNS}, embedding FROM conversation_logs"
+            " WHERE conversation_id = %s AND user_id = %s ORDER BY turn_index",
+            (conversation_id, user_id),
+        )
+        if not rows:
+            raise NotFoundError("conversation", conversation_id)
+        return [_row_to_turn(r, with_embedding=with_embeddings) for r in rows]
+
+    async def get_recent_turns(self, user_id: str, channels: Sequence[str] | str | None = None, hours: float = 24,
+                               limit: int = 50, *, reference_time: datetime | None = None) -> list[Turn]:
+        """The user's turns of the last ``hours`` in ``channels`` (plus ``_global``), newest first."""
+        if not (0 < hours <= 24 * 365 * 100):
+            raise ValidationError("hours", f"must be > 0 and at most 100 years, got {hours}")
+        if not (1 <= limit <= 10_000):
+            raise ValidationError("limit", f"must be between 1 and 10000, got {limit}")
+        now = reference_time or datetime.now(timezone.utc)
+        rows = await self.ctx.postgres.fetch(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_logs"
+            " WHERE user_id = %s AND channel = ANY(%s) AND timestamp >= %s AND timestamp <= %s"
+            " ORDER BY timestamp DESC, turn_index DESC LIMIT %s",
+            (user_id, check_channels(channels), now - timedelta(hours=hours), now, limit),
+        )
+        return [_row_to_turn(r) for r in rows]
+
+    async def turns_by_ids(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, Turn]:
+        """The user's turns with these ids (others' ids are simply absent)."""
+        rows = await self.ctx.postgres.fetch(
+            f"SELECT {_TURN_COLUMNS} FROM conversation_logs WHERE user_id = %s AND turn_id = ANY(%s)",
+            (user_id, list(turn_ids)),
+        )
+        return {r["turn_id"]: _row_to_turn(r) for r in rows}
+
+
+def _hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()

@@ -1,0 +1,78 @@
+"""The agentx-memory error tree.
+
+Every error the library raises on purpose derives from :class:`AgentXMemoryError`. Driver errors (neo4j,
+falkordb/redis, psycopg) are wrapped at the adapter boundary with ``raise StorageUnavailableError(...) from exc``
+so callers never have to import a driver to catch a failure::
+
+    AgentXMemoryError
+     ├── ConfigurationError          a setting is missing, out of range or inconsistent with stored data
+     │    └── EmbeddingDimensionMismatchError  the store was created with another embedding model/dimension
+     ├── ValidationError             bad input: names the field and the limit (also a ValueError)
+     ├── NotFoundError               an id that does not exist for this user (also a KeyError)
+     ├── ConflictError               a write that collides with stored state (unique key, concurrent update)
+     ├── StorageError                a database refused or failed an operation
+     │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
+     └── RuntimeServerError          the embedded runtime could not start, stop or find a server
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentXMemoryError",
+    "ConfigurationError",
+    "EmbeddingDimensionMismatchError",
+    "ValidationError",
+    "NotFoundError",
+    "ConflictError",
+    "StorageError",
+    "StorageUnavailableError",
+    "RuntimeServerError",
+]
+
+
+class AgentXMemoryError(Exception):
+    """Base of every error raised by agentx-memory."""
+
+
+class ConfigurationError(AgentXMemoryError):
+    """A setting is missing, out of its allowed range, or disagrees with what the store recorded."""
+
+
+class EmbeddingDimensionMismatchError(ConfigurationError):
+    """The store was created with a different embedding model or dimension than the one configured now."""
+
+
+class ValidationError(AgentXMemoryError, ValueError):
+    """Input was rejected before anything was written; the message names the field and the limit."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class NotFoundError(AgentXMemoryError, KeyError):
+    """The requested id does not exist (for this user)."""
+
+    def __init__(self, kind: str, ident: str):
+        self.kind = kind
+        self.ident = ident
+        super().__init__(f"{kind} {ident!r} not found")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class ConflictError(AgentXMemoryError):
+    """A write collided with stored state (a unique key, or a concurrent update that could not be retried)."""
+
+
+class StorageError(AgentXMemoryError):
+    """A database failed or refused an operation."""
+
+
+class StorageUnavailableError(StorageError):
+    """A database server is down, unreachable, or its binary is missing."""
+
+
+class RuntimeServerError(AgentXMemoryError):
+    """The embedded runtime could not start, stop or locate one of its servers."""

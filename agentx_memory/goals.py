@@ -1,0 +1,120 @@
+"""Goal memory: what the user or agent is after, with subgoals and blockers (spec 003 "Goal Lifecycle").
+
+``(:User)-[:HAS_GOAL]->(:Goal)``, ``(:Goal)-[:SUBGOAL_OF]->(:Goal)``, ``(:Goal)-[:BLOCKED_BY]->(:Goal)``. Statuses:
+active, completed, abandoned, blocked. ``complete_goal`` sets ``completed_at`` and the result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .context import MemoryContext
+from .errors import NotFoundError, ValidationError
+from .graph import cypher
+from .models import GOAL_STATUSES, Goal, utcnow
+from .timeutil import from_ms, to_ms
+from .validation import check_channel, check_channels, check_id, check_json, check_text
+
+__all__ = ["GoalMemory"]
+
+
+def _goal(row: dict[str, Any], parent_id: str | None, blocked_by: Sequence[str]) -> Goal:
+    g = row
+    return Goal(
+        id=g["id"], user_id=g["user_id"], channel=g["channel"], description=g["description"], status=g["status"],
+        priority=g.get("priority") or 0, created_at=from_ms(g.get("created_at")),
+        completed_at=from_ms(g.get("completed_at")), result=g.get("result"), deadline=from_ms(g.get("deadline")),
+        parent_id=parent_id, blocked_by=sorted(b for b in blocked_by if b),
+        metadata=json.loads(g.get("metadata") or "{}"),
+    )
+
+
+class GoalMemory:
+    """Goals and their lifecycle."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
+
+    async def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
+        """Store a goal (idempotent by id); its parent and blockers must be goals of the same user."""
+        goal = goal.model_copy(deep=True)
+        if channel is not None:
+            goal.channel = channel
+        check_channel(goal.channel)
+        check_id(goal.user_id, "user_id")
+        check_id(goal.id, "id")
+        check_text(goal.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        if goal.status not in GOAL_STATUSES:
+            raise ValidationError("status", f"{goal.status!r} is not one of {', '.join(GOAL_STATUSES)}")
+        metadata = check_json(goal.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
+        linked = [i for i in [goal.parent_id, *goal.blocked_by] if i]
+        if linked:
+            known = {r["id"] for r in await self.ctx.graph.read(cypher.GOAL_IDS_OF_USER, {"ids": linked, "user_id": goal.user_id})}
+            for goal_id in linked:
+                if goal_id not in known:
+                    raise NotFoundError("goal", goal_id)
+        if goal.embedding is None:
+            goal.embedding = (await self.ctx.embedder.embed_documents([goal.description]))[0].tolist()
+        else:
+            goal.embedding = self.ctx.embedder.check(goal.embedding)
+        await self.ctx.graph.write(cypher.ADD_GOAL, {
+            "id": goal.id, "user_id": goal.user_id, "channel": goal.channel, "description": goal.description,
+            "status": goal.status, "priority": goal.priority, "created_at": to_ms(goal.created_at),
+            "deadline": to_ms(goal.deadline), "metadata": metadata, "embedding": goal.embedding,
+            "parent_id": goal.parent_id, "blocked_by": list(goal.blocked_by),
+        })
+        await self.ctx.postgres.execute(
+            "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
+            " channel) VALUES (%s, 'goal', %s, %s, %s, %s, %s) ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING",
+            (goal.user_id, goal.id, goal.created_at, goal.description[:1000], 0.5, goal.channel),
+        )
+        await self.ctx.audit.log_write("store", "goal", goal.channel, [goal.id], user_id=goal.user_id)
+        return await self.get_goal(goal.id, goal.user_id)
+
+    async def get_goals(self, user_id: str, goal_ids: Sequence[str]) -> list[Goal]:
+        """The user's goals with these ids (unknown ids left out)."""
+        rows = await self.ctx.graph.read(cypher.GET_GOALS, {"ids": list(goal_ids), "user_id": user_id})
+        return [_goal(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
+
+    async def get_goal(self, goal_id: str, user_id: str) -> Goal:
+        """One goal with its parent id and blockers, or NotFoundError."""
+        found = await self.get_goals(user_id, [goal_id])
+        if not found:
+            raise NotFoundError("goal", goal_id)
+        return found[0]
+
+    async def complete_goal(self, goal_id: str, status: str = "completed", result: str | None = None, *, user_id: str) -> Goal:
+        """Set a goal's status (completed, abandoned, blocked or active again) and result."""
+        if status not in GOAL_STATUSES:
+            raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
+        if result is not None:
+            check_text(result, "result", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        completed_at = to_ms(utcnow()) if status in ("completed", "abandoned") else None
+        rows = await self.ctx.graph.write(cypher.COMPLETE_GOAL, {
+            "id": goal_id, "user_id": user_id, "status": status, "result": result, "completed_at": completed_at,
+        })
+        if not rows:
+            raise NotFoundError("goal", goal_id)
+        await self.ctx.audit.log_write("update", "goal", None, [goal_id], {"status": status}, user_id=user_id)
+        return await self.get_goal(goal_id, user_id)
+
+    async def block_goal(self, goal_id: str, blocker_id: str, *, user_id: str) -> Goal:
+        """Record that ``goal_id`` is BLOCKED_BY ``blocker_id`` (both the user's goals)."""
+        rows = await self.ctx.graph.write(cypher.BLOCK_GOAL, {"id": goal_id, "blocker_id": blocker_id, "user_id": user_id})
+        if not rows:
+            known = {g.id for g in await self.get_goals(user_id, [goal_id, blocker_id])}
+            raise NotFoundError("goal", goal_id if goal_id not in known else blocker_id)
+        return await self.get_goal(goal_id, user_id)
+
+    async def list_goals(self, user_id: str, status: str | None = None, channels: Sequence[str] | str | None = None,
+                         limit: int = 100) -> list[Goal]:
+        """The user's goals in ``channels`` (plus ``_global``), optionally of one status; highest priority first."""
+        check_id(user_id, "user_id")
+        if status is not None and status not in GOAL_STATUSES:
+            raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
+        rows = await self.ctx.graph.read(cypher.LIST_GOALS, {
+            "user_id": user_id, "channels": check_channels(channels), "status": status, "limit": limit,
+        })
+        return [_goal(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]

@@ -1,0 +1,401 @@
+"""Every shared Cypher statement, written once for both databases.
+
+Statements are module constants (``LiteralString``), parameterized only: user data always travels as ``$params``.
+The ``@vec``, ``@cosine``, ``@vector_search`` and ``@fulltext_search`` markers are expanded by the store's dialect
+(:mod:`agentx_memory.graph.port`). Timestamps are integers: **epoch milliseconds (UTC)**, so the same comparison
+works on Neo4j and FalkorDB. ``metadata`` and other maps are stored as JSON strings (neither database stores maps as
+property values).
+
+A test renders every statement here through the Neo4j dialect and lints it with Neo4j's own Cypher front end, so
+add new statements as module constants (names in UPPER_CASE) and they are covered automatically.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Final, LiteralString
+
+from ..errors import EmbeddingDimensionMismatchError
+
+if TYPE_CHECKING:
+    from .port import GraphStore
+
+# --- schema bookkeeping -------------------------------------------------------------------------------------------
+
+EMBEDDING_META: Final[LiteralString] = (
+    "MERGE (m:AgentxMeta {key: 'embedding'}) "
+    "ON CREATE SET m.model = $model, m.dimension = $dimension, m.created_at = $now "
+    "RETURN m.model AS model, m.dimension AS dimension"
+)
+
+AWAIT_INDEXES: Final[LiteralString] = "CALL db.awaitIndexes(300)"
+
+DELETE_ALL_NODES: Final[LiteralString] = (
+    "MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS"
+)
+
+SHOW_CONSTRAINT_NAMES: Final[LiteralString] = "SHOW CONSTRAINTS YIELD name RETURN name"
+
+SHOW_INDEX_NAMES: Final[LiteralString] = (
+    "SHOW INDEXES YIELD name, owningConstraint WHERE owningConstraint IS NULL RETURN name"
+)
+
+
+def all_statements() -> dict[str, str]:
+    """Every shared statement of this module, by constant name (for the Neo4j lint test)."""
+    return {name: value for name, value in globals().items() if name.isupper() and isinstance(value, str)}
+
+
+async def check_embedding_meta(store: GraphStore, *, dimension: int, model: str) -> None:
+    """Record the embedding model and dimension on first use; refuse a store created with different ones."""
+    rows = await store.write(EMBEDDING_META, {"model": model, "dimension": int(dimension), "now": int(time.time() * 1000)})
+    stored_model, stored_dim = rows[0]["model"], rows[0]["dimension"]
+    if stored_dim != dimension or stored_model != model:
+        raise EmbeddingDimensionMismatchError(
+            f"the graph was created with embedding model {stored_model!r} (dimension {stored_dim}); "
+            f"configured now: {model!r} (dimension {dimension}). Vectors of different models cannot be compared: "
+            "set embedding.model / embedding.dimension back, or use a new graph name / data directory."
+        )
+
+
+# --- episodic ------------------------------------------------------------------------------------------------------
+# Turns are projected from conversation_logs. MERGE by id makes re-projection idempotent. Writing the Conversation node
+# first serializes concurrent writers of one conversation (a write lock on Neo4j; FalkorDB runs writes one at a time),
+# and linking both the previous and the next index makes the FOLLOWED_BY chain whole whatever order turns arrive in.
+
+PROJECT_TURNS: Final[LiteralString] = """
+UNWIND $rows AS row
+MERGE (c:Conversation {id: row.conversation_id})
+ON CREATE SET c.user_id = row.user_id, c.channel = row.channel, c.started_at = row.timestamp, c.title = '',
+              c.patterns_extracted = false, c.archived = false
+SET c.last_turn_at = CASE WHEN coalesce(c.last_turn_at, 0) < row.timestamp THEN row.timestamp ELSE c.last_turn_at END
+MERGE (t:Turn {id: row.id})
+SET t.user_id = row.user_id, t.channel = row.channel, t.conversation_id = row.conversation_id,
+    t.index = row.index, t.timestamp = row.timestamp, t.role = row.role, t.content = row.content,
+    t.token_count = row.token_count, t.metadata = row.metadata, t.embedding = @vec(row.embedding),
+    t.archived = coalesce(t.archived, false)
+MERGE (c)-[:HAS_TURN]->(t)
+WITH t, row
+OPTIONAL MATCH (p:Turn {conversation_id: row.conversation_id, index: row.index - 1})
+FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (p)-[:FOLLOWED_BY]->(t))
+WITH t, row
+OPTIONAL MATCH (n:Turn {conversation_id: row.conversation_id, index: row.index + 1})
+FOREACH (_ IN CASE WHEN n IS NULL THEN [] ELSE [1] END | MERGE (t)-[:FOLLOWED_BY]->(n))
+RETURN count(t) AS projected
+"""
+
+TURN_IDS_OF_USER: Final[LiteralString] = """
+MATCH (t:Turn) WHERE t.id IN $ids AND t.user_id = $user_id
+RETURN t.id AS id, t.conversation_id AS conversation_id, t.channel AS channel
+"""
+
+COUNT_FOLLOWED_BY: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id})-[:HAS_TURN]->(a:Turn)-[:FOLLOWED_BY]->(b:Turn)
+WHERE c.user_id = $user_id
+RETURN count(*) AS links, sum(CASE WHEN b.index = a.index + 1 THEN 1 ELSE 0 END) AS consecutive
+"""
+
+COUNT_USER_TURNS: Final[LiteralString] = """
+MATCH (t:Turn {user_id: $user_id}) RETURN count(t) AS turns
+"""
+
+
+# --- semantic: entities --------------------------------------------------------------------------------------------
+# An entity is merged by its key: a hash of (user, channel, type, normalized name). Aliases are merged as a set.
+
+UPSERT_ENTITY: Final[LiteralString] = """
+MERGE (e:Entity {key: $key})
+ON CREATE SET e.id = $id, e.user_id = $user_id, e.channel = $channel, e.type = $type, e.name = $name,
+              e.normalized_name = $normalized_name, e.first_seen = $now, e.access_count = 0, e.aliases = [],
+              e.salience = $salience, e.description = '', e.properties = '{}'
+SET e.aliases = e.aliases + [a IN $aliases WHERE NOT a IN e.aliases],
+    e.description = CASE WHEN $description = '' THEN e.description ELSE $description END,
+    e.salience = CASE WHEN $salience > e.salience THEN $salience ELSE e.salience END,
+    e.properties = $properties,
+    e.embedding = @vec($embedding), e.updated_at = $now
+RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
+          .access_count, .properties} AS entity
+"""
+
+GET_ENTITY_BY_KEY: Final[LiteralString] = """
+MATCH (e:Entity {key: $key})
+RETURN e {.id, .description, .properties, .aliases} AS entity
+"""
+
+GET_ENTITIES: Final[LiteralString] = """
+MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
+          .access_count, .properties} AS entity
+"""
+
+# One statement per relationship type: the type is chosen from a whitelist in Python, never interpolated.
+CREATE_RELATED_TO: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:RELATED_TO]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+CREATE_PART_OF: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:PART_OF]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+CREATE_LOCATED_IN: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:LOCATED_IN]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+CREATE_WORKS_FOR: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:WORKS_FOR]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+CREATE_KNOWS: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:KNOWS]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+CREATE_CREATED_BY: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:CREATED_BY]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+CREATE_REFERENCES: Final[LiteralString] = """
+MATCH (s:Entity {id: $source_id, user_id: $user_id}), (t:Entity {id: $target_id, user_id: $user_id})
+MERGE (s)-[r:REFERENCES]->(t) ON CREATE SET r.created_at = $now SET r.properties = $properties
+RETURN s.id AS source_id, t.id AS target_id
+"""
+
+CREATE_RELATIONSHIP: Final[dict[str, LiteralString]] = {
+    "RELATED_TO": CREATE_RELATED_TO,
+    "PART_OF": CREATE_PART_OF,
+    "LOCATED_IN": CREATE_LOCATED_IN,
+    "WORKS_FOR": CREATE_WORKS_FOR,
+    "KNOWS": CREATE_KNOWS,
+    "CREATED_BY": CREATE_CREATED_BY,
+    "REFERENCES": CREATE_REFERENCES,
+}
+
+# Variable-length bounds cannot be parameters in Cypher: one statement per allowed depth.
+ENTITY_NEIGHBOURS_1: Final[LiteralString] = """
+MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+MATCH (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..1]-(n:Entity)
+WHERE n.user_id = $user_id AND NOT n.id IN $ids
+RETURN DISTINCT n.id AS id LIMIT $limit
+"""
+ENTITY_NEIGHBOURS_2: Final[LiteralString] = """
+MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+MATCH (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..2]-(n:Entity)
+WHERE n.user_id = $user_id AND NOT n.id IN $ids
+RETURN DISTINCT n.id AS id LIMIT $limit
+"""
+ENTITY_NEIGHBOURS_3: Final[LiteralString] = """
+MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+MATCH (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..3]-(n:Entity)
+WHERE n.user_id = $user_id AND NOT n.id IN $ids
+RETURN DISTINCT n.id AS id LIMIT $limit
+"""
+ENTITY_NEIGHBOURS: Final[dict[int, LiteralString]] = {1: ENTITY_NEIGHBOURS_1, 2: ENTITY_NEIGHBOURS_2, 3: ENTITY_NEIGHBOURS_3}
+
+ENTITY_EDGES: Final[LiteralString] = """
+MATCH (a:Entity)-[r]->(b:Entity)
+WHERE a.id IN $ids AND b.id IN $ids AND a.user_id = $user_id AND b.user_id = $user_id
+RETURN a.id AS source_id, type(r) AS rel_type, b.id AS target_id, r.properties AS properties
+LIMIT $limit
+"""
+
+FACTS_ABOUT: Final[LiteralString] = """
+MATCH (f:Fact)-[:ABOUT]->(e:Entity)
+WHERE e.id IN $ids AND f.user_id = $user_id AND coalesce(f.superseded, false) = false
+WITH DISTINCT f LIMIT $limit
+OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
+RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
+          .created_at, .last_accessed, .access_count, .metadata} AS fact, collect(x.id) AS entity_ids
+"""
+
+# --- semantic: facts -----------------------------------------------------------------------------------------------
+
+STORE_FACT: Final[LiteralString] = """
+MERGE (f:Fact {id: $id})
+ON CREATE SET f.created_at = $created_at, f.access_count = 0
+SET f.user_id = $user_id, f.channel = $channel, f.claim = $claim, f.confidence = $confidence, f.source = $source,
+    f.source_turn_id = $source_turn_id, f.conversation_id = $conversation_id, f.temporal = $temporal,
+    f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false)
+WITH f
+OPTIONAL MATCH (t:Turn {id: $source_turn_id, user_id: $user_id})
+FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | MERGE (f)-[:DERIVED_FROM]->(t))
+WITH f
+UNWIND (CASE WHEN size($entity_ids) = 0 THEN [null] ELSE $entity_ids END) AS entity_id
+OPTIONAL MATCH (e:Entity {id: entity_id, user_id: $user_id})
+FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END | MERGE (f)-[:ABOUT]->(e))
+RETURN DISTINCT f.id AS id
+"""
+
+GET_FACT: Final[LiteralString] = """
+MATCH (f:Fact {id: $id, user_id: $user_id})
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
+          .created_at, .last_accessed, .access_count, .metadata} AS fact, collect(e.id) AS entity_ids
+"""
+
+FACT_CONVERSATION_COUNT: Final[LiteralString] = """
+MATCH (f:Fact {id: $id, user_id: $user_id})
+OPTIONAL MATCH (f)-[:DERIVED_FROM]->(t:Turn)
+OPTIONAL MATCH (f)<-[:PROMOTED_FROM]-(:Fact)
+WITH f, collect(DISTINCT t.conversation_id) + [x IN [f.conversation_id] WHERE x IS NOT NULL] AS conversations
+UNWIND (CASE WHEN size(conversations) = 0 THEN [null] ELSE conversations END) AS conversation
+RETURN count(DISTINCT conversation) AS conversations
+"""
+
+PROMOTE_FACT: Final[LiteralString] = """
+MATCH (src:Fact {id: $source_id, user_id: $user_id})
+MERGE (g:Fact {id: $global_id})
+ON CREATE SET g.user_id = src.user_id, g.channel = '_global', g.claim = src.claim, g.confidence = src.confidence,
+              g.source = 'promotion', g.source_turn_id = src.source_turn_id, g.conversation_id = src.conversation_id,
+              g.temporal = src.temporal, g.metadata = src.metadata, g.embedding = src.embedding,
+              g.created_at = $now, g.access_count = 0, g.superseded = false, g.promotion_reason = $reason
+MERGE (g)-[:PROMOTED_FROM]->(src)
+WITH g, src
+OPTIONAL MATCH (src)-[:ABOUT]->(e:Entity)
+FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END | MERGE (g)-[:ABOUT]->(e))
+WITH DISTINCT g, src
+OPTIONAL MATCH (src)-[:DERIVED_FROM]->(t:Turn)
+FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | MERGE (g)-[:DERIVED_FROM]->(t))
+RETURN DISTINCT g.id AS id
+"""
+
+REINFORCE_FACTS: Final[LiteralString] = """
+UNWIND $ids AS node_id
+MATCH (n:Fact {id: node_id})
+WHERE n.user_id = $user_id
+SET n.access_count = coalesce(n.access_count, 0) + 1, n.last_accessed = $now
+RETURN count(n) AS reinforced
+"""
+
+REINFORCE_ENTITIES: Final[LiteralString] = """
+UNWIND $ids AS node_id
+MATCH (n:Entity {id: node_id})
+WHERE n.user_id = $user_id
+SET n.access_count = coalesce(n.access_count, 0) + 1, n.last_accessed = $now
+RETURN count(n) AS reinforced
+"""
+
+
+# --- procedural ----------------------------------------------------------------------------------------------------
+
+RECORD_INVOCATION: Final[LiteralString] = """
+MERGE (c:Conversation {id: $conversation_id})
+ON CREATE SET c.user_id = $user_id, c.channel = $channel, c.started_at = $timestamp, c.title = '',
+              c.patterns_extracted = false, c.archived = false
+MERGE (tool:Tool {name: $tool_name})
+ON CREATE SET tool.usage_count = 0, tool.success_count = 0, tool.avg_latency_ms = 0.0
+MERGE (ti:ToolInvocation {id: $id})
+ON CREATE SET ti.user_id = $user_id, ti.channel = $channel, ti.conversation_id = $conversation_id,
+              ti.turn_id = $turn_id, ti.tool_name = $tool_name, ti.task_type = $task_type, ti.success = $success,
+              ti.latency_ms = $latency_ms, ti.timestamp = $timestamp,
+              tool.avg_latency_ms = CASE WHEN $latency_ms IS NULL THEN tool.avg_latency_ms
+                  ELSE (tool.avg_latency_ms * tool.usage_count + $latency_ms) / (tool.usage_count + 1) END,
+              tool.usage_count = tool.usage_count + 1,
+              tool.success_count = tool.success_count + CASE WHEN $success THEN 1 ELSE 0 END
+MERGE (c)-[:USED_TOOL]->(ti)
+MERGE (ti)-[:INVOKED]->(tool)
+RETURN ti.id AS id
+"""
+
+UPSERT_STRATEGY: Final[LiteralString] = """
+MERGE (s:Strategy {key: $key})
+ON CREATE SET s.id = $id, s.user_id = $user_id, s.channel = $channel, s.description = $description,
+              s.created_at = $now, s.success_count = 0, s.failure_count = 0
+SET s.context_pattern = $context_pattern, s.tool_sequence = $tool_sequence, s.embedding = @vec($embedding),
+    s.last_used = $now,
+    s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
+    s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END
+WITH s
+UNWIND (CASE WHEN size($tool_sequence) = 0 THEN [null] ELSE $tool_sequence END) AS tool_name
+FOREACH (_ IN CASE WHEN tool_name IS NULL THEN [] ELSE [1] END |
+    MERGE (t:Tool {name: tool_name})
+    ON CREATE SET t.usage_count = 0, t.success_count = 0, t.avg_latency_ms = 0.0
+    MERGE (s)-[:USES_TOOL]->(t))
+WITH DISTINCT s
+OPTIONAL MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+FOREACH (_ IN CASE WHEN c IS NULL OR NOT $success THEN [] ELSE [1] END | MERGE (s)-[:SUCCEEDED_IN]->(c))
+RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
+          .created_at, .last_used} AS strategy
+"""
+
+GET_STRATEGY: Final[LiteralString] = """
+MATCH (s:Strategy {id: $id, user_id: $user_id})
+RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
+          .created_at, .last_used} AS strategy
+"""
+
+REINFORCE_STRATEGY: Final[LiteralString] = """
+MATCH (s:Strategy {id: $id, user_id: $user_id})
+SET s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
+    s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END,
+    s.last_used = $now
+RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
+          .created_at, .last_used} AS strategy
+"""
+
+# Exact cosine over the user's own nodes (tenant-correct: the user filter is applied before ranking).
+SEARCH_STRATEGIES: Final[LiteralString] = """
+MATCH (s:Strategy {user_id: $user_id})
+WHERE s.channel IN $channels
+WITH s, @cosine(s.embedding, $embedding) AS similarity
+ORDER BY similarity DESC LIMIT $k
+RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
+          .created_at, .last_used} AS strategy, similarity
+"""
+
+# --- goals ---------------------------------------------------------------------------------------------------------
+
+ADD_GOAL: Final[LiteralString] = """
+MERGE (u:User {id: $user_id})
+MERGE (g:Goal {id: $id})
+ON CREATE SET g.created_at = $created_at
+SET g.user_id = $user_id, g.channel = $channel, g.description = $description, g.status = $status,
+    g.priority = $priority, g.deadline = $deadline, g.metadata = $metadata, g.embedding = @vec($embedding)
+MERGE (u)-[:HAS_GOAL]->(g)
+WITH g
+OPTIONAL MATCH (p:Goal {id: $parent_id, user_id: $user_id})
+FOREACH (_ IN CASE WHEN p IS NULL THEN [] ELSE [1] END | MERGE (g)-[:SUBGOAL_OF]->(p))
+WITH g
+UNWIND (CASE WHEN size($blocked_by) = 0 THEN [null] ELSE $blocked_by END) AS blocker_id
+OPTIONAL MATCH (b:Goal {id: blocker_id, user_id: $user_id})
+FOREACH (_ IN CASE WHEN b IS NULL THEN [] ELSE [1] END | MERGE (g)-[:BLOCKED_BY]->(b))
+RETURN DISTINCT g.id AS id
+"""
+
+GOAL_IDS_OF_USER: Final[LiteralString] = """
+MATCH (g:Goal) WHERE g.id IN $ids AND g.user_id = $user_id RETURN g.id AS id
+"""
+
+GET_GOALS: Final[LiteralString] = """
+MATCH (g:Goal) WHERE g.id IN $ids AND g.user_id = $user_id
+OPTIONAL MATCH (g)-[:SUBGOAL_OF]->(p:Goal)
+OPTIONAL MATCH (g)-[:BLOCKED_BY]->(b:Goal)
+RETURN g {.id, .user_id, .channel, .description, .status, .priority, .created_at, .completed_at, .result,
+          .deadline, .metadata} AS goal, p.id AS parent_id, collect(b.id) AS blocked_by
+"""
+
+LIST_GOALS: Final[LiteralString] = """
+MATCH (g:Goal {user_id: $user_id})
+WHERE g.channel IN $channels AND ($status IS NULL OR g.status = $status)
+WITH g ORDER BY g.priority DESC, g.created_at ASC LIMIT $limit
+OPTIONAL MATCH (g)-[:SUBGOAL_OF]->(p:Goal)
+OPTIONAL MATCH (g)-[:BLOCKED_BY]->(b:Goal)
+RETURN g {.id, .user_id, .channel, .description, .status, .priority, .created_at, .completed_at, .result,
+          .deadline, .metadata} AS goal, p.id AS parent_id, collect(b.id) AS blocked_by
+"""
+
+COMPLETE_GOAL: Final[LiteralString] = """
+MATCH (g:Goal {id: $id, user_id: $user_id})
+SET g.status = $status, g.result = $result, g.completed_at = $completed_at
+RETURN g.id AS id
+"""
+
+BLOCK_GOAL: Final[LiteralString] = """
+MATCH (g:Goal {id: $id, user_id: $user_id}), (b:Goal {id: $blocker_id, user_id: $user_id})
+MERGE (g)-[:BLOCKED_BY]->(b)
+RETURN g.id AS id
+"""

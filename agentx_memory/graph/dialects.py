@@ -1,0 +1,151 @@
+"""The two graph dialects: Neo4j 5 and FalkorDB. Only what differs between the databases lives here.
+
+Score normalization (both return cosine similarity in [-1, 1], higher = closer):
+
+* Neo4j's ``db.index.vector.queryNodes`` and ``vector.similarity.cosine`` return ``(1 + cos) / 2`` in [0, 1], so
+  similarity = ``2 * score - 1``.
+* FalkorDB's ``db.idx.vector.queryNodes`` and ``vec.cosineDistance`` return the cosine *distance* ``1 - cos``, so
+  similarity = ``1 - score``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .port import FULLTEXT_LABELS, RANGE_INDEXES, UNIQUE_CONSTRAINTS, VECTOR_LABELS, Dialect
+
+__all__ = ["Neo4jDialect", "FalkorDialect", "IndexSpec", "index_name"]
+
+
+def index_name(label: str, props: Sequence[str], kind: str) -> str:
+    """Stable index name, e.g. ``turn_user_id_channel`` or ``turn_embeddings`` (spec 003 names)."""
+    if kind == "vector":
+        return f"{label.lower()}_embeddings"
+    if kind == "fulltext":
+        return f"{label.lower()}_fulltext"
+    if kind == "unique":
+        return f"{label.lower()}_{props[0]}_unique"
+    return f"{label.lower()}_{'_'.join(props)}"
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One index or constraint of the schema, independent of the database."""
+
+    kind: str  # "unique" | "range" | "vector" | "fulltext"
+    label: str
+    props: tuple[str, ...]
+
+
+def schema_specs() -> list[IndexSpec]:
+    """Every constraint and index of the graph schema, unique keys first (FalkorDB needs the range index first)."""
+    specs = [IndexSpec("unique", label, (key,)) for label, key in UNIQUE_CONSTRAINTS]
+    specs += [IndexSpec("range", label, props) for label, props in RANGE_INDEXES]
+    specs += [IndexSpec("vector", label, ("embedding",)) for label in VECTOR_LABELS]
+    specs += [IndexSpec("fulltext", label, props) for label, props in FULLTEXT_LABELS.items()]
+    return specs
+
+
+class Neo4jDialect(Dialect):
+    """Neo4j 5 (5.11+ for vector indexes)."""
+
+    name = "neo4j"
+
+    def vector_value(self, expr: str) -> str:
+        return expr
+
+    def cosine(self, stored: str, param: str) -> str:
+        return f"(2 * vector.similarity.cosine({stored}, {param}) - 1)"
+
+    def vector_search(self, label: str, k: str, vector: str) -> str:
+        return (
+            f"CALL db.index.vector.queryNodes('{index_name(label, (), 'vector')}', {k}, {vector}) "
+            "YIELD node, score WITH node, 2 * score - 1 AS similarity"
+        )
+
+    def fulltext_search(self, label: str, query: str) -> str:
+        return f"CALL db.index.fulltext.queryNodes('{index_name(label, (), 'fulltext')}', {query}) YIELD node, score"
+
+    def fulltext_query(self, words: Sequence[str]) -> str:
+        # Lucene syntax: strip everything but word characters so no operator can be injected.
+        cleaned = [re.sub(r"[^\w]", "", w) for w in words]
+        return " OR ".join(w for w in cleaned if w)
+
+    def schema_statements(self, dimension: int) -> list[str]:
+        dimension = int(dimension)
+        out = []
+        for spec in schema_specs():
+            name = index_name(spec.label, spec.props, spec.kind)
+            on = ", ".join(f"n.{p}" for p in spec.props)
+            if spec.kind == "unique":
+                out.append(f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{spec.label}) REQUIRE n.{spec.props[0]} IS UNIQUE")
+            elif spec.kind == "range":
+                out.append(f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON ({on})")
+            elif spec.kind == "vector":
+                out.append(
+                    f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) "
+                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, `vector.similarity_function`: 'cosine'}}}}"
+                )
+            else:
+                out.append(f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}]")
+        return out
+
+
+class FalkorDialect(Dialect):
+    """FalkorDB 4.x (RediSearch-backed indexes)."""
+
+    name = "falkordb"
+
+    def vector_value(self, expr: str) -> str:
+        return f"vecf32({expr})"
+
+    def cosine(self, stored: str, param: str) -> str:
+        return f"(1 - vec.cosineDistance({stored}, vecf32({param})))"
+
+    def vector_search(self, label: str, k: str, vector: str) -> str:
+        return (
+            f"CALL db.idx.vector.queryNodes('{label}', 'embedding', {k}, vecf32({vector})) "
+            "YIELD node, score WITH node, 1 - score AS similarity"
+        )
+
+    def fulltext_search(self, label: str, query: str) -> str:
+        return f"CALL db.idx.fulltext.queryNodes('{label}', {query}) YIELD node, score"
+
+    def fulltext_query(self, words: Sequence[str]) -> str:
+        # RediSearch syntax: '|' is OR; strip everything but word characters so no operator can be injected.
+        cleaned = [re.sub(r"[^\w]", "", w) for w in words]
+        return "|".join(w for w in cleaned if w)
+
+    def index_plan(self, dimension: int) -> list[tuple[str, str, str, str]]:
+        """``(label, property, kind, statement)`` per index. FalkorDB indexes properties one by one (a composite
+        index is one range index per property), and unique constraints need a range index on the property first;
+        the constraints themselves are ``GRAPH.CONSTRAINT`` commands issued by the adapter."""
+        dimension = int(dimension)
+        plan: list[tuple[str, str, str, str]] = []
+        seen: set[tuple[str, str, str]] = set()
+        for spec in schema_specs():
+            kind = "range" if spec.kind == "unique" else spec.kind
+            for prop in spec.props:
+                if (spec.label, prop, kind) in seen:
+                    continue
+                seen.add((spec.label, prop, kind))
+                if kind == "range":
+                    statement = f"CREATE INDEX FOR (n:{spec.label}) ON (n.{prop})"
+                elif kind == "vector":
+                    statement = (
+                        f"CREATE VECTOR INDEX FOR (n:{spec.label}) ON (n.{prop}) "
+                        f"OPTIONS {{dimension: {dimension}, similarityFunction: 'cosine'}}"
+                    )
+                else:
+                    continue  # full-text: one index over all the label's properties, below
+                plan.append((spec.label, prop, kind, statement))
+            if spec.kind == "fulltext":
+                on = ", ".join(f"n.{p}" for p in spec.props)
+                plan.append((spec.label, ",".join(spec.props), "fulltext", f"CREATE FULLTEXT INDEX FOR (n:{spec.label}) ON ({on})"))
+        return plan
+
+    def schema_statements(self, dimension: int) -> list[str]:
+        """Cypher DDL for the indexes (see :meth:`index_plan`)."""
+        return [statement for *_, statement in self.index_plan(dimension)]

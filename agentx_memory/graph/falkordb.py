@@ -1,0 +1,169 @@
+"""FalkorDB adapter of the graph port (the native ``falkordb`` asyncio client over TCP or a unix socket).
+
+FalkorDB's Bolt endpoint is experimental (it crashed the server on ``datetime()`` here), so only the native client is
+used. Unique constraints are ``GRAPH.CONSTRAINT`` commands rather than Cypher, and ``CREATE INDEX`` fails when the
+index exists, so :meth:`FalkorGraphStore.apply_schema` reads ``db.indexes()`` / ``db.constraints()`` first and
+creates only what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis.exceptions
+from falkordb.asyncio import FalkorDB
+from falkordb.node import Node
+
+from ..errors import ConflictError, StorageError, StorageUnavailableError
+from . import cypher
+from .dialects import FalkorDialect, schema_specs
+from .port import GraphStore, Statement
+
+__all__ = ["FalkorGraphStore"]
+
+
+def _plain(value: Any) -> Any:
+    """Convert client values to the port's one shape: dicts, lists and scalars."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Node):
+        return {k: _plain(v) for k, v in value.properties.items()}
+    return value
+
+
+def _wrap(exc: Exception, query: str) -> Exception:
+    text = str(exc)
+    if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)):
+        return StorageUnavailableError(f"FalkorDB unreachable: {text}")
+    if "constraint violation" in text:
+        return ConflictError(f"FalkorDB constraint violation: {text}")
+    return StorageError(f"FalkorDB query failed: {text} (query: {query[:200]!r})")
+
+
+class FalkorGraphStore(GraphStore):
+    """A FalkorDB graph (one graph key in a FalkorDB server) behind the :class:`GraphStore` port."""
+
+    dialect = FalkorDialect()
+
+    def __init__(self, *, graph_name: str, url: str | None = None, unix_socket_path: str | None = None,
+                 password: str | None = None, max_connections: int = 32):
+        if unix_socket_path:
+            self._db = FalkorDB(unix_socket_path=unix_socket_path, password=password or None,
+                                max_connections=max_connections)
+        elif url:
+            if url.startswith(("falkor://", "falkors://")):
+                url = "redis" + url[len("falkor"):]
+            self._db = FalkorDB.from_url(url, max_connections=max_connections)
+        else:
+            raise ValueError("FalkorGraphStore needs url or unix_socket_path")
+        self.graph_name = graph_name
+        self._graph = self._db.select_graph(graph_name)
+
+    @property
+    def redis(self):
+        """The underlying ``redis.asyncio.Redis`` connection (the same server also holds working memory)."""
+        return self._db.connection
+
+    async def _run(self, query: str, params: Mapping[str, Any] | None, *, read_only: bool) -> list[dict[str, Any]]:
+        rendered = self.dialect.render(query)
+        try:
+            if read_only:
+                result = await self._graph.ro_query(rendered, dict(params or {}))
+            else:
+                result = await self._graph.query(rendered, dict(params or {}))
+        except Exception as exc:  # the client raises plain redis errors
+            raise _wrap(exc, rendered) from exc
+        names = [column[1] for column in result.header]
+        return [{name: _plain(value) for name, value in zip(names, row)} for row in result.result_set]
+
+    async def read(self, query, params=None):
+        return await self._run(query, params, read_only=True)
+
+    async def write(self, query, params=None):
+        return await self._run(query, params, read_only=False)
+
+    async def batch(self, statements: Sequence[Statement]) -> None:
+        if not statements:
+            return
+        pipe = self._db.connection.pipeline(transaction=True)
+        rendered = []
+        for st in statements:
+            text = self.dialect.render(st.query)
+            rendered.append(text)
+            header = self._graph._build_params_header(dict(st.params))  # the client's own escaping
+            pipe.execute_command("GRAPH.QUERY", self.graph_name, header + text, "--compact")
+        try:
+            await pipe.execute()
+        except Exception as exc:
+            raise _wrap(exc, rendered[0]) from exc
+
+    async def explain(self, query, params=None) -> str:
+        rendered = self.dialect.render(query)
+        try:
+            plan = await self._graph.explain(rendered, dict(params or {}))
+        except Exception as exc:
+            raise _wrap(exc, rendered) from exc
+        return str(plan)
+
+    async def _existing_schema(self) -> tuple[set[tuple[str, str, str]], set[tuple[str, str]]]:
+        indexes: set[tuple[str, str, str]] = set()
+        for row in await self.read("CALL db.indexes() YIELD label, types RETURN label, types"):
+            for prop, kinds in (row["types"] or {}).items():
+                for kind in kinds:
+                    indexes.add((row["label"], prop, kind.lower()))
+        constraints: set[tuple[str, str]] = set()
+        for row in await self.read(
+            "CALL db.constraints() YIELD type, label, properties RETURN type, label, properties"
+        ):
+            if row["type"] == "UNIQUE":
+                constraints.add((row["label"], ",".join(row["properties"])))
+        return indexes, constraints
+
+    async def apply_schema(self, *, dimension: int, model: str) -> None:
+        await cypher.check_embedding_meta(self, dimension=dimension, model=model)
+        indexes, constraints = await self._existing_schema()
+        for label, props, kind, statement in self.dialect.index_plan(dimension):
+            if all((label, prop, kind) in indexes for prop in props.split(",")):
+                continue
+            try:
+                await self.write(statement)
+            except StorageError as exc:
+                if "already indexed" not in str(exc):  # a concurrent apply_schema got there first
+                    raise
+        for spec in schema_specs():
+            if spec.kind == "unique" and (spec.label, spec.props[0]) not in constraints:
+                await self._create_unique_constraint(spec.label, spec.props[0])
+
+    async def _create_unique_constraint(self, label: str, prop: str) -> None:
+        try:
+            await self._db.connection.execute_command(
+                "GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label, "PROPERTIES", 1, prop
+            )
+        except redis.exceptions.ResponseError as exc:
+            if "already exists" not in str(exc):
+                raise StorageError(f"FalkorDB could not create unique constraint on {label}.{prop}: {exc}") from exc
+        # Constraints build asynchronously; wait until it is enforced.
+        for _ in range(200):
+            rows = await self.read(
+                "CALL db.constraints() YIELD type, label, properties, status "
+                "WHERE label = $label RETURN properties, status",
+                {"label": label},
+            )
+            if any(r["properties"] == [prop] and r["status"] == "OPERATIONAL" for r in rows):
+                return
+            await asyncio.sleep(0.01)
+        raise StorageError(f"FalkorDB unique constraint on {label}.{prop} did not become operational")
+
+    async def drop_all(self) -> None:
+        try:
+            await self._graph.delete()
+        except redis.exceptions.ResponseError as exc:
+            if "empty key" not in str(exc) and "Invalid graph operation on empty key" not in str(exc):
+                raise StorageError(f"FalkorDB could not delete graph {self.graph_name}: {exc}") from exc
+
+    async def close(self) -> None:
+        await self._db.aclose()

@@ -1,0 +1,221 @@
+"""The graph port: what the memory subsystems need from a graph database, and the dialect that renders Cypher.
+
+Domain code never branches on the database. It runs the shared statements of :mod:`agentx_memory.graph.cypher`
+through a :class:`GraphStore`; the store renders them with its :class:`Dialect`, which is the only place where
+Neo4j and FalkorDB differ:
+
+* schema DDL (unique constraints, range, vector and full-text indexes),
+* the vector-search and full-text-search calls,
+* how a vector value is passed (FalkorDB needs ``vecf32(...)``),
+* how a cosine score is normalized: both adapters return **cosine similarity in [-1, 1], higher = closer**.
+
+Shared statements use a few markers that only the dialect expands (they are not valid Cypher on their own, so a
+statement that skipped rendering fails loudly):
+
+``@vec(expr)``
+    a vector value to store or compare, e.g. ``SET t.embedding = @vec(row.embedding)``.
+``@cosine(a, b)``
+    cosine similarity of the stored vector ``a`` and the parameter vector ``b``, in [-1, 1].
+``@vector_search(Label, k, vector)``
+    a ``CALL`` that yields ``node`` and ``similarity`` (cosine, [-1, 1]) from the label's vector index.
+``@fulltext_search(Label, query)``
+    a ``CALL`` that yields ``node`` and ``score`` from the label's full-text index.
+
+Labels inside markers come from the fixed set in :data:`VECTOR_LABELS` / :data:`FULLTEXT_LABELS`; a marker naming
+another label is a programming error (``ValueError``), so no user input can reach a label position.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, LiteralString
+
+__all__ = [
+    "Dialect",
+    "GraphStore",
+    "Statement",
+    "VECTOR_LABELS",
+    "FULLTEXT_LABELS",
+    "UNIQUE_CONSTRAINTS",
+    "RANGE_INDEXES",
+]
+
+#: Node labels with a vector index on ``embedding``.
+VECTOR_LABELS: tuple[str, ...] = ("Turn", "Entity", "Fact", "Strategy", "Goal")
+
+#: Node labels with a full-text index, and the properties it covers.
+FULLTEXT_LABELS: dict[str, tuple[str, ...]] = {
+    "Turn": ("content",),
+    "Fact": ("claim",),
+    "Entity": ("name", "description"),
+    "Strategy": ("description",),
+    "Goal": ("description",),
+}
+
+#: Unique properties (spec 003: ``id`` of every node; Tool is keyed by ``name``). Entity and Strategy also have a
+#: ``key`` (a hash of user, channel, type and normalized name/description) so concurrent upserts merge, not duplicate.
+UNIQUE_CONSTRAINTS: tuple[tuple[str, str], ...] = (
+    ("Conversation", "id"),
+    ("Turn", "id"),
+    ("Entity", "id"),
+    ("Entity", "key"),
+    ("Fact", "id"),
+    ("Goal", "id"),
+    ("Strategy", "id"),
+    ("Strategy", "key"),
+    ("Tool", "name"),
+    ("ToolInvocation", "id"),
+    ("User", "id"),
+    ("AgentxMeta", "key"),
+)
+
+#: Range indexes besides the unique keys: spec 003 channel indexes, composite (user_id, channel) indexes, and the
+#: properties our queries filter or sort on.
+RANGE_INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Turn", ("channel",)),
+    ("Entity", ("channel",)),
+    ("Fact", ("channel",)),
+    ("Strategy", ("channel",)),
+    ("Conversation", ("channel",)),
+    ("Goal", ("channel",)),
+    ("Conversation", ("user_id", "channel")),
+    ("Entity", ("user_id", "channel")),
+    ("Fact", ("user_id", "channel")),
+    ("Turn", ("user_id", "channel")),
+    ("Strategy", ("user_id", "channel")),
+    ("Goal", ("user_id", "channel")),
+    ("Turn", ("timestamp",)),
+    ("Turn", ("conversation_id", "index")),
+    ("Fact", ("source_turn_id",)),
+    ("Goal", ("status",)),
+)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A rendered statement with its parameters, ready for :meth:`GraphStore.batch`."""
+
+    query: str
+    params: Mapping[str, Any]
+
+
+_MARKER = re.compile(r"@(vec|cosine|vector_search|fulltext_search)\(((?:[^()]|\([^()]*\))*)\)")
+
+
+class Dialect(ABC):
+    """What differs between graph databases. Everything else is shared Cypher text."""
+
+    name: str
+
+    def render(self, template: LiteralString | str) -> str:
+        """Expand the ``@marker(...)`` placeholders of a shared statement for this database."""
+
+        def expand(match: re.Match[str]) -> str:
+            kind, raw_args = match.group(1), match.group(2)
+            args = [a.strip() for a in _split_args(raw_args)]
+            if kind == "vec":
+                return self.vector_value(args[0])
+            if kind == "cosine":
+                return self.cosine(args[0], args[1])
+            if kind == "vector_search":
+                label, k, vector = args
+                _check_label(label, VECTOR_LABELS)
+                return self.vector_search(label, k, vector)
+            label, query = args
+            _check_label(label, tuple(FULLTEXT_LABELS))
+            return self.fulltext_search(label, query)
+
+        return _MARKER.sub(expand, template)
+
+    @abstractmethod
+    def vector_value(self, expr: str) -> str:
+        """Cypher expression that turns a list parameter into the database's vector value."""
+
+    @abstractmethod
+    def cosine(self, stored: str, param: str) -> str:
+        """Cypher expression: cosine similarity in [-1, 1] between a stored vector and a list parameter."""
+
+    @abstractmethod
+    def vector_search(self, label: str, k: str, vector: str) -> str:
+        """A CALL clause yielding ``node`` and ``similarity`` (cosine in [-1, 1]) from the label's vector index."""
+
+    @abstractmethod
+    def fulltext_search(self, label: str, query: str) -> str:
+        """A CALL clause yielding ``node`` and ``score`` from the label's full-text index."""
+
+    @abstractmethod
+    def schema_statements(self, dimension: int) -> list[str]:
+        """Cypher DDL that creates every constraint and index (idempotent where the database allows)."""
+
+    def fulltext_query(self, words: Sequence[str]) -> str:
+        """The full-text query string that matches any of ``words`` (escaped for the index's query syntax)."""
+        cleaned = [re.sub(r"[^\w]", "", w) for w in words]
+        return " OR ".join(w for w in cleaned if w)
+
+
+def _split_args(raw: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for ch in raw:
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def _check_label(label: str, allowed: Iterable[str]) -> None:
+    if label not in allowed:
+        raise ValueError(f"label {label!r} has no such index (allowed: {sorted(allowed)})")
+
+
+class GraphStore(ABC):
+    """A graph database behind one async interface. Implementations: Neo4j and FalkorDB.
+
+    ``read``/``write`` take a *shared* statement (markers allowed) and plain parameters; vectors are plain lists of
+    floats. Rows come back as ``dict`` keyed by the RETURN column names, with nested maps as ``dict`` and lists as
+    ``list`` on both databases. Driver errors are raised as :class:`~agentx_memory.errors.StorageError` /
+    :class:`~agentx_memory.errors.StorageUnavailableError` (constraint violations as ``ConflictError``).
+    """
+
+    dialect: Dialect
+
+    @abstractmethod
+    async def read(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a read-only statement and return its rows."""
+
+    @abstractmethod
+    async def write(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a write statement (one transaction) and return its rows."""
+
+    @abstractmethod
+    async def batch(self, statements: Sequence[Statement]) -> None:
+        """Run several write statements together: one transaction on Neo4j, one MULTI/EXEC block on FalkorDB
+        (atomic in isolation; FalkorDB does not roll back a failed statement's predecessors)."""
+
+    @abstractmethod
+    async def explain(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> str:
+        """The database's plan for a statement, as text (used to check index usage)."""
+
+    @abstractmethod
+    async def apply_schema(self, *, dimension: int, model: str) -> None:
+        """Create every constraint and index, and record the embedding model and dimension in the graph.
+
+        Applying it twice is a no-op. Raises
+        :class:`~agentx_memory.errors.EmbeddingDimensionMismatchError` if the graph was created with another model
+        or dimension.
+        """
+
+    @abstractmethod
+    async def drop_all(self) -> None:
+        """Delete every node, relationship and index of this graph (tests and ``reset`` only)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections."""

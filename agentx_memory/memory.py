@@ -1,0 +1,315 @@
+"""The public facades: :class:`AsyncAgentMemory` (the async core) and :class:`AgentMemory` (its sync twin).
+
+``AgentMemory`` holds no logic of its own: every public coroutine method of ``AsyncAgentMemory`` is exposed as a
+blocking method that runs the coroutine on a private event loop in a background thread (a "portal"). That also
+makes it usable from code that already runs an event loop, such as a notebook.
+
+Every method scoped to a user takes ``user_id``; a memory opened with ``user_id=`` uses it as the default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .audit import MemoryAuditLogger
+from .backends import Backends, open_backends
+from .context import MemoryContext
+from .episodic import EpisodicMemory
+from .errors import ValidationError
+from .goals import GoalMemory
+from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Strategy, ToolInvocation, Turn, UserProfile
+from .procedural import ProceduralMemory, ScoredStrategy
+from .profiles import ProfileStore
+from .providers.embeddings import Embedder, make_embedder
+from .semantic import EntityGraph, SemanticMemory
+from .settings import Settings, load_settings
+from .validation import check_channel, check_id
+from .working import WorkingMemory
+
+__all__ = ["AsyncAgentMemory", "AgentMemory"]
+
+
+class AsyncAgentMemory:
+    """The memory engine's async API. Open with ``await AsyncAgentMemory.open()`` or ``async with``.
+
+    >>> async with await AsyncAgentMemory.open(user_id="alice") as memory:   # doctest: +SKIP
+    ...     await memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I live in Lisbon"))
+    """
+
+    def __init__(self, backends: Backends, settings: Settings, embedder: Embedder, *, user_id: str | None = None):
+        self.settings = settings
+        self.backends = backends
+        self.default_user_id = user_id
+        self.ctx = MemoryContext(
+            settings=settings, graph=backends.graph, postgres=backends.postgres, working=backends.working,
+            embedder=embedder, audit=MemoryAuditLogger(backends.postgres, settings),
+        )
+        self.episodic = EpisodicMemory(self.ctx)
+        self.semantic = SemanticMemory(self.ctx)
+        self.procedural = ProceduralMemory(self.ctx)
+        self.goals = GoalMemory(self.ctx)
+        self.profiles = ProfileStore(self.ctx)
+
+    @classmethod
+    async def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
+                   embedder: Embedder | None = None) -> AsyncAgentMemory:
+        """Connect to the configured stores (starting the embedded servers when no URI is set) and migrate."""
+        settings = settings or load_settings()
+        embedder = embedder or make_embedder(settings.embedding)
+        backends = await open_backends(settings)
+        return cls(backends, settings, embedder, user_id=user_id)
+
+    async def close(self) -> None:
+        """Close connections (embedded servers keep running for other processes; ``agentx-memory down`` stops them)."""
+        await self.backends.close()
+
+    async def __aenter__(self) -> AsyncAgentMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _user(self, user_id: str | None) -> str:
+        user = user_id or self.default_user_id
+        if not user:
+            raise ValidationError("user_id", "is required: pass user_id, or open the memory with a default user_id")
+        return check_id(user, "user_id")
+
+    # --- episodic -----------------------------------------------------------------------------------------------
+
+    async def store_turn(self, turn: Turn, channel: str | None = None) -> Turn:
+        """Store one conversation turn: durable log, graph, working memory, timeline, audit. Returns it as stored."""
+        return await self.episodic.store_turn(turn, channel)
+
+    async def store_turns(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
+        """Store many turns with one embedding batch and one transaction per store."""
+        return await self.episodic.store_turns(turns, channel)
+
+    async def get_conversation(self, conversation_id: str, user_id: str | None = None) -> list[Turn]:
+        """Every turn of one of the user's conversations, in order."""
+        return await self.episodic.get_conversation(conversation_id, self._user(user_id))
+
+    async def get_recent_turns(self, user_id: str | None = None, channels: Sequence[str] | str | None = None,
+                               hours: float = 24, limit: int = 50) -> list[Turn]:
+        """The user's turns of the last ``hours`` in ``channels`` (always with ``_global``), newest first."""
+        return await self.episodic.get_recent_turns(self._user(user_id), channels, hours, limit)
+
+    async def reconcile(self) -> int:
+        """Project every durable-log turn that the graph is missing; returns how many."""
+        return await self.episodic.reconcile()
+
+    # --- semantic -----------------------------------------------------------------------------------------------
+
+    async def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
+        """Create or merge an entity (by normalized name + type + user + channel); aliases are merged."""
+        return await self.semantic.upsert_entity(entity, channel)
+
+    async def get_entity(self, entity_id: str, user_id: str | None = None) -> Entity:
+        """One of the user's entities."""
+        return await self.semantic.get_entity(entity_id, self._user(user_id))
+
+    async def learn_fact(self, fact: Fact, channel: str | None = None) -> Fact:
+        """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities."""
+        return await self.semantic.learn_fact(fact, channel)
+
+    async def store_fact(self, fact: Fact, channel: str | None = None) -> Fact:
+        """Same as :meth:`learn_fact` (spec 003's name)."""
+        return await self.semantic.learn_fact(fact, channel)
+
+    async def get_fact(self, fact_id: str, user_id: str | None = None) -> Fact:
+        """One of the user's facts."""
+        return await self.semantic.get_fact(fact_id, self._user(user_id))
+
+    async def create_relationship(self, source_id: str, target_id: str, rel_type: str,
+                                  properties: dict[str, Any] | None = None, user_id: str | None = None):
+        """Link two entities: RELATED_TO, PART_OF, LOCATED_IN, WORKS_FOR, KNOWS, CREATED_BY or REFERENCES."""
+        return await self.semantic.create_relationship(source_id, target_id, rel_type, properties, user_id=self._user(user_id))
+
+    async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None) -> EntityGraph:
+        """Entities within ``depth`` (1-3) hops, the edges among them and facts about them (bounded)."""
+        return await self.semantic.get_entity_graph(entity_ids, depth, user_id=self._user(user_id))
+
+    async def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:
+        """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
+        return await self.semantic.promote_to_global(fact_id, reason, user_id=self._user(user_id))
+
+    # --- procedural ---------------------------------------------------------------------------------------------
+
+    async def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
+                                tool_output: Any, success: bool | None, latency_ms: int | None,
+                                channel: str = GLOBAL_CHANNEL, *, user_id: str | None = None,
+                                task_type: str | None = None, error_message: str | None = None) -> ToolInvocation:
+        """Record a tool call (PostgreSQL tool_invocations + graph Tool/ToolInvocation)."""
+        return await self.procedural.record_invocation(ToolInvocation(
+            user_id=self._user(user_id), conversation_id=conversation_id, turn_id=turn_id, tool_name=tool_name,
+            tool_input=tool_input, tool_output=tool_output, success=success, latency_ms=latency_ms, channel=channel,
+            task_type=task_type, error_message=error_message,
+        ))
+
+    async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
+                             from_conversation_id: str | None = None, success: bool = True,
+                             channel: str = GLOBAL_CHANNEL, user_id: str | None = None) -> Strategy:
+        """Record a strategy, or reinforce it if the user already has the same one in the channel."""
+        return await self.procedural.learn_strategy(description, context_pattern, tool_sequence, from_conversation_id,
+                                                    success, channel, user_id=self._user(user_id))
+
+    async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
+                              user_id: str | None = None) -> list[ScoredStrategy]:
+        """Strategies for a task, ranked by similarity and success rate."""
+        return await self.procedural.find_strategies(task_description, channels, top_k, user_id=self._user(user_id))
+
+    async def reinforce_strategy(self, strategy_id: str, success: bool, user_id: str | None = None) -> Strategy:
+        """Count a success or failure of a strategy."""
+        return await self.procedural.reinforce_strategy(strategy_id, success, user_id=self._user(user_id))
+
+    async def get_tool_stats(self, task_type: str | None = None, channel: str | None = None,
+                             user_id: str | None = None) -> list[dict[str, Any]]:
+        """Per-tool usage, success rate and latency for the user (optionally one task type / channel)."""
+        return await self.procedural.get_tool_stats(self._user(user_id), task_type, channel)
+
+    # --- goals --------------------------------------------------------------------------------------------------
+
+    async def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
+        """Store a goal (with optional parent_id → SUBGOAL_OF and blocked_by → BLOCKED_BY)."""
+        return await self.goals.add_goal(goal, channel)
+
+    async def get_goal(self, goal_id: str, user_id: str | None = None) -> Goal:
+        """A goal with its parent id and blockers."""
+        return await self.goals.get_goal(goal_id, self._user(user_id))
+
+    async def complete_goal(self, goal_id: str, status: str = "completed", result: str | None = None,
+                            user_id: str | None = None) -> Goal:
+        """Finish a goal: sets status, completed_at and result."""
+        return await self.goals.complete_goal(goal_id, status, result, user_id=self._user(user_id))
+
+    async def block_goal(self, goal_id: str, blocker_id: str, user_id: str | None = None) -> Goal:
+        """Record that a goal is BLOCKED_BY another."""
+        return await self.goals.block_goal(goal_id, blocker_id, user_id=self._user(user_id))
+
+    async def list_goals(self, user_id: str | None = None, status: str | None = None,
+                         channels: Sequence[str] | str | None = None) -> list[Goal]:
+        """The user's goals (optionally of one status) in ``channels`` plus ``_global``."""
+        return await self.goals.list_goals(self._user(user_id), status, channels)
+
+    # --- working memory and profiles ----------------------------------------------------------------------------
+
+    def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> WorkingMemory:
+        """The working memory of one session (Redis; keys expire after working.ttl_seconds)."""
+        check_id(conversation_id, "conversation_id", max_len=200)
+        return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel))
+
+    async def get_profile(self, user_id: str | None = None) -> UserProfile:
+        """The user's profile (empty when nothing was stored)."""
+        return await self.profiles.get_profile(self._user(user_id))
+
+    async def update_profile(self, user_id: str | None = None, *, preferences: dict[str, Any] | None = None,
+                             expertise_areas: list[Any] | None = None, communication_style: dict[str, Any] | None = None,
+                             metadata: dict[str, Any] | None = None) -> UserProfile:
+        """Merge into the user's profile (dicts key by key, expertise areas as a set)."""
+        return await self.profiles.update_profile(self._user(user_id), preferences=preferences,
+                                                  expertise_areas=expertise_areas,
+                                                  communication_style=communication_style, metadata=metadata)
+
+
+class _Portal:
+    """A private event loop in a daemon thread; runs coroutines for synchronous callers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="agentx-memory-portal", daemon=True)
+        self._thread.start()
+
+    def run(self, coro):
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("a synchronous AgentMemory method was called from its own event loop; use AsyncAgentMemory")
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        self.loop.close()
+
+
+class SyncProxy:
+    """Blocking view of an async object: its coroutine methods run on the portal; other attributes pass through."""
+
+    def __init__(self, target: Any, portal: _Portal):
+        self._target = target
+        self._portal = portal
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if inspect.iscoroutinefunction(attr):
+            @functools.wraps(attr)
+            def blocking(*args, **kwargs):
+                return self._portal.run(attr(*args, **kwargs))
+            return blocking
+        return attr
+
+
+class AgentMemory:
+    """The synchronous API: the same methods as :class:`AsyncAgentMemory`, blocking.
+
+    >>> with AgentMemory(user_id="alice") as memory:   # doctest: +SKIP
+    ...     memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I live in Lisbon"))
+    """
+
+    def __init__(self, settings: Settings | None = None, *, user_id: str | None = None, embedder: Embedder | None = None):
+        self._portal = _Portal()
+        try:
+            self._core = self._portal.run(AsyncAgentMemory.open(settings, user_id=user_id, embedder=embedder))
+        except BaseException:
+            self._portal.stop()
+            raise
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, *, user_id: str | None = None, embedder: Embedder | None = None) -> AgentMemory:
+        """Open a memory (embedded default when ``settings`` configure no services)."""
+        return cls(settings, user_id=user_id, embedder=embedder)
+
+    @property
+    def core(self) -> AsyncAgentMemory:
+        """The async core this facade drives."""
+        return self._core
+
+    @property
+    def settings(self) -> Settings:
+        """The settings in use."""
+        return self._core.settings
+
+    def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> SyncProxy:
+        """The working memory of one session, with blocking methods."""
+        return SyncProxy(self._core.working(user_id, conversation_id, channel), self._portal)
+
+    def close(self) -> None:
+        """Close connections and stop the background loop."""
+        if self._portal.loop.is_closed():
+            return
+        try:
+            self._portal.run(self._core.close())
+        finally:
+            self._portal.stop()
+
+    def __enter__(self) -> AgentMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _blocking(name: str, method):
+    @functools.wraps(method)
+    def call(self: AgentMemory, *args, **kwargs):
+        return self._portal.run(getattr(self._core, name)(*args, **kwargs))
+    call.__doc__ = (method.__doc__ or "") + "\n\n(Blocking twin of the AsyncAgentMemory method.)"
+    return call
+
+
+for _name, _method in inspect.getmembers(AsyncAgentMemory, inspect.iscoroutinefunction):
+    if not _name.startswith("_") and _name not in {"open", "close"}:
+        setattr(AgentMemory, _name, _blocking(_name, _method))

@@ -1,0 +1,198 @@
+"""The memory models (pydantic): what agents store and what recall returns.
+
+Field names follow spec 003's graph schema. Timestamps are timezone-aware ``datetime`` in Python and epoch
+milliseconds in the graph. ``metadata`` (and ``properties``) round-trip unchanged through storage and retrieval.
+Models check only types; limits that depend on settings (content size, embedding dimension, channel names) are
+checked when the model is stored, and raise :class:`~agentx_memory.errors.ValidationError`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Turn",
+    "Entity",
+    "Fact",
+    "Goal",
+    "Strategy",
+    "ToolInvocation",
+    "Relationship",
+    "UserProfile",
+    "GLOBAL_CHANNEL",
+    "RELATIONSHIP_TYPES",
+    "GOAL_STATUSES",
+    "new_id",
+    "utcnow",
+]
+
+GLOBAL_CHANNEL = "_global"
+
+#: Relationship types between entities that ``create_relationship`` accepts (spec 003 "Key Relationships").
+RELATIONSHIP_TYPES: tuple[str, ...] = (
+    "RELATED_TO", "PART_OF", "LOCATED_IN", "WORKS_FOR", "KNOWS", "CREATED_BY", "REFERENCES",
+)
+
+GOAL_STATUSES: tuple[str, ...] = ("active", "completed", "abandoned", "blocked")
+
+
+def new_id() -> str:
+    """A new random id (UUID4 text)."""
+    return str(uuid.uuid4())
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(timezone.utc)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _aware(cls, value: Any) -> Any:
+        # Naive datetimes are taken as UTC so that epoch-millisecond storage is unambiguous.
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value
+
+
+class Turn(_Model):
+    """One conversation turn (episodic memory)."""
+
+    id: str = Field(default_factory=new_id)
+    conversation_id: str
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+    index: int | None = Field(None, description="position in the conversation; assigned when absent")
+    timestamp: datetime = Field(default_factory=utcnow)
+    role: str = "user"
+    content: str
+    token_count: int | None = None
+    model: str | None = Field(None, description="the LLM that produced an assistant turn, if any")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
+
+
+class Entity(_Model):
+    """A person, place, thing or concept (semantic memory)."""
+
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+    name: str
+    type: str = "concept"
+    aliases: list[str] = Field(default_factory=list)
+    description: str = ""
+    salience: float = 0.5
+    first_seen: datetime = Field(default_factory=utcnow)
+    last_accessed: datetime | None = None
+    access_count: int = 0
+    properties: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
+
+
+class Fact(_Model):
+    """A claim the agent holds to be true, with its confidence and provenance (semantic memory)."""
+
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+    claim: str
+    confidence: float = 0.7
+    source: str = "conversation"
+    source_turn_id: str | None = None
+    conversation_id: str | None = None
+    entity_ids: list[str] = Field(default_factory=list, description="entities the fact is ABOUT")
+    temporal: Literal["current", "past", "future"] | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    last_accessed: datetime | None = None
+    access_count: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
+
+
+class Goal(_Model):
+    """Something the user or agent is after (goal memory)."""
+
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+    description: str
+    status: str = "active"
+    priority: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    completed_at: datetime | None = None
+    result: str | None = None
+    deadline: datetime | None = None
+    parent_id: str | None = Field(None, description="the goal this one is a SUBGOAL_OF")
+    blocked_by: list[str] = Field(default_factory=list, description="goals this one is BLOCKED_BY")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
+
+
+class Strategy(_Model):
+    """A way of doing a task that worked (or did not), with its tool sequence (procedural memory)."""
+
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+    description: str
+    context_pattern: str = ""
+    tool_sequence: list[str] = Field(default_factory=list)
+    success_count: int = 0
+    failure_count: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    last_used: datetime | None = None
+    from_conversation_id: str | None = None
+    embedding: list[float] | None = None
+
+    @property
+    def success_rate(self) -> float:
+        """Laplace-smoothed success rate: (successes + 1) / (uses + 2)."""
+        return (self.success_count + 1) / (self.success_count + self.failure_count + 2)
+
+
+class ToolInvocation(_Model):
+    """One call of a tool by the agent (procedural memory)."""
+
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    conversation_id: str
+    turn_id: str | None = None
+    turn_index: int = 0
+    channel: str = GLOBAL_CHANNEL
+    tool_name: str
+    task_type: str | None = None
+    tool_input: Any = Field(default_factory=dict)
+    tool_output: Any = None
+    success: bool | None = None
+    latency_ms: int | None = None
+    error_message: str | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+class Relationship(_Model):
+    """A typed edge between two entities."""
+
+    source_id: str
+    target_id: str
+    rel_type: str
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+
+class UserProfile(_Model):
+    """A user's profile (PostgreSQL ``user_profiles``)."""
+
+    user_id: str
+    preferences: dict[str, Any] = Field(default_factory=dict)
+    expertise_areas: list[Any] = Field(default_factory=list)
+    communication_style: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None

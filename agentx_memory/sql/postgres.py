@@ -1,0 +1,190 @@
+"""PostgreSQL connection pool and the migrations runner.
+
+Migrations are numbered SQL files (``schema/postgres/NNNN_name.sql``, shipped in the wheel as
+``agentx_memory/_schema``). :func:`migrate` applies the pending ones in order, each in its own transaction, under an
+advisory lock (so two processes migrating at once apply each file exactly once), and records them in
+``schema_version``. Running it twice is a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector_async
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from ..errors import EmbeddingDimensionMismatchError, StorageError, StorageUnavailableError
+
+__all__ = ["PostgresStore", "migrate", "schema_dir", "pending_migrations", "wrap_pg_error"]
+
+_MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+_LOCK_KEY = 0x61677478  # "agtx": one advisory lock id for migrations
+
+
+def schema_dir() -> Path:
+    """Directory holding ``postgres/`` and ``graph/`` schema files: in the wheel, or the source checkout."""
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here / "_schema", here.parent / "schema"):
+        if (candidate / "postgres").is_dir():
+            return candidate
+    raise StorageError(f"schema files not found next to {here} (looked for _schema/ and ../schema/)")
+
+
+def _migrations() -> list[tuple[int, str, Path]]:
+    found = []
+    for path in sorted((schema_dir() / "postgres").iterdir()):
+        match = _MIGRATION_FILE.match(path.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2).replace("_", " "), path))
+    return found
+
+
+def wrap_pg_error(exc: Exception, what: str) -> Exception:
+    """Map a psycopg error to the agentx error tree."""
+    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, OSError)) or exc.__class__.__name__ == "PoolTimeout":
+        return StorageUnavailableError(f"PostgreSQL unavailable while {what}: {exc}")
+    return StorageError(f"PostgreSQL failed while {what}: {exc}")
+
+
+def _conninfo_kwargs(db_schema: str) -> dict[str, Any]:
+    return {"options": f"-c search_path={db_schema},public"}
+
+
+async def pending_migrations(dsn: str, db_schema: str) -> list[int]:
+    """Versions not yet applied in this schema."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True, **_conninfo_kwargs(db_schema)) as conn:
+        exists = await (await conn.execute("SELECT to_regclass('schema_version') IS NOT NULL")).fetchone()
+        applied: set[int] = set()
+        if exists and exists[0]:
+            applied = {row[0] for row in await (await conn.execute("SELECT version FROM schema_version")).fetchall()}
+    return [version for version, _, _ in _migrations() if version not in applied]
+
+
+async def migrate(dsn: str, db_schema: str, *, dimension: int, model: str) -> list[int]:
+    """Apply pending migrations to ``db_schema``; return the versions applied (empty when up to date).
+
+    Raises :class:`EmbeddingDimensionMismatchError` when the schema was created for another embedding model or
+    dimension.
+    """
+    dimension = int(dimension)
+    applied_now: list[int] = []
+    try:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+            try:
+                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(db_schema)))
+                await conn.execute(
+                    sql.SQL("SET search_path TO {}, public").format(sql.Identifier(db_schema))
+                )
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_version ("
+                    " version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+                    " applied_at TIMESTAMPTZ NOT NULL DEFAULT NOW())"
+                )
+                done = {r[0] for r in await (await conn.execute("SELECT version FROM schema_version")).fetchall()}
+                for version, description, path in _migrations():
+                    if version in done:
+                        continue
+                    text = path.read_text(encoding="utf-8").replace(":embedding_dim", str(dimension))
+                    async with conn.transaction():
+                        await conn.execute(text.encode())
+                        await conn.execute(
+                            "INSERT INTO schema_version (version, description) VALUES (%s, %s)", (version, description)
+                        )
+                    applied_now.append(version)
+                await _check_embedding_meta(conn, dimension=dimension, model=model)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
+    except (EmbeddingDimensionMismatchError, StorageError):
+        raise
+    except psycopg.Error as exc:
+        raise wrap_pg_error(exc, "migrating") from exc
+    except OSError as exc:
+        raise wrap_pg_error(exc, "migrating") from exc
+    return applied_now
+
+
+async def _check_embedding_meta(conn: psycopg.AsyncConnection, *, dimension: int, model: str) -> None:
+    value = {"model": model, "dimension": dimension}
+    await conn.execute(
+        "INSERT INTO agentx_meta (key, value) VALUES ('embedding', %s::jsonb) ON CONFLICT (key) DO NOTHING",
+        (psycopg.types.json.Jsonb(value),),
+    )
+    row = await (await conn.execute("SELECT value FROM agentx_meta WHERE key = 'embedding'")).fetchone()
+    stored = row[0]
+    if stored.get("dimension") != dimension or stored.get("model") != model:
+        raise EmbeddingDimensionMismatchError(
+            f"PostgreSQL schema was created with embedding model {stored.get('model')!r} "
+            f"(dimension {stored.get('dimension')}); configured now: {model!r} (dimension {dimension})"
+        )
+
+
+class PostgresStore:
+    """A pooled async connection to the agentx schema (``psycopg_pool``), with pgvector types registered.
+
+    Rows come back as dicts. Use :meth:`connection` for a transaction spanning several statements.
+    """
+
+    def __init__(self, dsn: str, *, db_schema: str = "public", min_size: int = 1, max_size: int = 10):
+        self.dsn = dsn
+        self.db_schema = db_schema
+
+        async def configure(conn: psycopg.AsyncConnection) -> None:
+            await register_vector_async(conn)
+
+        self.pool = AsyncConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"row_factory": dict_row, "autocommit": True, **_conninfo_kwargs(db_schema)},
+            configure=configure,
+            open=False,
+        )
+
+    async def open(self) -> None:
+        """Open the pool (waits for the first connection)."""
+        try:
+            await self.pool.open(wait=True, timeout=30)
+        except Exception as exc:
+            raise wrap_pg_error(exc, "opening the connection pool") from exc
+
+    async def close(self) -> None:
+        """Close every pooled connection."""
+        await self.pool.close()
+
+    def connection(self):
+        """``async with store.connection() as conn:`` a pooled connection (autocommit; use ``conn.transaction()``)."""
+        return self.pool.connection()
+
+    async def fetch(self, query: str | sql.Composable, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a statement and return all rows as dicts."""
+        try:
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(query, params)
+                return await cur.fetchall() if cur.description else []
+        except psycopg.Error as exc:
+            raise wrap_pg_error(exc, "querying") from exc
+
+    async def execute(self, query: str | sql.Composable, params: Sequence[Any] | dict[str, Any] | None = None) -> int:
+        """Run a statement; return the affected row count."""
+        try:
+            async with self.pool.connection() as conn:
+                cur = await conn.execute(query, params)
+                return cur.rowcount
+        except psycopg.Error as exc:
+            raise wrap_pg_error(exc, "writing") from exc
+
+    async def schema_version(self) -> int | None:
+        """Highest applied migration version, or None when the schema is not migrated."""
+        exists = await self.fetch("SELECT to_regclass('schema_version') IS NOT NULL AS present")
+        if not exists[0]["present"]:
+            return None
+        rows = await self.fetch("SELECT max(version) AS v FROM schema_version")
+        return rows[0]["v"]

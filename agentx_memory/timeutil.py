@@ -1,0 +1,28 @@
+"""Time conversions: the graph stores epoch milliseconds (UTC); Python uses aware datetimes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+__all__ = ["to_ms", "from_ms", "now_ms"]
+
+
+def to_ms(value: datetime | None) -> int | None:
+    """Aware (or naive = UTC) datetime to epoch milliseconds."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return int(value.timestamp() * 1000)
+
+
+def from_ms(value: int | float | None) -> datetime | None:
+    """Epoch milliseconds to an aware UTC datetime."""
+    if value is None:
+        return None
+    return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+
+
+def now_ms() -> int:
+    """The current time in epoch milliseconds."""
+    return to_ms(datetime.now(timezone.utc))

@@ -1,0 +1,221 @@
+"""Working memory on Redis: fast, ephemeral, per session (spec 003 "Working Memory").
+
+Key patterns (every key also carries the configured ``redis.key_prefix``)::
+
+    working:{user_id}:{channel}:{conversation_id}:turns      list, newest first, capped at working.max_turns
+    working:{user_id}:{channel}:{conversation_id}:context    hash of context values, per-field expiry (HEXPIRE)
+    working:{user_id}:{channel}:{conversation_id}:goal       string (JSON): the active goal
+    working:{user_id}:{channel}:{conversation_id}:thoughts   list, newest first, capped at working.max_thoughts
+    consolidation:job:{job_id}                               hash: consolidation job tracking
+    consolidation:lock:{conversation_id}                     string: consolidation lock (SET NX PX, token-checked release)
+    session:{session_id}:{key}                               string: session-scoped ephemeral data
+
+Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on write. Values are JSON. Nothing
+acknowledged lives only here: turns are cached here after they are durable in PostgreSQL. Per-field expiry of the
+context hash needs Redis 7.4+ (``HEXPIRE``); the embedded FalkorDB server is Redis 8.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from .errors import StorageUnavailableError, ValidationError
+from .settings import WorkingMemorySettings
+
+__all__ = ["WorkingStore", "WorkingMemory"]
+
+# Atomic "delete only if I still hold the lock".
+_RELEASE_LOCK = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
+"""
+
+
+def _dump(value: Any, limit: int, field: str) -> str:
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(field, f"value is not JSON-serializable: {exc}") from exc
+    size = len(text.encode())
+    if size > limit:
+        raise ValidationError(field, f"value is {size} bytes; the limit is {limit} bytes (working.max_value_bytes)")
+    return text
+
+
+def _load(text: str | bytes | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+class WorkingStore:
+    """The Redis side of agentx-memory: key building, TTLs, consolidation locks and job records."""
+
+    def __init__(self, client: aioredis.Redis, settings: WorkingMemorySettings, *, key_prefix: str = ""):
+        self.client = client
+        self.settings = settings
+        self.prefix = key_prefix
+
+    def key(self, *parts: str) -> str:
+        """Build a key from parts with the configured prefix (parts are joined with ``:``)."""
+        return self.prefix + ":".join(parts)
+
+    async def _call(self, coro):
+        try:
+            return await coro
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+            raise StorageUnavailableError(f"Redis unreachable: {exc}") from exc
+
+    def session(self, user_id: str, conversation_id: str, channel: str = "_global") -> WorkingMemory:
+        """A :class:`WorkingMemory` view of one user's session in one channel."""
+        return WorkingMemory(self, user_id=user_id, conversation_id=conversation_id, channel=channel)
+
+    # --- consolidation locks and jobs -----------------------------------------------------------------------
+
+    async def acquire_lock(self, conversation_id: str, ttl_seconds: float = 600) -> str | None:
+        """Take ``consolidation:lock:{conversation_id}``; return a token, or None if someone else holds it."""
+        token = uuid.uuid4().hex
+        ok = await self._call(
+            self.client.set(self.key("consolidation", "lock", conversation_id), token, nx=True, px=int(ttl_seconds * 1000))
+        )
+        return token if ok else None
+
+    async def release_lock(self, conversation_id: str, token: str) -> bool:
+        """Release the lock if ``token`` still holds it."""
+        released = await self._call(
+            self.client.eval(_RELEASE_LOCK, 1, self.key("consolidation", "lock", conversation_id), token)
+        )
+        return bool(released)
+
+    async def record_job(self, job_id: str, fields: dict[str, Any], ttl_seconds: int = 86400) -> None:
+        """Write (merge) fields of ``consolidation:job:{job_id}``."""
+        key = self.key("consolidation", "job", job_id)
+        mapping = {k: json.dumps(v, default=str) for k, v in fields.items()}
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping=mapping)
+            pipe.expire(key, ttl_seconds)
+            await self._call(pipe.execute())
+
+    async def get_job(self, job_id: str) -> dict[str, Any] | None:
+        """Fields of ``consolidation:job:{job_id}``, or None."""
+        raw = await self._call(self.client.hgetall(self.key("consolidation", "job", job_id)))
+        return {_s(k): json.loads(v) for k, v in raw.items()} if raw else None
+
+    # --- session-scoped ephemeral data ----------------------------------------------------------------------
+
+    async def session_set(self, session_id: str, key: str, value: Any, ttl_seconds: int | None = None) -> None:
+        """Set ``session:{session_id}:{key}`` with a TTL (default working.ttl_seconds)."""
+        text = _dump(value, self.settings.max_value_bytes, "value")
+        await self._call(self.client.set(self.key("session", session_id, key), text, ex=ttl_seconds or self.settings.ttl_seconds))
+
+    async def session_get(self, session_id: str, key: str) -> Any:
+        """Value of ``session:{session_id}:{key}``, or None."""
+        return _load(await self._call(self.client.get(self.key("session", session_id, key))))
+
+
+def _s(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class WorkingMemory:
+    """One session's working memory: recent turns, context values, the active goal and a scratchpad of thoughts."""
+
+    def __init__(self, store: WorkingStore, *, user_id: str, conversation_id: str, channel: str):
+        self.store = store
+        self.user_id = user_id
+        self.conversation_id = conversation_id
+        self.channel = channel
+        self._base = ("working", user_id, channel, conversation_id)
+
+    def _key(self, suffix: str) -> str:
+        return self.store.key(*self._base, suffix)
+
+    @property
+    def _ttl(self) -> int:
+        return self.store.settings.ttl_seconds
+
+    async def _push(self, suffix: str, item: dict[str, Any], cap: int) -> None:
+        key = self._key(suffix)
+        text = _dump(item, self.store.settings.max_value_bytes, suffix)
+        async with self.store.client.pipeline(transaction=True) as pipe:
+            pipe.lpush(key, text)
+            pipe.ltrim(key, 0, cap - 1)
+            pipe.expire(key, self._ttl)
+            await self.store._call(pipe.execute())
+
+    async def _recent(self, suffix: str, limit: int) -> list[dict[str, Any]]:
+        raw = await self.store._call(self.store.client.lrange(self._key(suffix), 0, max(limit, 1) - 1))
+        return [json.loads(item) for item in raw]
+
+    async def add_turn(self, turn: Any) -> None:
+        """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
+        item = turn.model_dump(mode="json", exclude={"embedding"}) if hasattr(turn, "model_dump") else dict(turn)
+        await self._push("turns", item, self.store.settings.max_turns)
+
+    async def get_recent_turns(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The most recent cached turns, oldest first."""
+        return list(reversed(await self._recent("turns", limit)))
+
+    async def set(self, key: str, value: Any, ttl_seconds: int | None = None) -> None:
+        """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds)."""
+        if not key:
+            raise ValidationError("key", "must not be empty")
+        ttl = int(ttl_seconds or self._ttl)
+        if ttl <= 0:
+            raise ValidationError("ttl_seconds", f"must be > 0, got {ttl_seconds}")
+        text = _dump(value, self.store.settings.max_value_bytes, "value")
+        ctx = self._key("context")
+        async with self.store.client.pipeline(transaction=True) as pipe:
+            pipe.hset(ctx, key, text)
+            pipe.execute_command("HEXPIRE", ctx, ttl, "FIELDS", 1, key)
+            pipe.expire(ctx, max(ttl, self._ttl), gt=True)
+            pipe.expire(ctx, max(ttl, self._ttl), nx=True)
+            await self.store._call(pipe.execute())
+
+    async def get(self, key: str) -> Any:
+        """A context value, or None when absent or expired."""
+        return _load(await self.store._call(self.store.client.hget(self._key("context"), key)))
+
+    async def delete(self, key: str) -> bool:
+        """Delete a context value; True if it existed."""
+        return bool(await self.store._call(self.store.client.hdel(self._key("context"), key)))
+
+    async def set_active_goal(self, goal_id: str, goal_description: str) -> None:
+        """Remember the goal the agent is working on in this session."""
+        text = _dump({"goal_id": goal_id, "description": goal_description, "set_at": time.time()},
+                     self.store.settings.max_value_bytes, "goal_description")
+        await self.store._call(self.store.client.set(self._key("goal"), text, ex=self._ttl))
+
+    async def get_active_goal(self) -> dict[str, Any] | None:
+        """The active goal ``{goal_id, description, set_at}``, or None."""
+        return _load(await self.store._call(self.store.client.get(self._key("goal"))))
+
+    async def push_thought(self, thought: str | dict[str, Any]) -> None:
+        """Append a thought (reasoning scratchpad entry)."""
+        item = {"thought": thought, "at": time.time()} if isinstance(thought, str) else dict(thought)
+        await self._push("thoughts", item, self.store.settings.max_thoughts)
+
+    async def get_thoughts(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The most recent thoughts, oldest first."""
+        return list(reversed(await self._recent("thoughts", limit)))
+
+    async def get_context(self) -> dict[str, Any]:
+        """Everything in this session: context values, recent turns, active goal and recent thoughts."""
+        raw = await self.store._call(self.store.client.hgetall(self._key("context")))
+        return {
+            "user_id": self.user_id,
+            "channel": self.channel,
+            "conversation_id": self.conversation_id,
+            "values": {_s(k): json.loads(v) for k, v in raw.items()},
+            "recent_turns": await self.get_recent_turns(self.store.settings.max_turns),
+            "active_goal": await self.get_active_goal(),
+            "thoughts": await self.get_thoughts(self.store.settings.max_thoughts),
+        }
+
+    async def clear_session(self) -> int:
+        """Delete every key of this session; return how many existed."""
+        keys = [self._key(s) for s in ("turns", "context", "goal", "thoughts")]
+        return int(await self.store._call(self.store.client.delete(*keys)))
