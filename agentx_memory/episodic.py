@@ -72,7 +72,7 @@ def _row_to_turn(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
         id=row["turn_id"], conversation_id=row["conversation_id"], user_id=row["user_id"], channel=row["channel"],
         index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
         token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
-        embedding=[float(x) for x in embedding] if (with_embedding and embedding is not None) else None,
+        embedding=embedding.to_list() if (with_embedding and embedding is not None) else None,
     )
 
 

