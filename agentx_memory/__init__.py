@@ -32,7 +32,7 @@ from .models import (
     Turn,
     UserProfile,
 )
-from .procedural import ScoredStrategy
+from .procedural import StrategyMatch
 from .providers.embeddings import Embedder, make_embedder
 from .semantic import EntityGraph
 from .settings import Settings, load_settings
@@ -57,7 +57,7 @@ __all__ = [
     "RELATIONSHIP_TYPES",
     "Relationship",
     "RuntimeServerError",
-    "ScoredStrategy",
+    "StrategyMatch",
     "Settings",
     "StorageError",
     "StorageUnavailableError",

@@ -13,6 +13,7 @@ failure never loses the memory write it describes: it is logged with ``logging``
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -41,6 +42,10 @@ _INSERT = (
 _LEVELS = {"off": 0, "writes": 1, "reads": 2, "verbose": 3}
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
 class MemoryAuditLogger:
     """Writes audit entries for memory operations, according to the configured level."""
 
@@ -66,8 +71,9 @@ class MemoryAuditLogger:
             "promotion_access_count": None, "promotion_conversation_count": None,
         }
         row.update(entry)
-        row["config_snapshot"] = Jsonb(self.settings.snapshot())
-        row["metadata"] = Jsonb(entry.get("metadata") or {})
+        # default=str: a trace or payload holding a value JSON has no type for must not cost the whole entry
+        row["config_snapshot"] = Jsonb(self.settings.snapshot(), dumps=_dumps)
+        row["metadata"] = Jsonb(entry.get("metadata") or {}, dumps=_dumps)
         try:
             try:
                 await self.postgres.execute(_INSERT, row)
@@ -75,7 +81,10 @@ class MemoryAuditLogger:
                 if "no partition" not in str(exc):
                     raise
                 # The worker creates partitions ahead; if it has not run, create today's and retry once.
-                await self.postgres.execute("SELECT create_audit_partitions(1, %s::date)", (row["timestamp"].date(),))
+                try:
+                    await self.postgres.execute("SELECT create_audit_partitions(1, %s::date)", (row["timestamp"].date(),))
+                except Exception:  # another process created it at the same moment: the insert below succeeds
+                    log.debug("creating today's audit partition failed; retrying the insert", exc_info=True)
                 await self.postgres.execute(_INSERT, row)
         except Exception:  # an audit failure must never fail the memory operation
             log.exception("audit entry could not be written: %s %s", entry.get("operation"), entry.get("memory_type"))

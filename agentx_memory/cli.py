@@ -146,6 +146,78 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _default_locomo() -> str:
+    from pathlib import Path
+
+    for candidate in (Path("../shared/data/locomo/locomo-dev.json"), Path("../../shared/data/locomo/locomo-dev.json")):
+        if candidate.exists():
+            return str(candidate)
+    return "locomo-dev.json"
+
+
+def _bench_args(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="bench", required=True)
+    locomo = sub.add_parser("locomo", help="LoCoMo evidence recall (ours, baselines, ablations)")
+    locomo.add_argument("--data", default=_default_locomo(), help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json)")
+    locomo.add_argument("--out", default="benchmarks/results", help="directory for locomo.json/.md/.png")
+    locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for cached document embeddings")
+    locomo.add_argument("--samples", type=int, default=None, help="only the first N samples")
+    locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per sample")
+    locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
+    locomo.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
+
+
+def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    """Run a benchmark on its own graph and schema (dropped first) of the configured stores."""
+    from pathlib import Path
+
+    if args.bench == "locomo":
+        from .bench.locomo import run_locomo
+
+        settings = _bench_settings(settings, "bench_locomo")
+        asyncio.run(_reset_namespace(settings))
+        try:
+            report = asyncio.run(run_locomo(settings, Path(args.data), out_dir=Path(args.out), cache_dir=Path(args.cache),
+                                            limit_samples=args.samples, limit_questions=args.questions,
+                                            ablations=not args.no_ablations, progress=console.print))
+        finally:
+            if not args.keep:
+                asyncio.run(_reset_namespace(settings))
+        from .bench.locomo import markdown_report
+
+        console.print(markdown_report(report))
+        console.print(f"written: {Path(args.out) / 'locomo.json'}, .md, .png")
+    return 0
+
+
+def _bench_settings(settings: Settings, name: str) -> Settings:
+    return settings.model_copy(update={
+        "graph": settings.graph.model_copy(update={"name": name}),
+        "postgres": settings.postgres.model_copy(update={"db_schema": name}),
+        "redis": settings.redis.model_copy(update={"key_prefix": f"{name}:"}),
+    })
+
+
+async def _reset_namespace(settings: Settings) -> None:
+    """Drop a benchmark's graph, schema and keys."""
+    import psycopg
+    from psycopg import sql
+
+    from .backends import make_graph_store
+
+    dsn, socket = settings.postgres.dsn, None
+    if settings.uses_embedded:
+        endpoints = await asyncio.to_thread(_stack(settings).ensure_running)
+        dsn, socket = dsn or endpoints.postgres_dsn, str(endpoints.falkordb_socket)
+    graph = make_graph_store(settings, falkordb_socket=socket)
+    try:
+        await graph.drop_all()
+    finally:
+        await graph.close()
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.postgres.db_schema)))
+
+
 #: Subcommands: name → (handler, help, argument adder).
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Callable[[argparse.ArgumentParser], None]]] = {
     "up": (cmd_up, "start the embedded servers and migrate", lambda p: None),
@@ -153,6 +225,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Ca
     "status": (cmd_status, "show servers and schema version", lambda p: p.add_argument("--json", action="store_true")),
     "migrate": (cmd_migrate, "apply pending schema migrations", lambda p: None),
     "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", lambda p: None),
+    "bench": (cmd_bench, "run a benchmark (locomo)", _bench_args),
 }
 
 

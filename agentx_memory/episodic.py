@@ -33,6 +33,7 @@ from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .graph import cypher
 from .models import Turn
+from .sql import search
 from .sql.postgres import wrap_pg_error
 from .timeutil import to_ms
 from .tokens import count_tokens
@@ -191,6 +192,10 @@ class EpisodicMemory:
             for turn in to_insert:
                 if turn.id not in inserted:
                     await self._adopt_occupant(conn, turn)
+            indexes = [t.index for t in to_insert]
+            await conn.execute(search.UPDATE_CONTEXT_TSV, {
+                "conversation_id": conversation_id, "low": min(indexes) - 1, "high": max(indexes) + 1,
+            })
 
     async def _adopt_occupant(self, conn, turn: Turn) -> None:
         """(conversation_id, index) is taken: the same content is an idempotent re-store; anything else conflicts."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .context import MemoryContext
-from .errors import NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import GOAL_STATUSES, Goal, utcnow
 from .timeutil import from_ms, to_ms
@@ -59,12 +59,15 @@ class GoalMemory:
             goal.embedding = (await self.ctx.embedder.embed_documents([goal.description]))[0].tolist()
         else:
             goal.embedding = self.ctx.embedder.check(goal.embedding)
-        await self.ctx.graph.write(cypher.ADD_GOAL, {
-            "id": goal.id, "user_id": goal.user_id, "channel": goal.channel, "description": goal.description,
-            "status": goal.status, "priority": goal.priority, "created_at": to_ms(goal.created_at),
-            "deadline": to_ms(goal.deadline), "metadata": metadata, "embedding": goal.embedding,
-            "parent_id": goal.parent_id, "blocked_by": list(goal.blocked_by),
-        })
+        try:
+            await self.ctx.graph.write(cypher.ADD_GOAL, {
+                "id": goal.id, "user_id": goal.user_id, "channel": goal.channel, "description": goal.description,
+                "status": goal.status, "priority": goal.priority, "created_at": to_ms(goal.created_at),
+                "deadline": to_ms(goal.deadline), "metadata": metadata, "embedding": goal.embedding,
+                "parent_id": goal.parent_id, "blocked_by": list(goal.blocked_by),
+            })
+        except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's goal
+            raise ConflictError(f"goal id {goal.id!r} is already used by another user's goal") from exc
         await self.ctx.postgres.execute(
             "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
             " channel) VALUES (%s, 'goal', %s, %s, %s, %s, %s) ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING",
@@ -101,11 +104,15 @@ class GoalMemory:
         return await self.get_goal(goal_id, user_id)
 
     async def block_goal(self, goal_id: str, blocker_id: str, *, user_id: str) -> Goal:
-        """Record that ``goal_id`` is BLOCKED_BY ``blocker_id`` (both the user's goals)."""
+        """Record that ``goal_id`` is BLOCKED_BY ``blocker_id`` (both the user's goals). The status is unchanged."""
+        if goal_id == blocker_id:
+            raise ValidationError("blocker_id", f"a goal cannot block itself ({goal_id!r})")
         rows = await self.ctx.graph.write(cypher.BLOCK_GOAL, {"id": goal_id, "blocker_id": blocker_id, "user_id": user_id})
         if not rows:
             known = {g.id for g in await self.get_goals(user_id, [goal_id, blocker_id])}
             raise NotFoundError("goal", goal_id if goal_id not in known else blocker_id)
+        await self.ctx.audit.log_write("update", "goal", None, [goal_id, blocker_id], {"blocked_by": blocker_id},
+                                       user_id=user_id)
         return await self.get_goal(goal_id, user_id)
 
     async def list_goals(self, user_id: str, status: str | None = None, channels: Sequence[str] | str | None = None,
@@ -114,7 +121,11 @@ class GoalMemory:
         check_id(user_id, "user_id")
         if status is not None and status not in GOAL_STATUSES:
             raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= 10_000):
+            raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
         rows = await self.ctx.graph.read(cypher.LIST_GOALS, {
             "user_id": user_id, "channels": check_channels(channels), "status": status, "limit": limit,
         })
-        return [_goal(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
+        goals = [_goal(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
+        # the aggregation of blockers does not keep the statement's order: sort here
+        return sorted(goals, key=lambda g: (-g.priority, g.created_at, g.id))

@@ -14,6 +14,7 @@ import functools
 import inspect
 import threading
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from .audit import MemoryAuditLogger
@@ -23,11 +24,13 @@ from .episodic import EpisodicMemory
 from .errors import ValidationError
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Strategy, ToolInvocation, Turn, UserProfile
-from .procedural import ProceduralMemory, ScoredStrategy
+from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .providers.embeddings import Embedder, make_embedder
+from .retrieval.bundle import MemoryBundle
+from .retrieval.recall import RecallLayer
 from .semantic import EntityGraph, SemanticMemory
-from .settings import Settings, load_settings
+from .settings import RecallSettings, Settings, load_settings
 from .validation import check_channel, check_id
 from .working import WorkingMemory
 
@@ -54,6 +57,7 @@ class AsyncAgentMemory:
         self.procedural = ProceduralMemory(self.ctx)
         self.goals = GoalMemory(self.ctx)
         self.profiles = ProfileStore(self.ctx)
+        self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles)
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
@@ -66,6 +70,7 @@ class AsyncAgentMemory:
 
     async def close(self) -> None:
         """Close connections (embedded servers keep running for other processes; ``agentx-memory down`` stops them)."""
+        await self.recall.drain()
         await self.backends.close()
 
     async def __aenter__(self) -> AsyncAgentMemory:
@@ -159,7 +164,7 @@ class AsyncAgentMemory:
                                                     success, channel, user_id=self._user(user_id))
 
     async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              user_id: str | None = None) -> list[ScoredStrategy]:
+                              user_id: str | None = None) -> list[StrategyMatch]:
         """Strategies for a task, ranked by similarity and success rate."""
         return await self.procedural.find_strategies(task_description, channels, top_k, user_id=self._user(user_id))
 
@@ -195,6 +200,28 @@ class AsyncAgentMemory:
                          channels: Sequence[str] | str | None = None) -> list[Goal]:
         """The user's goals (optionally of one status) in ``channels`` plus ``_global``."""
         return await self.goals.list_goals(self._user(user_id), status, channels)
+
+    # --- retrieval ----------------------------------------------------------------------------------------------
+
+    async def remember(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, top_k: int = 10,
+                       time_window_hours: float | None = None, include_episodic: bool = True,
+                       include_semantic: bool = True, include_procedural: bool = True,
+                       reference_time: datetime | None = None,
+                       recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
+        """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood) and
+        strategies from ``channel`` and ``_global``, plus active goals and the user's profile.
+
+        ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
+        settings for this call, e.g. ``recall={"hybrid": False}``. See :class:`MemoryBundle` (``explain()``,
+        ``to_prompt(max_tokens)``).
+        """
+        return await self.recall.remember(query, self._user(user_id), channel, top_k, time_window_hours,
+                                          include_episodic, include_semantic, include_procedural, reference_time,
+                                          recall)
+
+    async def drain(self) -> None:
+        """Wait for background writes that follow a recall (reinforcement, audit)."""
+        await self.recall.drain()
 
     # --- working memory and profiles ----------------------------------------------------------------------------
 

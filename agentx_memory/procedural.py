@@ -16,14 +16,14 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from .context import MemoryContext
-from .errors import NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import Strategy, ToolInvocation
 from .semantic import normalize_name
 from .timeutil import from_ms, now_ms, to_ms
 from .validation import check_channel, check_channels, check_id, check_json, check_text
 
-__all__ = ["ProceduralMemory", "ScoredStrategy"]
+__all__ = ["ProceduralMemory", "StrategyMatch"]
 
 SIMILARITY_SHARE = 0.7
 
@@ -37,7 +37,7 @@ def _strategy(row: dict[str, Any]) -> Strategy:
     )
 
 
-class ScoredStrategy(Strategy):
+class StrategyMatch(Strategy):
     """A strategy found by :meth:`ProceduralMemory.find_strategies`, with its similarity and ranking score."""
 
     similarity: float = 0.0
@@ -51,7 +51,8 @@ class ProceduralMemory:
         self.ctx = ctx
 
     async def record_invocation(self, invocation: ToolInvocation) -> ToolInvocation:
-        """Log a tool call durably and project it into the graph (idempotent by invocation id)."""
+        """Log a tool call durably and project it into the graph (idempotent by invocation id: a repeated call
+        re-projects it, counts it once and audits it once)."""
         inv = invocation.model_copy(deep=True)
         check_channel(inv.channel)
         check_id(inv.user_id, "user_id")
@@ -69,23 +70,40 @@ class ProceduralMemory:
             if not rows:
                 raise NotFoundError("turn", inv.turn_id)
             inv.turn_index = rows[0]["turn_index"]
-        await self.ctx.postgres.execute(
+        await self._check_conversation_owner(inv.conversation_id, inv.user_id)
+        inserted = await self.ctx.postgres.fetch(
             "INSERT INTO tool_invocations (invocation_id, user_id, conversation_id, turn_index, turn_id, timestamp,"
             " tool_name, task_type, tool_input, tool_output, success, latency_ms, error_message, channel)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (invocation_id) DO NOTHING",
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (invocation_id) DO NOTHING"
+            " RETURNING invocation_id",
             (inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
              inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
              inv.error_message, inv.channel),
         )
+        if not inserted:  # recorded before: idempotent, unless the id is another user's invocation
+            owner = await self.ctx.postgres.fetch(
+                "SELECT user_id, conversation_id FROM tool_invocations WHERE invocation_id = %s", (inv.id,))
+            if owner and (owner[0]["user_id"], owner[0]["conversation_id"]) != (inv.user_id, inv.conversation_id):
+                raise ConflictError(f"invocation id {inv.id!r} is already recorded for another conversation or user")
         await self.ctx.graph.write(cypher.RECORD_INVOCATION, {
             "id": inv.id, "user_id": inv.user_id, "channel": inv.channel, "conversation_id": inv.conversation_id,
             "turn_id": inv.turn_id, "tool_name": inv.tool_name, "task_type": inv.task_type, "success": inv.success,
             "latency_ms": inv.latency_ms, "timestamp": to_ms(inv.timestamp),
         })
-        await self.ctx.audit.log_write("store", "procedural", inv.channel, [inv.id], {"tool_name": inv.tool_name},
-                                       user_id=inv.user_id, conversation_id=inv.conversation_id,
-                                       payload=inv.model_dump(mode="json"))
+        if inserted:  # a repeated call re-projects (the graph may have missed it) but is not a new operation
+            await self.ctx.audit.log_write("store", "procedural", inv.channel, [inv.id], {"tool_name": inv.tool_name},
+                                           user_id=inv.user_id, conversation_id=inv.conversation_id,
+                                           payload=inv.model_dump(mode="json"))
         return inv
+
+    async def _check_conversation_owner(self, conversation_id: str, user_id: str) -> None:
+        """ConflictError when the conversation id belongs to another user (in the durable log or the graph)."""
+        logged = await self.ctx.postgres.fetch(
+            "SELECT user_id FROM conversation_logs WHERE conversation_id = %s LIMIT 1", (conversation_id,))
+        owners = {r["user_id"] for r in logged}
+        owners.update(r["user_id"] for r in await self.ctx.graph.read(cypher.CONVERSATION_OWNER, {"id": conversation_id}))
+        if owners - {user_id}:
+            raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
 
     async def get_tool_stats(self, user_id: str, task_type: str | None = None, channel: str | None = None) -> list[dict[str, Any]]:
         """Per tool: uses, successes, success rate, average and p95 latency (from the durable log), best first."""
@@ -110,6 +128,8 @@ class ProceduralMemory:
         check_channel(channel)
         check_id(user_id, "user_id")
         check_text(description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        if context_pattern:
+            check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         tools = [check_id(t, "tool_sequence") for t in tool_sequence]
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
         embedding = (await self.ctx.embedder.embed_documents([f"{description}\n{context_pattern}".strip()]))[0].tolist()
@@ -137,27 +157,39 @@ class ProceduralMemory:
         })
         if not rows:
             raise NotFoundError("strategy", strategy_id)
-        await self.ctx.audit.log_write("reinforce", "procedural", None, [strategy_id], {"success": bool(success)}, user_id=user_id)
-        return _strategy(rows[0]["strategy"])
+        strategy = _strategy(rows[0]["strategy"])
+        await self.ctx.audit.log_write("reinforce", "procedural", strategy.channel, [strategy_id],
+                                       {"kind": "strategy", "success": bool(success)}, user_id=user_id)
+        return strategy
 
     async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              *, user_id: str, embedding: Sequence[float] | None = None) -> list[ScoredStrategy]:
+                              *, user_id: str, embedding: Sequence[float] | None = None) -> list[StrategyMatch]:
         """Strategies of the user similar to the task, ranked by similarity and success rate."""
+        started = time.perf_counter()
         check_text(task_description, "task_description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
-        if not (1 <= top_k <= 1000):
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not (1 <= top_k <= 1000):
             raise ValidationError("top_k", f"must be between 1 and 1000, got {top_k}")
         vector = list(embedding) if embedding is not None else (await self.ctx.embedder.embed_query(task_description)).tolist()
         overfetch = max(top_k, int(top_k * self.ctx.settings.retrieval.overfetch_factor))
+        searched = check_channels(channels)
         rows = await self.ctx.graph.read(cypher.SEARCH_STRATEGIES, {
-            "user_id": user_id, "channels": check_channels(channels), "embedding": vector, "k": overfetch,
+            "user_id": user_id, "channels": searched, "embedding": vector, "k": overfetch,
         })
         found = []
         for row in rows:
             strategy = _strategy(row["strategy"])
             similarity = float(row["similarity"])
             score = SIMILARITY_SHARE * similarity + (1 - SIMILARITY_SHARE) * strategy.success_rate
-            found.append(ScoredStrategy(**strategy.model_dump(), similarity=similarity, score=score))
+            found.append(StrategyMatch(**strategy.model_dump(), similarity=similarity, score=score))
         found.sort(key=lambda s: s.score, reverse=True)
-        return found[:top_k]
+        found = found[:top_k]
+        await self.ctx.audit.log_read(
+            task_description, searched, len(found), int((time.perf_counter() - started) * 1000), user_id=user_id,
+            source_channel=searched[0], memory_type="procedural", operation="find_strategies",
+            metadata={"result_ids": [s.id for s in found], "result_channels": sorted({s.channel for s in found})},
+            trace=[{"id": s.id, "similarity": s.similarity, "success_rate": s.success_rate, "score": s.score}
+                   for s in found],
+        )
+        return found
 
 

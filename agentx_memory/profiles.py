@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -16,11 +17,14 @@ _UPSERT = (
     "INSERT INTO user_profiles AS p (user_id, preferences, expertise_areas, communication_style, metadata)"
     " VALUES (%(user_id)s, %(preferences)s, %(expertise)s, %(style)s, %(metadata)s)"
     " ON CONFLICT (user_id) DO UPDATE SET"
-    "  preferences = p.preferences || EXCLUDED.preferences,"
-    "  expertise_areas = (SELECT coalesce(jsonb_agg(DISTINCT e), '[]'::jsonb)"
-    "                     FROM jsonb_array_elements(p.expertise_areas || EXCLUDED.expertise_areas) AS e),"
-    "  communication_style = p.communication_style || EXCLUDED.communication_style,"
-    "  metadata = p.metadata || EXCLUDED.metadata,"
+    "  preferences = coalesce(p.preferences, '{}') || EXCLUDED.preferences,"
+    # a set union that keeps first-seen order (existing areas first, then the new ones)
+    "  expertise_areas = (SELECT coalesce(jsonb_agg(u.e ORDER BY u.first), '[]'::jsonb) FROM ("
+    "     SELECT x.e, min(x.ord) AS first"
+    "     FROM jsonb_array_elements(coalesce(p.expertise_areas, '[]') || EXCLUDED.expertise_areas)"
+    "          WITH ORDINALITY AS x(e, ord) GROUP BY x.e) AS u),"
+    "  communication_style = coalesce(p.communication_style, '{}') || EXCLUDED.communication_style,"
+    "  metadata = coalesce(p.metadata, '{}') || EXCLUDED.metadata,"
     "  updated_at = NOW()"
     " RETURNING user_id, preferences, expertise_areas, communication_style, metadata, created_at, updated_at"
 )
@@ -50,8 +54,11 @@ class ProfileStore:
         for name, value in (("preferences", preferences), ("expertise_areas", expertise_areas),
                             ("communication_style", communication_style), ("metadata", metadata)):
             check_json(value, name, max_bytes=limit)
+        expertise: dict[str, Any] = {}  # a set from the first write on (JSON equality, first-seen order)
+        for area in expertise_areas or []:
+            expertise.setdefault(json.dumps(area, sort_keys=True), area)
         rows = await self.ctx.postgres.fetch(_UPSERT, {
-            "user_id": user_id, "preferences": Jsonb(preferences or {}), "expertise": Jsonb(list(expertise_areas or [])),
+            "user_id": user_id, "preferences": Jsonb(preferences or {}), "expertise": Jsonb(list(expertise.values())),
             "style": Jsonb(communication_style or {}), "metadata": Jsonb(metadata or {}),
         })
         await self.ctx.audit.log_write("update", "profile", None, [user_id], user_id=user_id)

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .context import MemoryContext
-from .errors import NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
 from .timeutil import from_ms, now_ms, to_ms
@@ -85,7 +85,11 @@ class SemanticMemory:
     # --- entities -----------------------------------------------------------------------------------------------
 
     async def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
-        """Create or merge an entity; return it as stored (the existing id when it merged)."""
+        """Create or merge an entity; return it as stored (the existing id when it merged).
+
+        The name is stored with surrounding whitespace stripped and inner runs collapsed; aliases are merged as a set
+        (by normalized form), properties key by key; an empty description keeps the stored one.
+        """
         started = time.perf_counter()
         entity = entity.model_copy(deep=True)
         if channel is not None:
@@ -93,6 +97,9 @@ class SemanticMemory:
         check_channel(entity.channel)
         check_id(entity.user_id, "user_id")
         check_text(entity.name, "name", max_bytes=1000)
+        entity.name = _SPACES.sub(" ", entity.name.strip())
+        for alias in entity.aliases:
+            check_text(alias, "aliases", max_bytes=1000)
         check_text(entity.type, "type", max_bytes=100)
         if entity.description:
             check_text(entity.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
@@ -105,7 +112,15 @@ class SemanticMemory:
         properties = dict(json.loads(existing[0]["entity"]["properties"] or "{}")) if existing else {}
         properties.update(entity.properties)
         description = entity.description or (existing[0]["entity"]["description"] if existing else "") or ""
-        aliases = [a for a in dict.fromkeys(entity.aliases) if normalize_name(a) != normalize_name(entity.name)]
+        # Aliases are a set by normalized form: no case/space variants of each other, of stored ones or of the name.
+        taken = {normalize_name(entity.name)}
+        taken.update(normalize_name(a) for a in (existing[0]["entity"].get("aliases") or [] if existing else []))
+        aliases = []
+        for alias in entity.aliases:
+            alias = _SPACES.sub(" ", alias.strip())
+            if normalize_name(alias) not in taken:
+                taken.add(normalize_name(alias))
+                aliases.append(alias)
         if entity.embedding is None:
             text = entity.name + (f": {description}" if description else "")
             entity.embedding = (await self.ctx.embedder.embed_documents([text]))[0].tolist()
@@ -141,6 +156,8 @@ class SemanticMemory:
         if rel_type not in RELATIONSHIP_TYPES:
             raise ValidationError("rel_type", f"{rel_type!r} is not one of {', '.join(RELATIONSHIP_TYPES)}")
         props = properties or {}
+        if not isinstance(props, dict):
+            raise ValidationError("properties", f"must be a dict, got {type(props).__name__}")
         props_json = check_json(props, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         rows = await self.ctx.graph.write(cypher.CREATE_RELATIONSHIP[rel_type], {
             "source_id": source_id, "target_id": target_id, "user_id": user_id, "properties": props_json,
@@ -158,9 +175,13 @@ class SemanticMemory:
                                limit: int | None = None) -> EntityGraph:
         """The entities within ``depth`` hops (1-3) of ``entity_ids``, their edges and facts; at most ``limit``
         neighbours (default: retrieval.graph_expansion_limit)."""
-        if depth not in cypher.ENTITY_NEIGHBOURS:
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth not in cypher.ENTITY_NEIGHBOURS:
             raise ValidationError("depth", f"must be 1, 2 or 3, got {depth!r}")
-        limit = limit or self.ctx.settings.retrieval.graph_expansion_limit
+        limit = self.ctx.settings.retrieval.graph_expansion_limit if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= 10_000):
+            raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
+        if isinstance(entity_ids, str):
+            entity_ids = [entity_ids]
         ids = list(dict.fromkeys(entity_ids))
         neighbours = await self.ctx.graph.read(cypher.ENTITY_NEIGHBOURS[depth], {"ids": ids, "user_id": user_id, "limit": limit})
         all_ids = ids + [r["id"] for r in neighbours]
@@ -203,12 +224,15 @@ class SemanticMemory:
             fact.conversation_id = fact.conversation_id or rows[0]["conversation_id"]
         if fact.embedding is None:
             fact.embedding = (await self.ctx.embedder.embed_documents([fact.claim]))[0].tolist()
-        await self.ctx.graph.write(cypher.STORE_FACT, {
-            "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
-            "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
-            "conversation_id": fact.conversation_id, "temporal": fact.temporal, "metadata": metadata,
-            "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),
-        })
+        try:
+            await self.ctx.graph.write(cypher.STORE_FACT, {
+                "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
+                "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
+                "conversation_id": fact.conversation_id, "temporal": fact.temporal, "metadata": metadata,
+                "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),
+            })
+        except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's fact
+            raise ConflictError(f"fact id {fact.id!r} is already used by another user's fact") from exc
         await self._timeline("fact", fact.id, fact.user_id, fact.channel, fact.created_at, fact.claim, fact.confidence)
         await self.ctx.audit.log_write("store", "semantic", fact.channel, [fact.id], {"kind": "fact"},
                                        user_id=fact.user_id, conversation_id=fact.conversation_id,
@@ -232,6 +256,10 @@ class SemanticMemory:
         if source.channel == GLOBAL_CHANNEL:
             raise ValidationError("fact_id", f"fact {fact_id!r} is already in _global; only project facts are promoted")
         global_id = str(uuid.uuid5(_PROMOTION_NS, fact_id))
+        try:
+            return await self.get_fact(global_id, user_id)  # promoted before: idempotent, nothing new to audit
+        except NotFoundError:
+            pass
         await self.ctx.graph.write(cypher.PROMOTE_FACT, {
             "source_id": fact_id, "global_id": global_id, "user_id": user_id, "reason": reason, "now": now_ms(),
         })
@@ -259,7 +287,7 @@ class SemanticMemory:
             "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
             " channel) VALUES (%s, %s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
-            " importance_score = EXCLUDED.importance_score",
+            " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel",
             (user_id, memory_type, node_id, event_time, summary[:1000], importance, channel),
         )
 

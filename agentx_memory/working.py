@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from datetime import date, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -36,9 +37,22 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) 
 """
 
 
+def _json_default(value: Any) -> Any:
+    # Values JSON has no type for but that read back meaningfully: timestamps, ids, models, sets.
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+
+
 def _dump(value: Any, limit: int, field: str) -> str:
     try:
-        text = json.dumps(value, default=str)
+        text = json.dumps(value, default=_json_default)
     except (TypeError, ValueError) as exc:
         raise ValidationError(field, f"value is not JSON-serializable: {exc}") from exc
     size = len(text.encode())
@@ -147,7 +161,9 @@ class WorkingMemory:
             await self.store._call(pipe.execute())
 
     async def _recent(self, suffix: str, limit: int) -> list[dict[str, Any]]:
-        raw = await self.store._call(self.store.client.lrange(self._key(suffix), 0, max(limit, 1) - 1))
+        if limit <= 0:
+            return []
+        raw = await self.store._call(self.store.client.lrange(self._key(suffix), 0, limit - 1))
         return [json.loads(item) for item in raw]
 
     async def add_turn(self, turn: Any) -> None:

@@ -175,24 +175,28 @@ CREATE_RELATIONSHIP: Final[dict[str, LiteralString]] = {
     "REFERENCES": CREATE_REFERENCES,
 }
 
-# Variable-length bounds cannot be parameters in Cypher: one statement per allowed depth.
+# Variable-length bounds cannot be parameters in Cypher: one statement per allowed depth. Nearest neighbours first,
+# so that the limit drops the farthest ones.
 ENTITY_NEIGHBOURS_1: Final[LiteralString] = """
 MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
-MATCH (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..1]-(n:Entity)
+MATCH p = (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..1]-(n:Entity)
 WHERE n.user_id = $user_id AND NOT n.id IN $ids
-RETURN DISTINCT n.id AS id LIMIT $limit
+WITH n.id AS id, min(length(p)) AS hops
+RETURN id, hops ORDER BY hops, id LIMIT $limit
 """
 ENTITY_NEIGHBOURS_2: Final[LiteralString] = """
 MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
-MATCH (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..2]-(n:Entity)
+MATCH p = (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..2]-(n:Entity)
 WHERE n.user_id = $user_id AND NOT n.id IN $ids
-RETURN DISTINCT n.id AS id LIMIT $limit
+WITH n.id AS id, min(length(p)) AS hops
+RETURN id, hops ORDER BY hops, id LIMIT $limit
 """
 ENTITY_NEIGHBOURS_3: Final[LiteralString] = """
 MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
-MATCH (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..3]-(n:Entity)
+MATCH p = (e)-[:RELATED_TO|PART_OF|LOCATED_IN|WORKS_FOR|KNOWS|CREATED_BY|REFERENCES*1..3]-(n:Entity)
 WHERE n.user_id = $user_id AND NOT n.id IN $ids
-RETURN DISTINCT n.id AS id LIMIT $limit
+WITH n.id AS id, min(length(p)) AS hops
+RETURN id, hops ORDER BY hops, id LIMIT $limit
 """
 ENTITY_NEIGHBOURS: Final[dict[int, LiteralString]] = {1: ENTITY_NEIGHBOURS_1, 2: ENTITY_NEIGHBOURS_2, 3: ENTITY_NEIGHBOURS_3}
 
@@ -214,10 +218,12 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 
 # --- semantic: facts -----------------------------------------------------------------------------------------------
 
+# Keyed by (id, user_id): an id that is another user's fact makes the MERGE create a second node with that id,
+# which the unique constraint on Fact.id refuses (ConflictError), so a fact is never taken over by another user.
 STORE_FACT: Final[LiteralString] = """
-MERGE (f:Fact {id: $id})
+MERGE (f:Fact {id: $id, user_id: $user_id})
 ON CREATE SET f.created_at = $created_at, f.access_count = 0
-SET f.user_id = $user_id, f.channel = $channel, f.claim = $claim, f.confidence = $confidence, f.source = $source,
+SET f.channel = $channel, f.claim = $claim, f.confidence = $confidence, f.source = $source,
     f.source_turn_id = $source_turn_id, f.conversation_id = $conversation_id, f.temporal = $temporal,
     f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false)
 WITH f
@@ -240,7 +246,6 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 FACT_CONVERSATION_COUNT: Final[LiteralString] = """
 MATCH (f:Fact {id: $id, user_id: $user_id})
 OPTIONAL MATCH (f)-[:DERIVED_FROM]->(t:Turn)
-OPTIONAL MATCH (f)<-[:PROMOTED_FROM]-(:Fact)
 WITH f, collect(DISTINCT t.conversation_id) + [x IN [f.conversation_id] WHERE x IS NOT NULL] AS conversations
 UNWIND (CASE WHEN size(conversations) = 0 THEN [null] ELSE conversations END) AS conversation
 RETURN count(DISTINCT conversation) AS conversations
@@ -281,6 +286,10 @@ RETURN count(n) AS reinforced
 
 
 # --- procedural ----------------------------------------------------------------------------------------------------
+
+CONVERSATION_OWNER: Final[LiteralString] = """
+MATCH (c:Conversation {id: $id}) RETURN c.user_id AS user_id
+"""
 
 RECORD_INVOCATION: Final[LiteralString] = """
 MERGE (c:Conversation {id: $conversation_id})
@@ -349,11 +358,12 @@ RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequenc
 
 # --- goals ---------------------------------------------------------------------------------------------------------
 
+# Keyed by (id, user_id) like facts: another user's goal id violates the unique constraint on Goal.id (ConflictError).
 ADD_GOAL: Final[LiteralString] = """
 MERGE (u:User {id: $user_id})
-MERGE (g:Goal {id: $id})
+MERGE (g:Goal {id: $id, user_id: $user_id})
 ON CREATE SET g.created_at = $created_at
-SET g.user_id = $user_id, g.channel = $channel, g.description = $description, g.status = $status,
+SET g.channel = $channel, g.description = $description, g.status = $status,
     g.priority = $priority, g.deadline = $deadline, g.metadata = $metadata, g.embedding = @vec($embedding)
 MERGE (u)-[:HAS_GOAL]->(g)
 WITH g
@@ -398,4 +408,43 @@ BLOCK_GOAL: Final[LiteralString] = """
 MATCH (g:Goal {id: $id, user_id: $user_id}), (b:Goal {id: $blocker_id, user_id: $user_id})
 MERGE (g)-[:BLOCKED_BY]->(b)
 RETURN g.id AS id
+"""
+
+
+# --- retrieval -----------------------------------------------------------------------------------------------------
+# Vector searches are exact cosine over the user's own nodes, found through the user_id index: the user filter is
+# applied before ranking, so other tenants can never crowd a user's results out of a global top-k.
+
+SEARCH_FACTS: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id})
+WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false
+  AND ($start IS NULL OR f.created_at >= $start) AND ($end IS NULL OR f.created_at < $end)
+WITH f, @cosine(f.embedding, $embedding) AS similarity
+ORDER BY similarity DESC LIMIT $k
+RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
+          .created_at, .last_accessed, .access_count, .metadata} AS fact, similarity
+"""
+
+SEARCH_ENTITIES: Final[LiteralString] = """
+MATCH (e:Entity {user_id: $user_id})
+WHERE e.channel IN $channels
+WITH e, @cosine(e.embedding, $embedding) AS similarity
+ORDER BY similarity DESC LIMIT $k
+RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
+          .access_count, .properties} AS entity, similarity
+"""
+
+RESOLVE_ENTITIES: Final[LiteralString] = """
+MATCH (e:Entity {user_id: $user_id})
+WHERE e.channel IN $channels
+  AND (e.normalized_name IN $names OR any(alias IN e.aliases WHERE toLower(alias) IN $names))
+RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
+          .access_count, .properties} AS entity
+LIMIT $k
+"""
+
+GET_FACTS: Final[LiteralString] = """
+MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $channels
+RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
+          .created_at, .last_accessed, .access_count, .metadata} AS fact
 """

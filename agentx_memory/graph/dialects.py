@@ -69,8 +69,9 @@ class Neo4jDialect(Dialect):
         return f"CALL db.index.fulltext.queryNodes('{index_name(label, (), 'fulltext')}', {query}) YIELD node, score"
 
     def fulltext_query(self, words: Sequence[str]) -> str:
-        # Lucene syntax: strip everything but word characters so no operator can be injected.
-        cleaned = [re.sub(r"[^\w]", "", w) for w in words]
+        # Lucene syntax: strip everything but word characters so no operator can be injected, and lowercase, because
+        # the classic query parser reads upper-case AND / OR / NOT as operators (the index analyzer lowercases anyway).
+        cleaned = [re.sub(r"[^\w]", "", w).lower() for w in words]
         return " OR ".join(w for w in cleaned if w)
 
     def schema_statements(self, dimension: int) -> list[str]:

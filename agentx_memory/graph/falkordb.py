@@ -14,7 +14,9 @@ from typing import Any
 
 import redis.exceptions
 from falkordb.asyncio import FalkorDB
+from falkordb.edge import Edge
 from falkordb.node import Node
+from falkordb.path import Path
 
 from ..errors import ConflictError, StorageError, StorageUnavailableError
 from . import cypher
@@ -25,13 +27,19 @@ __all__ = ["FalkorGraphStore"]
 
 
 def _plain(value: Any) -> Any:
-    """Convert client values to the port's one shape: dicts, lists and scalars."""
+    """Convert client values to the port's one shape: dicts, lists and scalars (a node or edge becomes the dict of its
+    properties, a path the list of its nodes and edges in order, as in the Neo4j adapter)."""
     if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
-    if isinstance(value, Node):
+    if isinstance(value, (Node, Edge)):
         return {k: _plain(v) for k, v in value.properties.items()}
+    if isinstance(value, Path):
+        out: list[Any] = [_plain(value.get_node(0))]
+        for i in range(value.edge_count()):
+            out += [_plain(value.get_edge(i)), _plain(value.get_node(i + 1))]
+        return out
     return value
 
 
@@ -51,15 +59,20 @@ class FalkorGraphStore(GraphStore):
 
     def __init__(self, *, graph_name: str, url: str | None = None, unix_socket_path: str | None = None,
                  password: str | None = None, max_connections: int = 32):
-        if unix_socket_path:
-            self._db = FalkorDB(unix_socket_path=unix_socket_path, password=password or None,
-                                max_connections=max_connections)
-        elif url:
-            if url.startswith(("falkor://", "falkors://")):
-                url = "redis" + url[len("falkor"):]
-            self._db = FalkorDB.from_url(url, max_connections=max_connections)
-        else:
-            raise ValueError("FalkorGraphStore needs url or unix_socket_path")
+        # The client probes the server (a synchronous INFO, to detect a cluster) while it is constructed, so an
+        # unreachable server fails here already.
+        try:
+            if unix_socket_path:
+                self._db = FalkorDB(unix_socket_path=unix_socket_path, password=password or None,
+                                    max_connections=max_connections)
+            elif url:
+                if url.startswith(("falkor://", "falkors://")):
+                    url = "redis" + url[len("falkor"):]
+                self._db = FalkorDB.from_url(url, max_connections=max_connections)
+            else:
+                raise ValueError("FalkorGraphStore needs url or unix_socket_path")
+        except redis.exceptions.RedisError as exc:
+            raise _wrap(exc, "") from exc
         self.graph_name = graph_name
         self._graph = self._db.select_graph(graph_name)
 
@@ -72,7 +85,14 @@ class FalkorGraphStore(GraphStore):
         rendered = self.dialect.render(query)
         try:
             if read_only:
-                result = await self._graph.ro_query(rendered, dict(params or {}))
+                try:
+                    result = await self._graph.ro_query(rendered, dict(params or {}))
+                except redis.exceptions.ResponseError as exc:
+                    if "empty key" not in str(exc):
+                        raise
+                    # GRAPH.RO_QUERY refuses a graph that does not exist yet (or was dropped); read it as the empty
+                    # graph it is (GRAPH.QUERY answers, creating the empty key).
+                    result = await self._graph.query(rendered, dict(params or {}))
             else:
                 result = await self._graph.query(rendered, dict(params or {}))
         except Exception as exc:  # the client raises plain redis errors

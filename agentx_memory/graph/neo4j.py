@@ -11,6 +11,7 @@ from typing import Any
 
 import neo4j
 import neo4j.exceptions
+import neo4j.graph
 from neo4j import AsyncGraphDatabase
 
 from ..errors import ConflictError, StorageError, StorageUnavailableError
@@ -18,7 +19,7 @@ from . import cypher
 from .dialects import Neo4jDialect
 from .port import GraphStore, Statement
 
-__all__ = ["Neo4jGraphStore"]
+__all__ = ["Neo4jGraphStore", "drop_statement"]
 
 
 def _wrap(exc: Exception, query: str) -> Exception:
@@ -27,6 +28,32 @@ def _wrap(exc: Exception, query: str) -> Exception:
     if isinstance(exc, neo4j.exceptions.ConstraintError):
         return ConflictError(f"Neo4j constraint violation: {exc}")
     return StorageError(f"Neo4j query failed: {exc} (query: {query[:200]!r})")
+
+
+def drop_statement(kind: str, name: str) -> str:
+    """``DROP INDEX|CONSTRAINT `name` IF EXISTS`` for a name listed by the database itself (DROP takes no
+    parameters; a backtick inside the name is escaped by doubling it)."""
+    if kind not in ("INDEX", "CONSTRAINT"):
+        raise ValueError(f"kind must be INDEX or CONSTRAINT, not {kind!r}")
+    escaped = name.replace("`", "``")
+    return f"DROP {kind} `{escaped}` IF EXISTS"
+
+
+def _plain(value: Any) -> Any:
+    """Convert driver values to the port's one shape (the same as the FalkorDB adapter's): a node or relationship
+    becomes the dict of its properties, a path the list of its nodes and relationships in order."""
+    if isinstance(value, (neo4j.graph.Node, neo4j.graph.Relationship)):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, neo4j.graph.Path):
+        out: list[Any] = [_plain(value.nodes[0])]
+        for rel, node in zip(value.relationships, value.nodes[1:]):
+            out += [_plain(rel), _plain(node)]
+        return out
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _plan_text(plan: Mapping[str, Any] | None, depth: int = 0) -> str:
@@ -44,8 +71,12 @@ class Neo4jGraphStore(GraphStore):
 
     dialect = Neo4jDialect()
 
-    def __init__(self, *, uri: str, user: str = "neo4j", password: str = "", database: str = ""):
-        self._driver = AsyncGraphDatabase.driver(uri, auth=(user, password) if password else None)
+    def __init__(self, *, uri: str, user: str = "neo4j", password: str = "", database: str = "",
+                 max_transaction_retry_time: float | None = None):
+        # The driver retries managed transactions on transient errors -- including an unreachable server -- for
+        # max_transaction_retry_time seconds (driver default 30 s) before giving up.
+        config = {} if max_transaction_retry_time is None else {"max_transaction_retry_time": max_transaction_retry_time}
+        self._driver = AsyncGraphDatabase.driver(uri, auth=(user, password) if password else None, **config)
         self._database = database or None
 
     def _session(self):
@@ -56,7 +87,7 @@ class Neo4jGraphStore(GraphStore):
 
         async def work(tx):
             result = await tx.run(rendered, dict(params or {}))
-            return await result.data()
+            return [{key: _plain(value) for key, value in record.items()} async for record in result]
 
         try:
             async with self._session() as session:
@@ -117,12 +148,14 @@ class Neo4jGraphStore(GraphStore):
     async def drop_all(self) -> None:
         await self._auto_commit(cypher.DELETE_ALL_NODES)
         for kind, listing in (("CONSTRAINT", cypher.SHOW_CONSTRAINT_NAMES), ("INDEX", cypher.SHOW_INDEX_NAMES)):
-            async with self._session() as session:
-                result = await session.run(listing)
-                names = [row["name"] for row in await result.data()]
+            try:
+                async with self._session() as session:
+                    result = await session.run(listing)
+                    names = [row["name"] for row in await result.data()]
+            except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
+                raise _wrap(exc, listing) from exc
             for name in names:
-                # names come from the database itself, never from input; DROP takes no parameters
-                await self._auto_commit(f"DROP {kind} `{name}` IF EXISTS")
+                await self._auto_commit(drop_statement(kind, name))
 
     async def close(self) -> None:
         await self._driver.close()

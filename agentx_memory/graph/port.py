@@ -102,6 +102,7 @@ class Statement:
     params: Mapping[str, Any]
 
 
+_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2}
 _MARKER = re.compile(r"@(vec|cosine|vector_search|fulltext_search)\(((?:[^()]|\([^()]*\))*)\)")
 
 
@@ -116,6 +117,8 @@ class Dialect(ABC):
         def expand(match: re.Match[str]) -> str:
             kind, raw_args = match.group(1), match.group(2)
             args = [a.strip() for a in _split_args(raw_args)]
+            if len(args) != _ARITY[kind] or not all(args):
+                raise ValueError(f"@{kind}(...) takes {_ARITY[kind]} non-empty argument(s), got {match.group(0)!r}")
             if kind == "vec":
                 return self.vector_value(args[0])
             if kind == "cosine":

@@ -1,0 +1,324 @@
+"""LoCoMo evidence-recall benchmark: how often ``remember()`` returns the turns that answer a question.
+
+Each LoCoMo sample (one long multi-session conversation between two people) is ingested as its own user with
+``store_turns``: content ``"{speaker}: {text}"`` (plus ``" [shares an image: {caption}]"``), timestamp = the session's
+date, conversation = the session, ``metadata = {"dia_id", "sample_id"}``. For every question of categories 1-4
+(category 5 has no evidence) we call ``remember(question, user_id=sample, top_k=K, reference_time=<last session>)``
+and compute **evidence recall@K** (share of the question's evidence dia_ids among the returned turns) and **hit@K**
+(any evidence returned), overall and per category.
+
+In the same run, on the same turns: PostgreSQL full text alone (the baseline of docs/benchmarks.md), BM25 alone
+(``rank-bm25``), vector alone (exact cosine, same embedder), and the RecallLayer with each technique switched off
+one at a time (ablation), so every gain is attributable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import platform
+import re
+import subprocess
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from dateutil import parser as dateparser
+from tqdm import tqdm
+
+from ..memory import AsyncAgentMemory
+from ..models import Turn
+from ..settings import Settings
+
+__all__ = ["LocomoSample", "load_locomo", "run_locomo", "CATEGORIES", "KS"]
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (5, 10, 20, 50)
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an the and or but if of at by for with about against between into through during before after above below to "
+    "from up down in out on off over under again further then once here there when where why how all any both each "
+    "few more most other some such no nor not only own same so than too very s t can will just don should now i me "
+    "my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it "
+    "its itself they them their theirs themselves what which who whom this that these those am is are was were be "
+    "been being have has had having do does did doing would could".split()
+)
+
+
+@dataclass
+class LocomoSample:
+    """One LoCoMo conversation: its turns (as Turn models) and its questions."""
+
+    sample_id: str
+    turns: list[Turn]
+    questions: list[dict[str, Any]]
+    reference_time: datetime
+
+
+def _session_time(text: str) -> datetime:
+    return dateparser.parse(text.replace(" on ", " ")).replace(tzinfo=timezone.utc)
+
+
+def load_locomo(path: Path) -> list[LocomoSample]:
+    """Read a LoCoMo JSON file into samples (see the module docstring for how turns are built)."""
+    samples = []
+    for raw in json.loads(Path(path).read_text()):
+        conv = raw["conversation"]
+        sample_id = raw["sample_id"]
+        speakers = {conv.get("speaker_a"): "user", conv.get("speaker_b"): "assistant"}
+        turns: list[Turn] = []
+        n = 1
+        last = None
+        while f"session_{n}" in conv:
+            when = _session_time(conv[f"session_{n}_date_time"])
+            last = when
+            for i, t in enumerate(conv[f"session_{n}"]):
+                content = f"{t['speaker']}: {t['text']}"
+                if t.get("blip_caption"):
+                    content += f" [shares an image: {t['blip_caption']}]"
+                turns.append(Turn(
+                    id=f"{sample_id}:{t['dia_id']}", conversation_id=f"{sample_id}:session_{n}", user_id=sample_id,
+                    index=i, timestamp=when, role=speakers.get(t["speaker"], "user"), content=content,
+                    metadata={"dia_id": t["dia_id"], "sample_id": sample_id, "speaker": t["speaker"]},
+                ))
+            n += 1
+        questions = [q for q in raw["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
+        samples.append(LocomoSample(sample_id, turns, questions, last or datetime.now(timezone.utc)))
+    return samples
+
+
+class _VectorCache:
+    """Document embeddings cached on disk by (model, text hash), so repeated runs skip the slow part."""
+
+    def __init__(self, directory: Path, model: str):
+        self.path = directory / f"{re.sub(r'[^a-z0-9]+', '_', model.lower())}.npz"
+        self.data: dict[str, np.ndarray] = {}
+        if self.path.exists():
+            with np.load(self.path) as npz:
+                self.data = {k: npz[k] for k in npz.files}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(self.path, **self.data)
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+async def _embed_turns(memory: AsyncAgentMemory, turns: list[Turn], cache_dir: Path) -> float:
+    cache = _VectorCache(cache_dir, memory.settings.embedding.model)
+    missing = [t for t in turns if _key(t.content) not in cache.data]
+    started = time.perf_counter()
+    for start in tqdm(range(0, len(missing), 64), desc="embed turns", unit="batch", leave=False, disable=not missing):
+        chunk = missing[start:start + 64]
+        vectors = await memory.ctx.embedder.embed_documents([t.content for t in chunk])
+        for turn, vector in zip(chunk, vectors):
+            cache.data[_key(turn.content)] = vector
+    if missing:
+        cache.save()
+    for turn in turns:
+        turn.embedding = cache.data[_key(turn.content)].tolist()
+    return time.perf_counter() - started
+
+
+@dataclass
+class _Scores:
+    recall: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    hit: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    per_cat: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
+    per_cat_hit: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def add(self, k: int, category: int, evidence: Sequence[str], returned: Sequence[str]) -> None:
+        found = len(set(evidence) & set(returned[:k]))
+        recall = found / len(set(evidence))
+        self.recall[k].append(recall)
+        self.hit[k].append(1.0 if found else 0.0)
+        self.per_cat[(k, category)].append(recall)
+        self.per_cat_hit[(k, category)].append(1.0 if found else 0.0)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "overall": {f"R@{k}": round(float(np.mean(self.recall[k])), 4) for k in KS},
+            "hit": {f"H@{k}": round(float(np.mean(self.hit[k])), 4) for k in KS},
+            "per_category": {},
+            "questions": len(self.recall[KS[0]]),
+        }
+        for cat, name in CATEGORIES.items():
+            values = {f"R@{k}": round(float(np.mean(self.per_cat[(k, cat)])), 4) for k in KS if self.per_cat[(k, cat)]}
+            if values:
+                out["per_category"][f"{cat} {name}"] = {**values, "n": len(self.per_cat[(KS[0], cat)])}
+        if self.latencies_ms:
+            out["latency_ms"] = {"p50": round(float(np.percentile(self.latencies_ms, 50)), 2),
+                                 "p95": round(float(np.percentile(self.latencies_ms, 95)), 2)}
+        return out
+
+
+def _tokens(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+async def _method_engine(memory: AsyncAgentMemory, sample: LocomoSample, question: str, k: int,
+                         recall: dict[str, Any] | None) -> list[str]:
+    bundle = await memory.remember(question, user_id=sample.sample_id, top_k=k, reference_time=sample.reference_time,
+                                   include_semantic=False, include_procedural=False, recall=recall)
+    return [t.item.metadata.get("dia_id") for t in bundle.turns]
+
+
+async def _method_fulltext(memory: AsyncAgentMemory, sample: LocomoSample, question: str, k: int) -> list[str]:
+    rows = await memory.ctx.postgres.fetch(
+        "WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|')) AS query)"
+        " SELECT metadata->>'dia_id' AS dia_id FROM conversation_logs, q"
+        " WHERE user_id = %(user)s AND content_tsv @@ q.query ORDER BY ts_rank(content_tsv, q.query) DESC LIMIT %(k)s",
+        {"text": question, "user": sample.sample_id, "k": k},
+    )
+    return [r["dia_id"] for r in rows]
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).resolve().parent).stdout.strip()
+    except Exception:
+        return "unknown"
+
+
+#: The ablations: the full RecallLayer, then each technique off on its own.
+ABLATIONS: dict[str, dict[str, Any] | None] = {
+    "agentx (full)": None,
+    "- hybrid (vector only legs)": {"hybrid": False},
+    "- neighbours": {"neighbours": 0},
+    "- query expansion": {"query_expansion": False},
+    "- self-query": {"self_query": False},
+    "- entity-centric": {"entity_centric": False},
+}
+
+
+async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, cache_dir: Path, limit_samples: int | None = None,
+                     limit_questions: int | None = None, ablations: bool = True,
+                     progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results."""
+    from rank_bm25 import BM25Okapi
+
+    samples = load_locomo(data)[:limit_samples]
+    memory = await AsyncAgentMemory.open(settings)
+    results: dict[str, _Scores] = defaultdict(_Scores)
+    try:
+        ingest_started = time.perf_counter()
+        turns = [t for s in samples for t in s.turns]
+        embed_seconds = await _embed_turns(memory, turns, cache_dir)
+        store_started = time.perf_counter()
+        for sample in tqdm(samples, desc="ingest", unit="sample"):
+            for start in range(0, len(sample.turns), 500):
+                await memory.store_turns(sample.turns[start:start + 500])
+        store_seconds = time.perf_counter() - store_started
+        progress(f"ingested {len(turns)} turns of {len(samples)} samples in {time.perf_counter() - ingest_started:.1f}s "
+                 f"(embedding {embed_seconds:.1f}s, storing {store_seconds:.1f}s)")
+
+        methods = dict(ABLATIONS) if ablations else {"agentx (full)": None}
+        questions = [(s, q) for s in samples for q in s.questions[:limit_questions]]
+        for sample in samples:
+            docs = {t.metadata["dia_id"]: t for t in sample.turns}
+            bm25 = BM25Okapi([_tokens(t.content) for t in docs.values()])
+            ids = list(docs)
+            matrix = np.array([docs[i].embedding for i in ids], dtype=np.float32)
+            for q in tqdm(sample.questions[:limit_questions], desc=f"baselines {sample.sample_id}", unit="q", leave=False):
+                qvec = await memory.ctx.embedder.embed_query(q["question"])
+                by_bm25 = [ids[i] for i in np.argsort(-bm25.get_scores(_tokens(q["question"])))[: max(KS)]]
+                by_vector = [ids[i] for i in np.argsort(-(matrix @ qvec))[: max(KS)]]
+                by_fulltext = await _method_fulltext(memory, sample, q["question"], max(KS))
+                for k in KS:
+                    results["baseline: PostgreSQL full text"].add(k, q["category"], q["evidence"], by_fulltext)
+                    results["baseline: BM25 (rank-bm25)"].add(k, q["category"], q["evidence"], by_bm25)
+                    results["baseline: vector (exact cosine)"].add(k, q["category"], q["evidence"], by_vector)
+        for name, override in methods.items():
+            scores = results[name]
+            for sample, q in tqdm(questions, desc=name, unit="q"):
+                for k in KS:
+                    started = time.perf_counter()
+                    returned = await _method_engine(memory, sample, q["question"], k, override)
+                    if k == 10:
+                        scores.latencies_ms.append((time.perf_counter() - started) * 1000)
+                    scores.add(k, q["category"], q["evidence"], returned)
+        await memory.drain()
+    finally:
+        await memory.close()
+
+    report = {
+        "benchmark": "locomo evidence recall",
+        "data": str(data),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": _git_commit(),
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": _cpus()},
+        "embedding_model": settings.embedding.model,
+        "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
+        "samples": [s.sample_id for s in samples],
+        "turns": sum(len(s.turns) for s in samples),
+        "ingest_seconds": {"embedding": round(embed_seconds, 2), "storing": round(store_seconds, 2)},
+        "methods": {name: scores.summary() for name, scores in results.items()},
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "locomo.json").write_text(json.dumps(report, indent=2))
+    (out_dir / "locomo.md").write_text(markdown_report(report))
+    _plot(report, out_dir / "locomo.png")
+    return report
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+def markdown_report(report: dict[str, Any]) -> str:
+    """The results as Markdown tables (overall, then per category at K=10)."""
+    lines = [
+        f"LoCoMo evidence recall — {report['turns']} turns, samples {', '.join(report['samples'])}, "
+        f"embedding `{report['embedding_model']}`, commit `{report['commit']}`, {report['date']}",
+        "",
+        "| method | R@5 | R@10 | R@20 | R@50 | H@10 | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in report["methods"].items():
+        lat = m.get("latency_ms", {})
+        lines.append(
+            f"| {name} | {m['overall']['R@5']:.3f} | {m['overall']['R@10']:.3f} | {m['overall']['R@20']:.3f} | "
+            f"{m['overall']['R@50']:.3f} | {m['hit']['H@10']:.3f} | {lat.get('p50', '')} | {lat.get('p95', '')} |"
+        )
+    cats = [f"{c} {n}" for c, n in CATEGORIES.items()]
+    lines += ["", "Recall@10 per category:", "", "| method | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"]
+    for name, m in report["methods"].items():
+        cells = [f"{m['per_category'].get(c, {}).get('R@10', float('nan')):.3f}" for c in cats]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot(report: dict[str, Any], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # the bench extra is optional
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, m in report["methods"].items():
+        ax.plot(KS, [m["overall"][f"R@{k}"] for k in KS], marker="o", label=name,
+                linestyle="--" if name.startswith("baseline") else "-")
+    ax.set_xscale("log")
+    ax.set_xticks(KS, [str(k) for k in KS])
+    ax.set_xlabel("K")
+    ax.set_ylabel("evidence recall@K")
+    ax.set_title("LoCoMo evidence recall")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

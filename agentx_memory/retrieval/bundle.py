@@ -1,0 +1,130 @@
+"""What recall returns: scored items with their explanation, and the :class:`MemoryBundle` that holds them.
+
+Every scored item carries ``signals``: the contributions that make up its score (vector, lexical, graph, neighbour,
+time, recency …), each with its raw value, weight and contribution; ``score`` is exactly the sum of the
+contributions, so an explanation always adds up.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import Entity, Fact, Goal, Strategy, Turn, UserProfile
+
+__all__ = ["Signal", "Scored", "ScoredTurn", "ScoredFact", "ScoredEntity", "ScoredStrategy", "RecallMetrics",
+           "TechniqueMetric", "MemoryBundle"]
+
+T = TypeVar("T", Turn, Fact, Entity, Strategy)
+
+
+class Signal(BaseModel):
+    """One reason an item scored: ``contribution = value * weight``."""
+
+    value: float
+    weight: float
+    contribution: float
+    detail: str = ""
+
+
+class Scored(BaseModel, Generic[T]):
+    """A stored memory with its score and the signals that made it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    item: T
+    score: float = 0.0
+    cosine: float | None = Field(None, description="cosine similarity to the query, when the vector leg saw it")
+    signals: dict[str, Signal] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The stored item's id."""
+        return self.item.id
+
+    @property
+    def channel(self) -> str:
+        """The channel the item was stored in."""
+        return self.item.channel
+
+    def add(self, name: str, value: float, weight: float, detail: str = "") -> None:
+        """Add (or replace) a signal and recompute the score as the sum of contributions."""
+        self.signals[name] = Signal(value=value, weight=weight, contribution=value * weight, detail=detail)
+        self.score = sum(s.contribution for s in self.signals.values())
+
+    def explain(self) -> dict[str, Any]:
+        """``{"score": …, "signals": {name: {value, weight, contribution, detail}}}``."""
+        return {"score": self.score, "signals": {k: v.model_dump() for k, v in self.signals.items()}}
+
+
+class ScoredTurn(Scored[Turn]):
+    """A recalled conversation turn."""
+
+
+class ScoredFact(Scored[Fact]):
+    """A recalled fact."""
+
+
+class ScoredEntity(Scored[Entity]):
+    """A recalled entity, with the ids of the entities linked to it."""
+    related: list[str] = Field(default_factory=list, description="ids of entities linked to this one")
+
+
+class ScoredStrategy(Scored[Strategy]):
+    """A recalled strategy."""
+
+
+class TechniqueMetric(BaseModel):
+    """How one retrieval technique ran: latency, candidates found, and why it was skipped if it was."""
+
+    latency_ms: float = 0.0
+    results: int = 0
+    skipped: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecallMetrics(BaseModel):
+    """Per-technique latency and result counts of one ``remember()`` call."""
+
+    total_ms: float = 0.0
+    embed_ms: float = 0.0
+    techniques: dict[str, TechniqueMetric] = Field(default_factory=dict)
+
+
+class MemoryBundle(BaseModel):
+    """Everything recalled for a query: scored turns, facts, entities and strategies; active goals; the profile."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    query: str
+    user_id: str
+    channels: list[str]
+    turns: list[ScoredTurn] = Field(default_factory=list)
+    facts: list[ScoredFact] = Field(default_factory=list)
+    entities: list[ScoredEntity] = Field(default_factory=list)
+    strategies: list[ScoredStrategy] = Field(default_factory=list)
+    goals: list[Goal] = Field(default_factory=list)
+    user_context: UserProfile | None = None
+    metrics: RecallMetrics = Field(default_factory=RecallMetrics)
+    filters: dict[str, Any] = Field(default_factory=dict, description="what self-query read from the question")
+
+    def explain(self) -> dict[str, dict[str, Any]]:
+        """For every item: its kind, score and signals, by id."""
+        out: dict[str, dict[str, Any]] = {}
+        for kind, items in (("turn", self.turns), ("fact", self.facts), ("entity", self.entities),
+                            ("strategy", self.strategies)):
+            for scored in items:
+                out[scored.id] = {"kind": kind, **scored.explain()}
+        return out
+
+    def all_scored(self) -> list[Scored]:
+        """Every scored item of every kind, best first."""
+        items: list[Scored] = [*self.turns, *self.facts, *self.entities, *self.strategies]
+        return sorted(items, key=lambda s: s.score, reverse=True)
+
+    def to_prompt(self, max_tokens: int = 1500) -> str:
+        """A system-message block of the memories that fits ``max_tokens`` (lowest-scored items dropped first)."""
+        from .prompt import render_prompt
+
+        return render_prompt(self, max_tokens)

@@ -1,0 +1,97 @@
+"""Render a :class:`~agentx_memory.retrieval.bundle.MemoryBundle` as a system-message block (spec 000 style)::
+
+    [Episodic Memory -- Relevant Past Conversations]
+    - (similarity: 0.87) 2023-05-08 user: Previously filed Rule 37 exception for Mitchell Ranch 2H...
+    [Semantic Memory -- Known Facts]
+    - (confidence: 0.95) Alice lives in Lisbon [current]
+    [Entities]
+    - Lisbon (place): capital of Portugal
+    [Procedural Memory -- Strategies That Worked]
+    - (success rate: 0.83) Search the docs first, then ask -- tools: search, read
+    [Active Goals]
+    - (priority 2) Ship the Rust port by June
+    [User Profile]
+    - preferences: {"tone": "brief"}
+
+The block never exceeds ``max_tokens`` (counted with :func:`agentx_memory.tokens.count_tokens`): items are taken
+best-score first across all kinds while they fit, so the lowest-scored items are the ones dropped; goals and the
+profile come after the scored memories and are dropped first when space runs out. Each line is clipped to 600
+characters so one long turn cannot crowd out the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from ..tokens import count_tokens
+
+if TYPE_CHECKING:
+    from .bundle import MemoryBundle
+
+__all__ = ["render_prompt", "SECTION_TITLES"]
+
+SECTION_TITLES = {
+    "turn": "[Episodic Memory -- Relevant Past Conversations]",
+    "fact": "[Semantic Memory -- Known Facts]",
+    "entity": "[Entities]",
+    "strategy": "[Procedural Memory -- Strategies That Worked]",
+    "goal": "[Active Goals]",
+    "profile": "[User Profile]",
+}
+_ORDER = ["turn", "fact", "entity", "strategy", "goal", "profile"]
+_MAX_LINE_CHARS = 600
+
+
+def _clip(text: str, limit: int = _MAX_LINE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _line(kind: str, scored) -> str:
+    item = scored.item
+    if kind == "turn":
+        similarity = scored.cosine if scored.cosine is not None else scored.score
+        return f"- (similarity: {similarity:.2f}) {item.timestamp:%Y-%m-%d} {item.role}: {_clip(item.content)}"
+    if kind == "fact":
+        tag = f" [{item.temporal}]" if item.temporal else ""
+        return f"- (confidence: {item.confidence:.2f}) {_clip(item.claim)}{tag}"
+    if kind == "entity":
+        desc = f": {_clip(item.description, 200)}" if item.description else ""
+        aliases = f" (also: {', '.join(item.aliases[:5])})" if item.aliases else ""
+        return f"- {item.name} ({item.type}){aliases}{desc}"
+    tools = f" -- tools: {', '.join(item.tool_sequence)}" if item.tool_sequence else ""
+    return f"- (success rate: {item.success_rate:.2f}) {_clip(item.description)}{tools}"
+
+
+def render_prompt(bundle: MemoryBundle, max_tokens: int) -> str:
+    """The bundle as text of at most ``max_tokens`` tokens (empty string if nothing fits)."""
+    if max_tokens <= 0:
+        return ""
+    kinds = {id(s): k for k, items in (("turn", bundle.turns), ("fact", bundle.facts), ("entity", bundle.entities),
+                                        ("strategy", bundle.strategies)) for s in items}
+    candidates: list[tuple[str, str]] = [(kinds[id(s)], _line(kinds[id(s)], s)) for s in bundle.all_scored()]
+    candidates += [("goal", f"- (priority {g.priority}) {_clip(g.description)}") for g in bundle.goals]
+    profile = bundle.user_context
+    if profile is not None:
+        for name in ("preferences", "expertise_areas", "communication_style"):
+            value = getattr(profile, name)
+            if value:
+                candidates.append(("profile", f"- {name.replace('_', ' ')}: {_clip(json.dumps(value, ensure_ascii=False), 300)}"))
+
+    chosen: dict[str, list[str]] = {}
+
+    def render(sections: dict[str, list[str]]) -> str:
+        parts = []
+        for kind in _ORDER:
+            if sections.get(kind):
+                parts.append(SECTION_TITLES[kind])
+                parts.extend(sections[kind])
+        return "\n".join(parts)
+
+    for kind, line in candidates:
+        trial = {k: list(v) for k, v in chosen.items()}
+        trial.setdefault(kind, []).append(line)
+        if count_tokens(render(trial)) <= max_tokens:
+            chosen = trial
+    return render(chosen)

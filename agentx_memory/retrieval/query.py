@@ -1,0 +1,89 @@
+"""Query understanding without an LLM: rewrite a question as a statement, find the names it mentions, and read its
+time phrases (self-query). All rule-based and fast; an LLM (when configured) can do better, see ``recall.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .timeparse import TimeRange, parse_time_phrases
+
+__all__ = ["QueryAnalysis", "analyze", "rewrite_as_statement", "mentioned_names", "ABOUT_PATTERNS"]
+
+_QUESTION_HEAD = re.compile(
+    r"^\s*(?:what|which|who|whom|whose|when|where|why|how(?: many| much| long| often| old)?)\b"
+    r"(?:\s+(?:kind|type|sort)\s+of)?\s*"
+    r"\b(?:do|does|did|is|are|was|were|has|have|had|will|would|can|could|should|might)\b\s*",
+    re.IGNORECASE,
+)
+_AUX_HEAD = re.compile(r"^\s*(?:do|does|did|is|are|was|were|has|have|had|will|would|can|could|should)\b\s*", re.IGNORECASE)
+_WH_ONLY = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how)\b\s*", re.IGNORECASE)
+
+#: "Tell me about X" style questions: the entity-centric technique resolves X.
+ABOUT_PATTERNS = re.compile(
+    r"(?:tell me (?:everything |more |all )?about|what do (?:you|we|i) know about|who is|who was|what is|"
+    r"what about|information (?:on|about)|remind me (?:about|of)|details (?:on|about))\s+(.+?)[?.!]*$",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)")
+_NOT_NAMES = {
+    "I", "I'm", "I've", "I'd", "I'll", "What", "When", "Where", "Who", "Whom", "Whose", "Why", "How", "Which", "Did",
+    "Do", "Does", "Is", "Are", "Was", "Were", "Has", "Have", "Had", "Will", "Would", "Can", "Could", "Should", "Tell",
+    "The", "A", "An", "In", "On", "At", "Of", "And", "Or", "But", "If", "Me", "My", "Our", "Your", "Yes", "No",
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "January", "February", "March",
+    "April", "May", "June", "July", "August", "September", "October", "November", "December", "Last", "Next", "This",
+}
+
+
+@dataclass
+class QueryAnalysis:
+    """What the rule-based analysis read from a question."""
+
+    text: str
+    statement: str
+    names: list[str] = field(default_factory=list)
+    about: str | None = None
+    time_ranges: list[TimeRange] = field(default_factory=list)
+
+
+def rewrite_as_statement(question: str) -> str:
+    """Drop the question scaffolding ("what did", "when was", a trailing "?") so the rest reads like a statement.
+
+    ``"When did Caroline go to the support group?"`` → ``"Caroline go to the support group"``.
+    """
+    text = question.strip()
+    stripped = _QUESTION_HEAD.sub("", text, count=1)
+    if stripped == text:
+        stripped = _AUX_HEAD.sub("", text, count=1)
+    if stripped == text:
+        stripped = _WH_ONLY.sub("", text, count=1)
+    stripped = stripped.rstrip(" ?!.")
+    return stripped or text.rstrip(" ?")
+
+
+def mentioned_names(text: str) -> list[str]:
+    """Capitalized names in the text (not sentence-initial question words, pronouns or month/day names)."""
+    names: list[str] = []
+    for match in _NAME.finditer(text):
+        words = [w for w in match.group(1).split() if w.strip("'’") not in _NOT_NAMES]
+        if not words:
+            continue
+        name = " ".join(words)
+        name = re.sub(r"['’]s$", "", name)
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def analyze(question: str, reference_time: datetime | None = None) -> QueryAnalysis:
+    """Rewrite, names, the "about" subject and time ranges of a question."""
+    about_match = ABOUT_PATTERNS.search(question.strip())
+    return QueryAnalysis(
+        text=question,
+        statement=rewrite_as_statement(question),
+        names=mentioned_names(question),
+        about=about_match.group(1).strip() if about_match else None,
+        time_ranges=parse_time_phrases(question, reference_time),
+    )

@@ -1,0 +1,210 @@
+"""The RecallLayer: the channel-aware entry point of retrieval (``AgentMemory.remember``).
+
+It reads the question (self-query time phrases, names, "tell me about X"), decides what to search with — each
+technique a setting, overridable per call — runs the base :class:`~agentx_memory.retrieval.retriever.MemoryRetriever`,
+and assembles the :class:`~agentx_memory.retrieval.bundle.MemoryBundle`:
+
+===================  ==========================================================================================
+hybrid               PostgreSQL full text (lexical leg) fused with the vector leg (weighted RRF)
+entity_centric       names in the question resolved to entities (name/alias match + vector) and traversed
+query_expansion      the question rewritten as a statement and searched as a second vector
+hyde                 a hypothetical answer written by the LLM, embedded and searched (needs ``llm.query_model``)
+self_query           time phrases ("last week", "in May 2023") read relative to ``reference_time``; with an LLM,
+                     channel / entity / memory-type filters too
+===================  ==========================================================================================
+
+Retrieval always searches the active channel **and** ``_global``; items found in a channel other than the active
+one are cross-channel matches and are logged to the audit trail (level ``reads`` and above). Every returned fact and
+entity is reinforced (access_count + 1, last_accessed = now) in one batched write that runs after the result is
+built, without delaying it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from datetime import datetime
+from typing import Any
+
+from ..context import MemoryContext
+from ..errors import ValidationError
+from ..goals import GoalMemory
+from ..models import GLOBAL_CHANNEL
+from ..profiles import ProfileStore
+from ..providers.llm import LLM, make_llm
+from ..semantic import SemanticMemory
+from ..settings import RecallSettings
+from ..validation import check_channel, check_channels, check_id, check_text
+from .bundle import MemoryBundle, RecallMetrics, TechniqueMetric
+from .query import analyze
+from .retriever import MemoryRetriever, SearchPlan, utc, window_from_hours
+
+__all__ = ["RecallLayer"]
+
+log = logging.getLogger(__name__)
+
+_HYDE_SYSTEM = (
+    "You write a short, plausible passage from a past conversation that would answer the user's question. "
+    "Write it as the conversation would have said it, one or two sentences, no preamble."
+)
+_SELF_QUERY_SYSTEM = (
+    "Extract search filters from the user's question. Answer with JSON only: "
+    '{"entities": [names], "memory_types": subset of ["episodic","semantic","procedural"], "channel": null or a name}'
+)
+
+
+class RecallLayer:
+    """Question in, :class:`MemoryBundle` out."""
+
+    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural, goals: GoalMemory,
+                 profiles: ProfileStore, llm: LLM | None = None):
+        self.ctx = ctx
+        self.semantic = semantic
+        self.goals = goals
+        self.profiles = profiles
+        self.retriever = MemoryRetriever(ctx, semantic, procedural)
+        self.llm = llm if llm is not None else make_llm(ctx.settings.llm.query_model, ctx.settings.llm)
+        self._background: set[asyncio.Task] = set()
+
+    def _recall_settings(self, recall: RecallSettings | dict[str, Any] | None) -> RecallSettings:
+        base = self.ctx.settings.recall
+        if recall is None:
+            return base
+        if isinstance(recall, RecallSettings):
+            return recall
+        try:
+            return base.model_copy(update=RecallSettings(**{**base.model_dump(), **recall}).model_dump())
+        except Exception as exc:
+            raise ValidationError("recall", f"invalid RecallLayer override: {exc}") from exc
+
+    async def remember(self, query: str, user_id: str, channel: str = GLOBAL_CHANNEL, top_k: int = 10,
+                       time_window_hours: float | None = None, include_episodic: bool = True,
+                       include_semantic: bool = True, include_procedural: bool = True,
+                       reference_time: datetime | None = None,
+                       recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
+        """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``)."""
+        started = time.perf_counter()
+        check_text(query, "query", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_id(user_id, "user_id")
+        check_channel(channel)
+        if not (1 <= top_k <= 200):
+            raise ValidationError("top_k", f"must be between 1 and 200, got {top_k}")
+        if time_window_hours is not None and not (0 < time_window_hours <= 24 * 365 * 100):
+            raise ValidationError("time_window_hours", f"must be > 0 (hours), got {time_window_hours}")
+        settings = self._recall_settings(recall)
+        reference = utc(reference_time)
+        channels = check_channels([channel])
+        metrics = RecallMetrics()
+
+        analysis = analyze(query, reference)
+        filters: dict[str, Any] = {}
+        if settings.self_query:
+            metric = metrics.techniques.setdefault("self_query", TechniqueMetric())
+            filters["time_ranges"] = [{"phrase": r.phrase, "start": r.start.isoformat(), "end": r.end.isoformat()}
+                                      for r in analysis.time_ranges]
+            metric.results = len(analysis.time_ranges)
+            if self.llm is not None:
+                filters.update(await self._llm_self_query(query, metrics))
+        texts_to_embed = [query]
+        if settings.query_expansion and analysis.statement.casefold() != query.strip().casefold():
+            texts_to_embed.append(analysis.statement)
+            metrics.techniques.setdefault("query_expansion", TechniqueMetric()).detail["statement"] = analysis.statement
+        hyde_text = await self._hyde(query, settings, metrics)
+
+        embed_started = time.perf_counter()
+        vectors = await self.ctx.embedder.embed(texts_to_embed, is_query=True)
+        named = [("question", vectors[0])] + ([("statement", vectors[1])] if len(texts_to_embed) > 1 else [])
+        if hyde_text:
+            named.append(("hyde", (await self.ctx.embedder.embed_documents([hyde_text]))[0]))
+        metrics.embed_ms = (time.perf_counter() - embed_started) * 1000
+
+        names = list(analysis.names) + list(filters.get("entities", []))
+        if analysis.about:
+            names.append(analysis.about)
+        plan = SearchPlan(
+            query=query, user_id=user_id, channels=channels, top_k=top_k,
+            lexical_texts=[query] + ([hyde_text] if hyde_text else []), vectors=named, reference_time=reference,
+            window=window_from_hours(time_window_hours, reference),
+            time_ranges=analysis.time_ranges if settings.self_query else [],
+            entity_names=names if settings.entity_centric else [],
+            include_episodic=include_episodic, include_semantic=include_semantic,
+            include_procedural=include_procedural, recall=settings,
+        )
+        turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
+        goals, profile = await asyncio.gather(
+            self.goals.list_goals(user_id, "active", channels, limit=top_k), self.profiles.get_profile(user_id))
+        metrics.total_ms = (time.perf_counter() - started) * 1000
+        bundle = MemoryBundle(query=query, user_id=user_id, channels=channels, turns=turns, facts=facts,
+                              entities=entities, strategies=strategies, goals=goals, user_context=profile,
+                              metrics=metrics, filters=filters)
+        self._after(bundle, channel)
+        return bundle
+
+    async def _hyde(self, query: str, settings: RecallSettings, metrics: RecallMetrics) -> str | None:
+        if not settings.hyde:
+            return None
+        metric = metrics.techniques.setdefault("hyde", TechniqueMetric())
+        if self.llm is None:
+            metric.skipped = "no LLM configured (set llm.query_model, e.g. anthropic:claude-3-5-haiku-latest)"
+            return None
+        started = time.perf_counter()
+        try:
+            text = (await self.llm.complete(_HYDE_SYSTEM, query, max_tokens=150)).strip()
+        except Exception as exc:  # a flaky LLM must not fail recall
+            metric.skipped = f"LLM call failed: {exc}"
+            return None
+        finally:
+            metric.latency_ms = (time.perf_counter() - started) * 1000
+        metric.results = 1 if text else 0
+        metric.detail["hypothesis"] = text
+        return text or None
+
+    async def _llm_self_query(self, query: str, metrics: RecallMetrics) -> dict[str, Any]:
+        metric = metrics.techniques["self_query"]
+        started = time.perf_counter()
+        try:
+            raw = await self.llm.complete(_SELF_QUERY_SYSTEM, query, max_tokens=150)
+            parsed = json.loads(raw[raw.index("{"): raw.rindex("}") + 1])
+        except Exception as exc:
+            metric.detail["llm_skipped"] = f"LLM self-query failed: {exc}"
+            return {}
+        finally:
+            metric.latency_ms += (time.perf_counter() - started) * 1000
+        entities = [str(e) for e in parsed.get("entities") or [] if str(e).strip()][:10]
+        metric.detail["llm"] = parsed
+        return {"entities": entities}
+
+    def _after(self, bundle: MemoryBundle, active_channel: str) -> None:
+        """Reinforce and audit after the result is built, without delaying the caller."""
+        task = asyncio.get_running_loop().create_task(self._reinforce_and_audit(bundle, active_channel))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str) -> None:
+        try:
+            await self.semantic.reinforce(bundle.user_id, fact_ids=[f.id for f in bundle.facts],
+                                          entity_ids=[e.id for e in bundle.entities])
+        except Exception:
+            log.exception("reinforcement after recall failed for user %s", bundle.user_id)
+        cross = [{"id": s.id, "kind": type(s.item).__name__.lower(), "channel": s.channel}
+                 for s in bundle.all_scored() if s.channel != active_channel]
+        metadata = {
+            "active_channel": active_channel,
+            "cross_channel_matches": len(cross),
+            "cross_channel_items": cross[:50],
+            "metrics": {k: v.model_dump() for k, v in bundle.metrics.techniques.items()},
+            "counts": {"turns": len(bundle.turns), "facts": len(bundle.facts), "entities": len(bundle.entities),
+                       "strategies": len(bundle.strategies)},
+        }
+        await self.ctx.audit.log_read(
+            bundle.query, bundle.channels, len(bundle.all_scored()), int(bundle.metrics.total_ms),
+            user_id=bundle.user_id, source_channel=active_channel, metadata=metadata,
+            trace=bundle.explain(),
+        )
+
+    async def drain(self) -> None:
+        """Wait for pending reinforcement/audit writes (close() and tests call it)."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
