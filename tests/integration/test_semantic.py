@@ -1,0 +1,377 @@
+"""Semantic memory on the real embedded servers: entities, facts, relationships, graph neighbourhoods, promotion."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentx_memory import AgentMemory, Entity, Fact, Turn
+from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
+from agentx_memory.models import RELATIONSHIP_TYPES
+
+
+@pytest.fixture
+def memory(settings):
+    """A sync memory whose default user is alice (other users are passed explicitly)."""
+    with AgentMemory(settings(), user_id="alice") as mem:
+        yield mem
+
+
+def gread(memory, query: str, params: dict | None = None) -> list[dict]:
+    """An ad-hoc read query on the memory's own graph connection (run on its event loop)."""
+    return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
+
+
+def sql(memory, query: str, params=None) -> list[dict]:
+    """An ad-hoc SQL query in the memory's own PostgreSQL schema."""
+    return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))
+
+
+def count_nodes(memory, label_query: str, params: dict | None = None) -> int:
+    return gread(memory, label_query, params)[0]["n"]
+
+
+# --- entities ---------------------------------------------------------------------------------------------------
+
+
+def test_upsert_entity_merges_by_normalized_name_and_merges_aliases(memory):
+    first = memory.upsert_entity(Entity(user_id="alice", name=" Alice ", type="person", aliases=["Ally", "A."]))
+    second = memory.upsert_entity(Entity(user_id="alice", name="alice", type="Person", aliases=["A.", "Lissy", "ally"]))
+    third = memory.upsert_entity(Entity(user_id="alice", name="ALICE\t", type="person", aliases=["Ally"]))
+
+    assert second.id == first.id == third.id
+    assert count_nodes(memory, "MATCH (e:Entity {user_id: 'alice'}) RETURN count(e) AS n") == 1
+    stored = memory.get_entity(first.id, user_id="alice")
+    # aliases are a set: no duplicates (also not case/space variants), nothing lost, the name itself is not an alias
+    assert sorted(a.casefold() for a in stored.aliases) == ["a.", "ally", "lissy"]
+    assert len(stored.aliases) == len({a.casefold() for a in stored.aliases})
+    assert stored.name == "Alice"  # stored whitespace-normalized
+
+
+@pytest.mark.parametrize("change", [{"type": "place"}, {"channel": "proj-x"}, {"user_id": "bob"}])
+def test_upsert_entity_distinct_by_type_channel_and_user(memory, change):
+    base = {"user_id": "alice", "name": "Lisbon", "type": "city"}
+    one = memory.upsert_entity(Entity(**base))
+    other = memory.upsert_entity(Entity(**{**base, **change}))
+    assert other.id != one.id
+    for key, value in change.items():
+        assert getattr(other, key) == value
+    assert count_nodes(memory, "MATCH (e:Entity) RETURN count(e) AS n") == 2
+    # each owner sees only its own entity
+    assert memory.get_entity(one.id, user_id="alice").id == one.id
+    if "user_id" in change:
+        with pytest.raises(NotFoundError):
+            memory.get_entity(other.id, user_id="alice")
+        with pytest.raises(NotFoundError):
+            memory.get_entity(one.id, user_id="bob")
+
+
+def test_upsert_entity_keeps_description_and_merges_properties(memory):
+    a = memory.upsert_entity(Entity(user_id="alice", name="Rust", description="a language", properties={"x": 1}))
+    b = memory.upsert_entity(Entity(user_id="alice", name="rust", properties={"y": 2}))
+    assert b.id == a.id
+    assert b.description == "a language"
+    assert b.properties == {"x": 1, "y": 2}
+
+
+def test_upsert_entity_rejects_bad_input_and_writes_nothing(memory):
+    with pytest.raises(ValidationError, match="channel"):
+        memory.upsert_entity(Entity(user_id="alice", name="X"), channel="Bad Channel!")
+    with pytest.raises(ValidationError, match="name"):
+        memory.upsert_entity(Entity(user_id="alice", name="   "))
+    with pytest.raises(ValidationError, match="embedding"):
+        memory.upsert_entity(Entity(user_id="alice", name="X", embedding=[0.1] * 3))
+    assert count_nodes(memory, "MATCH (e:Entity) RETURN count(e) AS n") == 0
+
+
+# --- facts ------------------------------------------------------------------------------------------------------
+
+
+def _turn(memory, user="alice", conversation="conv-1", content="I moved to Lisbon in May."):
+    return memory.store_turn(Turn(conversation_id=conversation, user_id=user, content=content))
+
+
+def test_learn_fact_links_source_turn_and_entities(memory):
+    turn = _turn(memory)
+    lisbon = memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="place"))
+    me = memory.upsert_entity(Entity(user_id="alice", name="Alice", type="person"))
+    fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", source_turn_id=turn.id,
+                                  entity_ids=[lisbon.id, me.id], temporal="current", confidence=0.9), channel="trips")
+
+    assert fact.channel == "trips"
+    assert fact.conversation_id == "conv-1"
+    assert sorted(fact.entity_ids) == sorted([lisbon.id, me.id])
+    assert fact.temporal == "current" and fact.confidence == 0.9
+    derived = gread(memory, "MATCH (f:Fact {id: $id})-[:DERIVED_FROM]->(t:Turn) RETURN t.id AS id", {"id": fact.id})
+    assert [r["id"] for r in derived] == [turn.id]
+    about = gread(memory, "MATCH (f:Fact {id: $id})-[:ABOUT]->(e:Entity) RETURN e.id AS id", {"id": fact.id})
+    assert sorted(r["id"] for r in about) == sorted([lisbon.id, me.id])
+    assert memory.get_fact(fact.id, user_id="alice") == fact
+
+    # store_fact is the same operation, and re-storing the same id is idempotent (no duplicate edges)
+    again = memory.store_fact(Fact(id=fact.id, user_id="alice", claim="Alice lives in Lisbon", source_turn_id=turn.id,
+                                   entity_ids=[lisbon.id, me.id], temporal="current", confidence=0.9), channel="trips")
+    assert again.id == fact.id
+    edges = gread(memory, "MATCH (f:Fact {id: $id})-[r]->() RETURN count(r) AS n", {"id": fact.id})
+    assert edges[0]["n"] == 3
+    timeline = sql(memory, "SELECT memory_type, channel FROM memory_timeline WHERE neo4j_node_id = %s", (fact.id,))
+    assert timeline == [{"memory_type": "fact", "channel": "trips"}]
+    # re-storing in another channel moves the fact, and its timeline row follows
+    moved = memory.store_fact(Fact(id=fact.id, user_id="alice", claim="Alice lives in Lisbon"), channel="home")
+    assert moved.channel == "home" and moved.created_at == fact.created_at
+    timeline = sql(memory, "SELECT channel FROM memory_timeline WHERE neo4j_node_id = %s", (fact.id,))
+    assert timeline == [{"channel": "home"}]
+
+
+def test_store_fact_without_links(memory):
+    fact = memory.store_fact(Fact(user_id="alice", claim="The sky is blue"))
+    assert fact.entity_ids == [] and fact.source_turn_id is None
+    assert gread(memory, "MATCH (f:Fact {id: $id})-[r]->() RETURN count(r) AS n", {"id": fact.id})[0]["n"] == 0
+
+
+def test_learn_fact_unknown_ids_raise_not_found_and_store_nothing(memory):
+    turn = _turn(memory)
+    entity = memory.upsert_entity(Entity(user_id="alice", name="Lisbon"))
+    bob_entity = memory.upsert_entity(Entity(user_id="bob", name="Porto"))
+    bob_turn = _turn(memory, user="bob", conversation="bob-conv")
+    cases = [
+        dict(entity_ids=[entity.id, "no-such-entity"]),
+        dict(source_turn_id="no-such-turn"),
+        dict(entity_ids=[bob_entity.id]),          # another user's entity does not exist for alice
+        dict(source_turn_id=bob_turn.id),          # nor does another user's turn
+        dict(source_turn_id=turn.id, entity_ids=["missing"]),
+    ]
+    for case in cases:
+        with pytest.raises(NotFoundError):
+            memory.learn_fact(Fact(user_id="alice", claim="should not be stored", **case))
+    assert count_nodes(memory, "MATCH (f:Fact) RETURN count(f) AS n") == 0
+    assert sql(memory, "SELECT count(*) AS n FROM memory_timeline WHERE memory_type = 'fact'")[0]["n"] == 0
+
+
+def test_fact_id_of_another_user_is_not_taken_over(memory):
+    fact = memory.learn_fact(Fact(user_id="alice", claim="Alice's secret"))
+    with pytest.raises(ConflictError):
+        memory.learn_fact(Fact(id=fact.id, user_id="bob", claim="Bob overwrites"))
+    assert memory.get_fact(fact.id, user_id="alice").claim == "Alice's secret"
+    with pytest.raises(NotFoundError):
+        memory.get_fact(fact.id, user_id="bob")
+
+
+def test_learn_fact_bad_input(memory):
+    for bad in (dict(claim=""), dict(claim="x", confidence=1.5), dict(claim="x" * 40_000)):
+        with pytest.raises(ValidationError):
+            memory.learn_fact(Fact(user_id="alice", **bad))
+    with pytest.raises(ValidationError, match="channel"):
+        memory.learn_fact(Fact(user_id="alice", claim="x"), channel="NOT A SLUG")
+    assert count_nodes(memory, "MATCH (f:Fact) RETURN count(f) AS n") == 0
+
+
+# --- relationships ----------------------------------------------------------------------------------------------
+
+
+def test_create_relationship_for_every_allowed_type(memory):
+    a = memory.upsert_entity(Entity(user_id="alice", name="A"))
+    b = memory.upsert_entity(Entity(user_id="alice", name="B"))
+    for rel_type in RELATIONSHIP_TYPES:
+        rel = memory.create_relationship(a.id, b.id, rel_type, {"since": 2020, "note": rel_type})
+        assert (rel.source_id, rel.target_id, rel.rel_type) == (a.id, b.id, rel_type)
+    rows = gread(memory, "MATCH (a:Entity {id: $a})-[r]->(b:Entity {id: $b}) RETURN type(r) AS t, r.properties AS p",
+                 {"a": a.id, "b": b.id})
+    assert sorted(r["t"] for r in rows) == sorted(RELATIONSHIP_TYPES)
+    # idempotent: creating again updates properties, adds no edge
+    memory.create_relationship(a.id, b.id, "KNOWS", {"since": 2021})
+    assert gread(memory, "MATCH (:Entity {id: $a})-[r:KNOWS]->() RETURN count(r) AS n", {"a": a.id})[0]["n"] == 1
+    graph = memory.get_entity_graph([a.id], depth=1)
+    knows = [r for r in graph.relationships if r.rel_type == "KNOWS"]
+    assert knows[0].properties == {"since": 2021}
+
+
+@pytest.mark.parametrize("rel_type", ["HATES", "knows", "", "KNOWS]->(x) DETACH DELETE x //",
+                                      "RELATED_TO`]->() MATCH (n) DETACH DELETE n //"])
+def test_create_relationship_rejects_unknown_types_and_writes_nothing(memory, rel_type):
+    a = memory.upsert_entity(Entity(user_id="alice", name="A"))
+    b = memory.upsert_entity(Entity(user_id="alice", name="B"))
+    with pytest.raises(ValidationError, match="rel_type"):
+        memory.create_relationship(a.id, b.id, rel_type)
+    assert gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] == 0
+    assert count_nodes(memory, "MATCH (e:Entity) RETURN count(e) AS n") == 2
+
+
+def test_create_relationship_unknown_or_foreign_entity(memory):
+    a = memory.upsert_entity(Entity(user_id="alice", name="A"))
+    bobs = memory.upsert_entity(Entity(user_id="bob", name="B"))
+    with pytest.raises(NotFoundError, match="nope"):
+        memory.create_relationship(a.id, "nope", "KNOWS")
+    with pytest.raises(ValidationError, match="properties"):
+        memory.create_relationship(a.id, a.id, "KNOWS", ["not", "a", "dict"])
+    with pytest.raises(NotFoundError, match=bobs.id):
+        memory.create_relationship(a.id, bobs.id, "KNOWS", user_id="alice")
+    assert gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] == 0
+
+
+# --- entity graph -----------------------------------------------------------------------------------------------
+
+
+def _chain(memory, user="alice"):
+    ids = [memory.upsert_entity(Entity(user_id=user, name=n)).id for n in "ABCD"]
+    for src, dst in zip(ids, ids[1:]):
+        memory.create_relationship(src, dst, "RELATED_TO", user_id=user)
+    return ids
+
+
+def test_get_entity_graph_depths_on_a_chain(memory):
+    a, b, c, d = _chain(memory)
+    fact = memory.learn_fact(Fact(user_id="alice", claim="C is near D", entity_ids=[c, d]))
+    expected = {1: [a, b], 2: [a, b, c], 3: [a, b, c, d]}
+    for depth, ids in expected.items():
+        graph = memory.get_entity_graph([a], depth=depth)
+        assert [e.id for e in graph.entities] == ids, depth
+        assert {(r.source_id, r.target_id) for r in graph.relationships} == set(zip(ids, ids[1:]))
+        assert [f.id for f in graph.facts] == ([fact.id] if c in ids else [])
+    # traversal is undirected: from the middle, depth 1 reaches both sides
+    assert sorted(e.id for e in memory.get_entity_graph([c], depth=1).entities) == sorted([b, c, d])
+
+
+@pytest.mark.parametrize("depth", [0, 4, -1])
+def test_get_entity_graph_rejects_depth(memory, depth):
+    a, *_ = _chain(memory)
+    with pytest.raises(ValidationError, match="depth"):
+        memory.get_entity_graph([a], depth=depth)
+
+
+def test_get_entity_graph_is_bounded_and_nearest_first(memory):
+    hub = memory.upsert_entity(Entity(user_id="alice", name="hub"))
+    spokes = [memory.upsert_entity(Entity(user_id="alice", name=f"spoke {i}")).id for i in range(6)]
+    for s in spokes:
+        memory.create_relationship(hub.id, s, "PART_OF")
+    far = memory.upsert_entity(Entity(user_id="alice", name="far")).id
+    memory.create_relationship(spokes[0], far, "PART_OF")
+    bounded = memory._portal.run(memory.core.semantic.get_entity_graph([hub.id], 2, user_id="alice", limit=3))
+    assert len(bounded.entities) == 1 + 3
+    assert far not in [e.id for e in bounded.entities]  # nearer neighbours win the budget
+    full = memory.get_entity_graph([hub.id], depth=2)
+    assert len(full.entities) == 1 + 6 + 1
+    with pytest.raises(ValidationError, match="limit"):
+        memory._portal.run(memory.core.semantic.get_entity_graph([hub.id], 2, user_id="alice", limit=-1))
+
+
+def test_get_entity_graph_never_crosses_users(memory):
+    a, *_ = _chain(memory, user="alice")
+    bob_ids = _chain(memory, user="bob")
+    assert memory.get_entity_graph(bob_ids[:1], depth=3, user_id="alice").entities == []
+    assert {e.user_id for e in memory.get_entity_graph([a], depth=3, user_id="alice").entities} == {"alice"}
+
+
+# --- promotion --------------------------------------------------------------------------------------------------
+
+
+def test_promote_to_global(memory):
+    turn = _turn(memory, conversation="p1")
+    e = memory.upsert_entity(Entity(user_id="alice", name="Lisbon"), channel="proj")
+    fact = memory.learn_fact(Fact(user_id="alice", claim="Alice likes Lisbon", source_turn_id=turn.id,
+                                  entity_ids=[e.id], confidence=0.9, metadata={"k": "v"}), channel="proj")
+    promoted = memory.promote_to_global(fact.id, "seen in many conversations")
+
+    assert promoted.id != fact.id
+    assert promoted.channel == "_global"
+    assert promoted.claim == fact.claim and promoted.confidence == fact.confidence
+    assert promoted.metadata == {"k": "v"} and promoted.entity_ids == [e.id]
+    link = gread(memory, "MATCH (g:Fact {id: $g})-[:PROMOTED_FROM]->(f:Fact) RETURN f.id AS id", {"g": promoted.id})
+    assert [r["id"] for r in link] == [fact.id]
+    assert memory.get_fact(fact.id, user_id="alice").channel == "proj"  # the original stays
+
+    # idempotent: the same global fact, no second node or link, no second audit entry
+    again = memory.promote_to_global(fact.id, "again")
+    assert again.id == promoted.id
+    assert count_nodes(memory, "MATCH (f:Fact {channel: '_global'}) RETURN count(f) AS n") == 1
+    assert count_nodes(memory, "MATCH ()-[r:PROMOTED_FROM]->() RETURN count(r) AS n") == 1
+
+    rows = sql(memory, "SELECT * FROM memory_audit_log WHERE operation = 'promote'")
+    assert len(rows) == 1
+    row = rows[0]
+    thresholds = memory.settings.promotion.model_dump()
+    assert row["metadata"]["thresholds"] == thresholds
+    assert row["config_snapshot"]["promotion"] == thresholds
+    assert row["metadata"]["fact_id"] == fact.id and row["metadata"]["global_fact_id"] == promoted.id
+    assert row["metadata"]["reason"] == "seen in many conversations"
+    assert row["promoted_from_channel"] == "proj" and row["target_channels"] == ["_global"]
+    assert row["promotion_confidence"] == 0.9 and row["promotion_conversation_count"] == 1
+    assert row["user_id"] == "alice"
+
+
+def test_promote_rejects_global_and_unknown_facts(memory):
+    g = memory.learn_fact(Fact(user_id="alice", claim="already global"))
+    with pytest.raises(ValidationError, match="_global"):
+        memory.promote_to_global(g.id, "why")
+    p = memory.learn_fact(Fact(user_id="alice", claim="project fact"), channel="proj")
+    promoted = memory.promote_to_global(p.id, "ok")
+    with pytest.raises(ValidationError):
+        memory.promote_to_global(promoted.id, "promoting a promotion")
+    with pytest.raises(NotFoundError):
+        memory.promote_to_global("no-such-fact", "why")
+    with pytest.raises(NotFoundError):
+        memory.promote_to_global(p.id, "why", user_id="bob")
+    with pytest.raises(ValidationError, match="reason"):
+        memory.promote_to_global(p.id, "")
+
+
+# --- round trips ------------------------------------------------------------------------------------------------
+
+TRICKY = {
+    "nested": {"deep": {"list": [1, 2.5, None, True, {"x": "y"}]}, "empty": {}},
+    "unicode": "Zürich – 東京 – emoji 🚀 – ﬁ",
+    "quotes": "it's \"quoted\" and `back` ticks",
+    "backslashes": "C:\\path\\to\\file \\n not a newline \\\\ double",
+    "newlines": "line1\nline2\r\nline3\ttab",
+    "cypher": "'}) MATCH (n) DETACH DELETE n //",
+    "json_like": "{\"a\": 1}",
+    "keys with spaces and 'quotes'": [],
+}
+
+
+def test_metadata_and_properties_round_trip_unchanged(memory):
+    entity = memory.upsert_entity(Entity(user_id="alice", name="Ünïcødé \"name\" \\ o'k", properties=TRICKY,
+                                         description="desc with 'quotes' and \\ and \n"))
+    assert entity.properties == TRICKY
+    got = memory.get_entity(entity.id, user_id="alice")
+    assert got.properties == TRICKY
+    assert got.name == "Ünïcødé \"name\" \\ o'k"
+    assert got.description == "desc with 'quotes' and \\ and \n"
+
+    fact = memory.learn_fact(Fact(user_id="alice", claim="claim with \"quotes\" \\ and\nnewline 🚀", metadata=TRICKY,
+                                  entity_ids=[entity.id]))
+    assert fact.metadata == TRICKY
+    assert memory.get_fact(fact.id, user_id="alice").metadata == TRICKY
+    assert memory.get_fact(fact.id, user_id="alice").claim == "claim with \"quotes\" \\ and\nnewline 🚀"
+
+    other = memory.upsert_entity(Entity(user_id="alice", name="other"))
+    memory.create_relationship(entity.id, other.id, "REFERENCES", TRICKY)
+    graph = memory.get_entity_graph([entity.id], depth=1)
+    assert graph.relationships[0].properties == TRICKY
+    assert graph.facts[0].metadata == TRICKY
+
+    promoted = memory.promote_to_global(memory.learn_fact(Fact(user_id="alice", claim="p", metadata=TRICKY),
+                                                          channel="proj").id, "r")
+    assert promoted.metadata == TRICKY
+
+
+# --- concurrency (async API) ------------------------------------------------------------------------------------
+
+
+def test_concurrent_upserts_of_one_entity_make_one_node(settings):
+    import asyncio
+
+    from agentx_memory import AsyncAgentMemory
+    from tests.conftest import run
+
+    async def scenario():
+        async with await AsyncAgentMemory.open(settings(), user_id="alice") as memory:
+            names = ["Alice", "alice", " ALICE", "Alice  "] * 2
+            stored = await asyncio.gather(*(
+                memory.upsert_entity(Entity(user_id="alice", name=n, type="person", aliases=[f"alias {i}"]))
+                for i, n in enumerate(names)))
+            assert len({e.id for e in stored}) == 1
+            rows = await memory.ctx.graph.read("MATCH (e:Entity) RETURN count(e) AS n, collect(e.aliases) AS a")
+            assert rows[0]["n"] == 1
+            assert sorted(rows[0]["a"][0]) == sorted(f"alias {i}" for i in range(len(names)))
+
+    run(scenario())

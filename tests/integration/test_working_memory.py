@@ -1,0 +1,179 @@
+"""Working memory on the real embedded Redis (FalkorDB server): session keys, TTLs, caps, locks and job records."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agentx_memory import AgentMemory, Turn
+from agentx_memory.errors import ValidationError
+from agentx_memory.memory import SyncProxy
+
+
+@pytest.fixture
+def memory(settings):
+    """A sync memory whose default user is alice, with a small turn cap."""
+    with AgentMemory(settings(working={"max_turns": 5, "max_thoughts": 3, "max_value_bytes": 1024}),
+                     user_id="alice") as mem:
+        yield mem
+
+
+def redis_call(memory, coro):
+    return memory._portal.run(coro)
+
+
+def keys(memory) -> dict[str, int]:
+    """Every key of this test's namespace (prefix removed) with its TTL in seconds."""
+    prefix = memory.settings.redis.key_prefix
+    client = memory.core.ctx.working.client
+
+    async def scan():
+        found = {}
+        async for key in client.scan_iter(match=prefix + "*"):
+            found[key[len(prefix):]] = await client.ttl(key)
+        return found
+
+    return redis_call(memory, scan())
+
+
+def test_turns_are_ordered_and_capped(memory):
+    wm = memory.working(None, "conv-1")
+    for i in range(8):
+        wm.add_turn(Turn(conversation_id="conv-1", user_id="alice", index=i, content=f"turn {i}",
+                         metadata={"i": i}, embedding=[0.0] * 64))
+    recent = wm.get_recent_turns(limit=3)
+    assert [t["content"] for t in recent] == ["turn 5", "turn 6", "turn 7"]  # oldest first
+    assert recent[-1]["metadata"] == {"i": 7} and "embedding" not in recent[-1]
+    everything = wm.get_recent_turns(limit=100)
+    assert [t["index"] for t in everything] == [3, 4, 5, 6, 7]  # capped at working.max_turns = 5
+    assert wm.get_recent_turns(limit=0) == []
+    wm.add_turn({"role": "assistant", "content": "a plain dict works too"})
+    assert wm.get_recent_turns(limit=1) == [{"role": "assistant", "content": "a plain dict works too"}]
+
+
+def test_store_turn_fills_the_working_memory_cache(memory):
+    memory.store_turn(Turn(conversation_id="conv-2", user_id="alice", content="hello"), channel="proj")
+    cached = memory.working(None, "conv-2", "proj").get_recent_turns()
+    assert [t["content"] for t in cached] == ["hello"]
+    assert memory.working(None, "conv-2").get_recent_turns() == []  # another channel is another session
+
+
+def test_set_get_delete_and_ttl_expiry(memory):
+    wm = memory.working(None, "conv-1")
+    value = {"nested": {"list": [1, "two", None]}, "text": "ünï \"q\" \\ \n"}
+    wm.set("plan", value)
+    assert wm.get("plan") == value
+    assert wm.get("missing") is None
+    wm.set("short", "gone soon", ttl_seconds=1)
+    assert wm.get("short") == "gone soon"
+    assert wm.delete("plan") is True
+    assert wm.delete("plan") is False
+    assert wm.get("plan") is None
+    time.sleep(1.3)
+    assert wm.get("short") is None  # the per-value TTL really expires
+    assert "short" not in wm.get_context()["values"]
+    with pytest.raises(ValidationError, match="ttl_seconds"):
+        wm.set("bad", 1, ttl_seconds=-5)
+    with pytest.raises(ValidationError, match="key"):
+        wm.set("", 1)
+
+
+def test_context_active_goal_thoughts_and_clear(memory):
+    wm = memory.working(None, "conv-1", "proj")
+    wm.add_turn({"content": "t1"})
+    wm.set("topic", "travel")
+    wm.set_active_goal("g-1", "Plan the Lisbon trip")
+    for i in range(5):
+        wm.push_thought(f"thought {i}")
+    wm.push_thought({"thought": "structured", "confidence": 0.5})
+
+    goal = wm.get_active_goal()
+    assert goal["goal_id"] == "g-1" and goal["description"] == "Plan the Lisbon trip" and goal["set_at"] > 0
+    thoughts = wm.get_thoughts(limit=10)
+    assert [t["thought"] for t in thoughts] == ["thought 3", "thought 4", "structured"]  # capped at 3, oldest first
+    assert wm.get_thoughts(limit=1)[0]["confidence"] == 0.5
+
+    ctx = wm.get_context()
+    assert ctx["user_id"] == "alice" and ctx["channel"] == "proj" and ctx["conversation_id"] == "conv-1"
+    assert ctx["values"] == {"topic": "travel"}
+    assert [t["content"] for t in ctx["recent_turns"]] == ["t1"]
+    assert ctx["active_goal"] == goal
+    assert len(ctx["thoughts"]) == 3
+
+    other = memory.working("bob", "conv-1", "proj")  # same conversation id, another user: separate
+    assert other.get("topic") is None and other.get_active_goal() is None
+
+    assert wm.clear_session() == 4
+    ctx = wm.get_context()
+    assert ctx["values"] == {} and ctx["recent_turns"] == [] and ctx["active_goal"] is None and ctx["thoughts"] == []
+    assert keys(memory) == {}
+
+
+def test_key_patterns_and_ttls(memory):
+    ttl = memory.settings.working.ttl_seconds
+    prefix = memory.settings.redis.key_prefix
+    assert prefix
+    wm = memory.working(None, "conv-9", "my-proj")
+    wm.add_turn({"content": "x"})
+    wm.set("k", 1)
+    wm.set("short", 1, ttl_seconds=5)
+    wm.set_active_goal("g", "d")
+    wm.push_thought("t")
+    found = keys(memory)
+    base = "working:alice:my-proj:conv-9:"
+    assert set(found) == {base + "turns", base + "context", base + "goal", base + "thoughts"}
+    for key, remaining in found.items():
+        assert 0 < remaining <= ttl, key
+    # every key of the namespace carries the prefix: nothing was written without it
+    raw = redis_call(memory, memory.core.ctx.working.client.exists(*(base + s for s in ("turns", "context"))))
+    assert raw == 0
+
+
+def test_values_over_the_size_limit_are_rejected(memory):
+    wm = memory.working(None, "conv-1")
+    limit = memory.settings.working.max_value_bytes
+    with pytest.raises(ValidationError, match="max_value_bytes"):
+        wm.set("big", "x" * (limit + 1))
+    with pytest.raises(ValidationError, match="max_value_bytes"):
+        wm.push_thought("x" * (limit + 1))
+    with pytest.raises(ValidationError, match="max_value_bytes"):
+        wm.add_turn({"content": "x" * (limit + 1)})
+    with pytest.raises(ValidationError, match="max_value_bytes"):
+        wm.set_active_goal("g", "x" * (limit + 1))
+    with pytest.raises(ValidationError):
+        wm.set("not-json", object())
+    assert keys(memory) == {}
+    wm.set("fits", "x" * (limit // 2))
+    assert wm.get("fits") == "x" * (limit // 2)
+
+
+def test_working_store_locks_jobs_and_session_keys(memory):
+    store = SyncProxy(memory.core.ctx.working, memory._portal)
+    token = store.acquire_lock("conv-1", ttl_seconds=30)
+    assert token
+    assert store.acquire_lock("conv-1") is None  # a second acquire fails while held
+    assert store.release_lock("conv-1", "wrong-token") is False
+    assert store.acquire_lock("conv-1") is None  # still held after a wrong release
+    assert store.release_lock("conv-1", token) is True
+    assert store.release_lock("conv-1", token) is False
+    again = store.acquire_lock("conv-1", ttl_seconds=0.2)
+    assert again and again != token
+    time.sleep(0.3)
+    assert store.acquire_lock("conv-1") is not None  # an expired lock can be taken
+
+    assert store.get_job("job-1") is None
+    store.record_job("job-1", {"status": "running", "turns": 3})
+    store.record_job("job-1", {"status": "done", "facts": ["f1", "f2"]})
+    assert store.get_job("job-1") == {"status": "done", "turns": 3, "facts": ["f1", "f2"]}
+
+    store.session_set("s-1", "scratch", {"a": [1, 2]})
+    assert store.session_get("s-1", "scratch") == {"a": [1, 2]}
+    assert store.session_get("s-1", "other") is None
+    with pytest.raises(ValidationError):
+        store.session_set("s-1", "big", "x" * 2000)
+
+    found = keys(memory)
+    assert {"consolidation:lock:conv-1", "consolidation:job:job-1", "session:s-1:scratch"} <= set(found)
+    assert 0 < found["session:s-1:scratch"] <= memory.settings.working.ttl_seconds
+    assert found["consolidation:job:job-1"] > 0 and found["consolidation:lock:conv-1"] > 0
