@@ -160,7 +160,7 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo = sub.add_parser("locomo", help="LoCoMo evidence recall (ours, baselines, ablations)")
     locomo.add_argument("--data", default=_default_locomo(), help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json)")
     locomo.add_argument("--out", default="benchmarks/results", help="directory for locomo.json/.md/.png")
-    locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for cached document embeddings")
+    locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
     locomo.add_argument("--samples", type=int, default=None, help="only the first N samples")
     locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
@@ -175,9 +175,12 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         from .bench.locomo import run_locomo
 
         settings = _bench_settings(settings, "bench_locomo")
+        Path(args.cache).mkdir(parents=True, exist_ok=True)
+        settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(
+            update={"cache_path": str(Path(args.cache) / "embeddings.sqlite")})})
         asyncio.run(_reset_namespace(settings))
         try:
-            report = asyncio.run(run_locomo(settings, Path(args.data), out_dir=Path(args.out), cache_dir=Path(args.cache),
+            report = asyncio.run(run_locomo(settings, Path(args.data), out_dir=Path(args.out),
                                             limit_samples=args.samples, limit_questions=args.questions,
                                             ablations=not args.no_ablations, progress=console.print))
         finally:
@@ -218,6 +221,84 @@ async def _reset_namespace(settings: Settings) -> None:
         await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.postgres.db_schema)))
 
 
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    """Bring the stack up, ingest the sample conversation, ask questions, print bundles and prompt blocks."""
+    from .demo import run_demo
+
+    asyncio.run(run_demo(settings, console, explain=not args.brief, prompt_tokens=args.prompt_tokens))
+    return 0
+
+
+def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
+    """Recall memories for a query and print them (table with scores, or JSON)."""
+    from .console import print_bundle
+    from .memory import AsyncAgentMemory
+
+    async def run():
+        memory = await AsyncAgentMemory.open(settings)
+        try:
+            bundle = await memory.remember(args.query, user_id=args.user, channel=args.channel, top_k=args.top_k,
+                                           time_window_hours=args.hours)
+            await memory.drain()
+            return bundle
+        finally:
+            await memory.close()
+
+    bundle = asyncio.run(run())
+    if args.json:
+        payload = bundle.model_dump(mode="json", exclude={"turns": {"__all__": {"item": {"embedding"}}}})
+        payload["explain"] = bundle.explain()
+        print(json.dumps(payload, indent=2, default=str))
+    else:
+        print_bundle(console, bundle, explain=args.explain, prompt_tokens=args.prompt_tokens)
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    """Load turns from JSONL (one per line); bad lines are reported with their numbers and skipped."""
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from .ingest import ingest_file
+    from .memory import AsyncAgentMemory
+
+    async def run():
+        memory = await AsyncAgentMemory.open(settings)
+        try:
+            with tqdm(desc="ingest", unit="turn") as bar:
+                return await ingest_file(memory, Path(args.file), batch_size=args.batch, progress=bar.update)
+        finally:
+            await memory.close()
+
+    report = asyncio.run(run())
+    for number, reason in report.skipped:
+        console.print(f"[yellow]line {number} skipped[/yellow]: {reason}")
+    console.print(f"stored {report.stored} turn(s); skipped {len(report.skipped)} line(s)")
+    return 0 if not report.skipped else 1
+
+
+def _remember_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query")
+    p.add_argument("--user", required=True, help="user id")
+    p.add_argument("--channel", default="_global")
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--hours", type=float, default=None, help="only memories of the last N hours")
+    p.add_argument("--explain", action="store_true", help="show each item's signal breakdown")
+    p.add_argument("--json", action="store_true", help="print the bundle as JSON")
+    p.add_argument("--prompt-tokens", type=int, default=0, help="also print to_prompt(max_tokens=N)")
+
+
+def _ingest_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="JSONL: user_id, conversation_id, role, content, timestamp, metadata per line")
+    p.add_argument("--batch", type=int, default=200, help="turns per store_turns batch")
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--brief", action="store_true", help="no signal breakdown")
+    p.add_argument("--prompt-tokens", type=int, default=300, help="token budget of the printed prompt blocks")
+
+
 #: Subcommands: name → (handler, help, argument adder).
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Callable[[argparse.ArgumentParser], None]]] = {
     "up": (cmd_up, "start the embedded servers and migrate", lambda p: None),
@@ -226,6 +307,9 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Ca
     "migrate": (cmd_migrate, "apply pending schema migrations", lambda p: None),
     "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", lambda p: None),
     "bench": (cmd_bench, "run a benchmark (locomo)", _bench_args),
+    "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
+    "remember": (cmd_remember, "recall memories for a query", _remember_args),
+    "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
 }
 
 

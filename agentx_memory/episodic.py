@@ -85,7 +85,8 @@ class EpisodicMemory:
 
     # --- validation ---------------------------------------------------------------------------------------------
 
-    def _validate(self, turns: Sequence[Turn], channel: str | None) -> list[Turn]:
+    def validate(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
+        """Checked copies of ``turns`` (channel applied, token counts filled); raises ValidationError naming the field."""
         limits = self.ctx.settings.limits
         if not turns:
             raise ValidationError("turns", "must contain at least one turn")
@@ -120,12 +121,61 @@ class EpisodicMemory:
             out.append(turn)
         return out
 
-    async def _embed_missing(self, turns: list[Turn]) -> None:
+    async def _embed_missing(self, turns: list[Turn], previous: dict[str, str | None]) -> set[str]:
+        """Embed turns without a vector, each *in context*: the previous turn's text, a newline, then its own.
+
+        A turn alone is often a fragment ("Yes, last May!"); with the turn before it the vector says what it is about
+        (measured on LoCoMo: docs/benchmarks.md). Returns the ids of the turns embedded here.
+        """
         missing = [t for t in turns if t.embedding is None]
         if missing:
-            vectors = await self.ctx.embedder.embed_documents([t.content for t in missing])
+            vectors = await self.ctx.embedder.embed_documents([_in_context(previous.get(t.id), t.content) for t in missing])
             for turn, vector in zip(missing, vectors):
                 turn.embedding = vector.tolist()
+        return {t.id for t in missing}
+
+    async def _assumed_previous(self, turns: list[Turn]) -> dict[str, str | None]:
+        """The text of each turn's predecessor as far as it can be known before indexes are assigned."""
+        previous: dict[str, str | None] = {}
+        groups: dict[str, list[Turn]] = defaultdict(list)
+        for turn in turns:
+            groups[turn.conversation_id].append(turn)
+        for conversation_id, group in groups.items():
+            ordered = sorted(group, key=lambda t: (t.index is None, t.index or 0))
+            first = ordered[0]
+            rows = await self.ctx.postgres.fetch(
+                "SELECT content FROM conversation_logs WHERE conversation_id = %s AND user_id = %s"
+                " AND (%s::int IS NULL OR turn_index < %s) ORDER BY turn_index DESC LIMIT 1",
+                (conversation_id, first.user_id, first.index, first.index),
+            )
+            previous[first.id] = rows[0]["content"] if rows else None
+            for before, turn in zip(ordered, ordered[1:]):
+                previous[turn.id] = before.content
+        return previous
+
+    async def _fix_context(self, turns: list[Turn], previous: dict[str, str | None], embedded: set[str]) -> None:
+        """After indexes are final, re-embed the few turns whose real predecessor differs from the assumed one
+        (a concurrent writer got in between)."""
+        candidates = [t for t in turns if t.id in embedded]
+        if not candidates:
+            return
+        rows = await self.ctx.postgres.fetch(
+            "SELECT hit.turn_id, p.content FROM unnest(%s::text[], %s::text[], %s::int[]) AS hit(turn_id, conversation_id, turn_index)"
+            " LEFT JOIN conversation_logs p ON p.conversation_id = hit.conversation_id AND p.turn_index = hit.turn_index - 1",
+            ([t.id for t in candidates], [t.conversation_id for t in candidates], [t.index for t in candidates]),
+        )
+        actual = {r["turn_id"]: r["content"] for r in rows}
+        wrong = [t for t in candidates if actual.get(t.id) != previous.get(t.id)]
+        if not wrong:
+            return
+        vectors = await self.ctx.embedder.embed_documents([_in_context(actual.get(t.id), t.content) for t in wrong])
+        async with self.ctx.postgres.connection() as conn, conn.cursor() as cur:
+            for turn, vector in zip(wrong, vectors):
+                turn.embedding = vector.tolist()
+            await cur.executemany(
+                "UPDATE conversation_logs SET embedding = %s WHERE turn_id = %s",
+                [(np.asarray(t.embedding, dtype=np.float32), t.id) for t in wrong],
+            )
 
     # --- the durable log ----------------------------------------------------------------------------------------
 
@@ -248,9 +298,11 @@ class EpisodicMemory:
         same conversation index) is a no-op that returns the stored turn.
         """
         started = time.perf_counter()
-        turns = self._validate(turns, channel)
-        await self._embed_missing(turns)
+        turns = self.validate(turns, channel)
+        previous = await self._assumed_previous(turns)
+        embedded = await self._embed_missing(turns, previous)
         stored = await self._log(turns)
+        await self._fix_context(stored, previous, embedded)
         try:
             await self._project(stored)
         except StorageError as exc:
@@ -312,7 +364,6 @@ class EpisodicMemory:
                 return total
             last_id = rows[-1]["id"]
             turns = [_row_to_turn(r, with_embedding=True) for r in rows]
-            await self._embed_missing(turns)
             await self._project(turns)
             await self._timeline(turns)
             total += len(turns)
@@ -352,6 +403,10 @@ class EpisodicMemory:
             (user_id, list(turn_ids)),
         )
         return {r["turn_id"]: _row_to_turn(r) for r in rows}
+
+
+def _in_context(previous: str | None, content: str) -> str:
+    return f"{previous}\n{content}" if previous else content
 
 
 def _hash(content: str) -> str:

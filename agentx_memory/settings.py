@@ -102,6 +102,7 @@ class EmbeddingSettings(_Section):
     dimension: int = Field(384, ge=8, le=4096, description="vector dimension of the model")
     batch_size: int = Field(64, ge=1, le=2048, description="texts per embedding call")
     cache_size: int = Field(10_000, ge=0, le=10_000_000, description="LRU cache entries keyed by (model, text hash)")
+    cache_path: str = Field("", description="SQLite file that keeps document/query vectors across runs (empty = memory only)")
     openai_api_key: str = Field("", description="API key for openai: models (or OPENAI_API_KEY)")
     openai_base_url: str = Field("", description="base URL for openai: models (empty = the SDK default)")
 
@@ -139,17 +140,30 @@ class RetrievalSettings(_Section):
 
 
 class RecallSettings(_Section):
-    """RecallLayer techniques (each on/off, overridable per call)."""
+    """RecallLayer techniques (each on/off, overridable per call) and the turn-ranking weights.
 
-    hybrid: bool = Field(True, description="fuse a lexical leg with the vector leg")
-    entity_centric: bool = Field(True, description="resolve 'tell me about X' to entities and traverse")
-    query_expansion: bool = Field(True, description="rewrite questions as statements")
+    Turns are ranked by ``lexical_weight * L + vector_weight * D`` (L: full-text rank over the turn and its neighbours,
+    divided by the best; D: cosine above the candidate floor, scaled to [0, 1]), plus neighbour, session, speaker and
+    time boosts. The defaults were chosen on LoCoMo with leave-one-conversation-out validation (docs/benchmarks.md).
+    """
+
+    hybrid: bool = Field(True, description="fuse the lexical leg (PostgreSQL full text) with the vector leg")
+    entity_centric: bool = Field(True, description="resolve named entities/speakers in the question and traverse")
+    query_expansion: bool = Field(True, description="also search with the question rewritten as a statement")
     hyde: bool = Field(False, description="search with a hypothetical answer (needs llm.query_model)")
-    self_query: bool = Field(True, description="extract time/channel/entity/type filters from the question")
-    neighbours: int = Field(1, ge=0, le=5, description="turns either side of a strong hit to add")
+    self_query: bool = Field(True, description="read time phrases (and, with an LLM, entity/type filters) from the question")
+    fusion: Literal["score", "rrf"] = Field("score", description="score: normalized weighted sum of legs; rrf: weighted reciprocal-rank fusion")
     rrf_k: int = Field(60, ge=1, le=1000, description="reciprocal-rank fusion constant")
-    lexical_weight: float = Field(1.0, ge=0, le=10, description="weight of the lexical leg in fusion")
-    vector_weight: float = Field(0.6, ge=0, le=10, description="weight of the vector leg in fusion")
+    lexical_weight: float = Field(1.0, ge=0, le=10, description="weight of the lexical leg")
+    vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
+    candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")
+    neighbours: int = Field(1, ge=0, le=5, description="turns either side whose relevance spills over (0 = off)")
+    neighbour_weight: float = Field(0.3, ge=0, le=10, description="share of the best neighbour's relevance a turn gets")
+    session_weight: float = Field(0.3, ge=0, le=10, description="share of its conversation's best relevance a turn gets")
+    session_expansion: int = Field(20, ge=0, le=500, description="conversations of the top candidates read in full (0 = off)")
+    session_span: int = Field(25, ge=1, le=1000, description="turns either side of a hit read when expanding a conversation")
+    speaker_weight: float = Field(0.5, ge=0, le=10, description="boost for turns spoken by the one participant the question names")
+    time_weight: float = Field(0.4, ge=0, le=10, description="boost for turns inside a time phrase of the question")
 
 
 class PromotionSettings(_Section):

@@ -15,7 +15,6 @@ one at a time (ablation), so every gain is attributable.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import platform
 import re
@@ -93,41 +92,6 @@ def load_locomo(path: Path) -> list[LocomoSample]:
     return samples
 
 
-class _VectorCache:
-    """Document embeddings cached on disk by (model, text hash), so repeated runs skip the slow part."""
-
-    def __init__(self, directory: Path, model: str):
-        self.path = directory / f"{re.sub(r'[^a-z0-9]+', '_', model.lower())}.npz"
-        self.data: dict[str, np.ndarray] = {}
-        if self.path.exists():
-            with np.load(self.path) as npz:
-                self.data = {k: npz[k] for k in npz.files}
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(self.path, **self.data)
-
-
-def _key(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
-
-
-async def _embed_turns(memory: AsyncAgentMemory, turns: list[Turn], cache_dir: Path) -> float:
-    cache = _VectorCache(cache_dir, memory.settings.embedding.model)
-    missing = [t for t in turns if _key(t.content) not in cache.data]
-    started = time.perf_counter()
-    for start in tqdm(range(0, len(missing), 64), desc="embed turns", unit="batch", leave=False, disable=not missing):
-        chunk = missing[start:start + 64]
-        vectors = await memory.ctx.embedder.embed_documents([t.content for t in chunk])
-        for turn, vector in zip(chunk, vectors):
-            cache.data[_key(turn.content)] = vector
-    if missing:
-        cache.save()
-    for turn in turns:
-        turn.embedding = cache.data[_key(turn.content)].tolist()
-    return time.perf_counter() - started
-
-
 @dataclass
 class _Scores:
     recall: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
@@ -193,15 +157,18 @@ def _git_commit() -> str:
 #: The ablations: the full RecallLayer, then each technique off on its own.
 ABLATIONS: dict[str, dict[str, Any] | None] = {
     "agentx (full)": None,
-    "- hybrid (vector only legs)": {"hybrid": False},
+    "- hybrid (vector leg only)": {"hybrid": False},
     "- neighbours": {"neighbours": 0},
+    "- session boost": {"session_weight": 0.0},
+    "- speaker boost": {"speaker_weight": 0.0},
+    "- self-query (time phrases)": {"self_query": False},
     "- query expansion": {"query_expansion": False},
-    "- self-query": {"self_query": False},
     "- entity-centric": {"entity_centric": False},
+    "fusion = weighted RRF": {"fusion": "rrf"},
 }
 
 
-async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, cache_dir: Path, limit_samples: int | None = None,
+async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_samples: int | None = None,
                      limit_questions: int | None = None, ablations: bool = True,
                      progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results."""
@@ -213,14 +180,17 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, cache_dir
     try:
         ingest_started = time.perf_counter()
         turns = [t for s in samples for t in s.turns]
-        embed_seconds = await _embed_turns(memory, turns, cache_dir)
-        store_started = time.perf_counter()
-        for sample in tqdm(samples, desc="ingest", unit="sample"):
-            for start in range(0, len(sample.turns), 500):
-                await memory.store_turns(sample.turns[start:start + 500])
-        store_seconds = time.perf_counter() - store_started
-        progress(f"ingested {len(turns)} turns of {len(samples)} samples in {time.perf_counter() - ingest_started:.1f}s "
-                 f"(embedding {embed_seconds:.1f}s, storing {store_seconds:.1f}s)")
+        with tqdm(total=len(turns), desc="ingest (embed + store)", unit="turn") as bar:
+            for sample in samples:
+                for start in range(0, len(sample.turns), 100):
+                    chunk = sample.turns[start:start + 100]
+                    await memory.store_turns(chunk)
+                    bar.update(len(chunk))
+        ingest_seconds = time.perf_counter() - ingest_started
+        progress(f"ingested {len(turns)} turns of {len(samples)} samples in {ingest_seconds:.1f}s "
+                 f"(document vectors cached in {memory.settings.embedding.cache_path or 'memory'})")
+        vectors = {r["turn_id"]: r["embedding"].to_numpy() for r in await memory.ctx.postgres.fetch(
+            "SELECT turn_id, embedding FROM conversation_logs")}
 
         methods = dict(ABLATIONS) if ablations else {"agentx (full)": None}
         questions = [(s, q) for s in samples for q in s.questions[:limit_questions]]
@@ -228,7 +198,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, cache_dir
             docs = {t.metadata["dia_id"]: t for t in sample.turns}
             bm25 = BM25Okapi([_tokens(t.content) for t in docs.values()])
             ids = list(docs)
-            matrix = np.array([docs[i].embedding for i in ids], dtype=np.float32)
+            matrix = np.array([vectors[docs[i].id] for i in ids], dtype=np.float32)
             for q in tqdm(sample.questions[:limit_questions], desc=f"baselines {sample.sample_id}", unit="q", leave=False):
                 qvec = await memory.ctx.embedder.embed_query(q["question"])
                 by_bm25 = [ids[i] for i in np.argsort(-bm25.get_scores(_tokens(q["question"])))[: max(KS)]]
@@ -261,7 +231,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, cache_dir
         "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
         "samples": [s.sample_id for s in samples],
         "turns": sum(len(s.turns) for s in samples),
-        "ingest_seconds": {"embedding": round(embed_seconds, 2), "storing": round(store_seconds, 2)},
+        "ingest_seconds": round(ingest_seconds, 2),
         "methods": {name: scores.summary() for name, scores in results.items()},
     }
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -65,9 +65,8 @@ class SearchPlan:
 class Candidates:
     """Raw results of the per-type searches, before fusion."""
 
-    turn_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-    turn_legs: dict[str, list[str]] = field(default_factory=dict)  # leg name → turn ids, best first
-    turn_cosine: dict[str, float] = field(default_factory=dict)
+    turn_rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # turn id → row with lexical and cosine
+    cosine_floor: float = 0.0  # cosine of the last dense candidate: D is measured above it
     fact_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     fact_legs: dict[str, list[str]] = field(default_factory=dict)
     fact_cosine: dict[str, float] = field(default_factory=dict)
@@ -85,6 +84,7 @@ class MemoryRetriever:
         self.semantic = semantic
         self.procedural = procedural
         self._user_turn_counts: dict[str, tuple[float, int]] = {}
+        self._user_speakers: dict[str, tuple[float, list[str]]] = {}
 
     @property
     def settings(self) -> RetrievalSettings:
@@ -113,13 +113,24 @@ class MemoryRetriever:
         self._user_turn_counts[user_id] = (time.monotonic(), rows[0]["n"])
         return rows[0]["n"]
 
-    async def _turns_lexical(self, plan: SearchPlan, text: str, limit: int) -> list[dict[str, Any]]:
-        return await self.ctx.postgres.fetch(search.LEXICAL_TURNS, {**self._sql_params(plan, limit), "text": text})
-
-    async def _turns_vector(self, plan: SearchPlan, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
+    async def _turn_candidates(self, plan: SearchPlan, vector: np.ndarray, recall: RecallSettings) -> list[dict[str, Any]]:
         exact = await self._user_turn_count(plan.user_id) <= self.settings.exact_scan_max_vectors
-        query = search.VECTOR_TURNS_EXACT if exact else search.VECTOR_TURNS_INDEX
-        return await self.ctx.postgres.fetch(query, {**self._sql_params(plan, limit), "embedding": vector})
+        boost = plan.time_ranges[0] if plan.time_ranges else None
+        return await self.ctx.postgres.fetch(
+            search.TURN_CANDIDATES_EXACT if exact else search.TURN_CANDIDATES_INDEX,
+            {**self._sql_params(plan, recall.candidates), "text": plan.lexical_texts[0], "embedding": vector,
+             "lexical": recall.hybrid, "boost_start": boost.start if boost else None,
+             "boost_end": boost.end if boost else None},
+        )
+
+    async def _speakers(self, user_id: str) -> list[str]:
+        cached = self._user_speakers.get(user_id)
+        if cached and time.monotonic() - cached[0] < 60:
+            return cached[1]
+        rows = await self.ctx.postgres.fetch(search.USER_SPEAKERS, {"user_id": user_id})
+        speakers = sorted(r["speaker"] for r in rows if r["speaker"])
+        self._user_speakers[user_id] = (time.monotonic(), speakers)
+        return speakers
 
     async def _facts_vector(self, plan: SearchPlan, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
         start, end = plan.window
@@ -150,14 +161,10 @@ class MemoryRetriever:
         """Run every enabled per-type search concurrently."""
         recall = plan.recall or self.ctx.settings.recall
         pool = max(plan.top_k, int(plan.top_k * self.settings.overfetch_factor))
-        turn_pool = max(50, pool * 3)
         jobs: dict[str, Any] = {}
-        if plan.include_episodic:
-            if recall.hybrid:
-                for i, text in enumerate(plan.lexical_texts):
-                    jobs[f"turns:lexical:{i}"] = self._timed(metrics, "hybrid_lexical", self._turns_lexical(plan, text, turn_pool))
-            for name, vector in plan.vectors:
-                jobs[f"turns:vector:{name}"] = self._timed(metrics, "vector", self._turns_vector(plan, vector, turn_pool))
+        if plan.include_episodic and plan.vectors:
+            jobs["turns"] = self._timed(metrics, "turns_hybrid" if recall.hybrid else "turns_vector",
+                                        self._turn_candidates(plan, _combined(plan.vectors), recall))
         if plan.include_semantic:
             for name, vector in plan.vectors[:1]:
                 jobs["facts:vector"] = self._timed(metrics, "vector", self._facts_vector(plan, vector, pool))
@@ -175,14 +182,9 @@ class MemoryRetriever:
 
         found = Candidates()
         for key, rows in results.items():
-            if key.startswith("turns:"):
-                leg = key.split(":", 1)[1]
-                found.turn_legs[leg] = []
-                for row in rows:
-                    found.turn_rows.setdefault(row["turn_id"], row)
-                    found.turn_legs[leg].append(row["turn_id"])
-                    if "cosine" in row:
-                        found.turn_cosine[row["turn_id"]] = max(found.turn_cosine.get(row["turn_id"], -1.0), float(row["cosine"]))
+            if key == "turns":
+                found.turn_rows = {row["turn_id"]: row for row in rows}
+                found.cosine_floor = float(rows[0]["cosine_floor"]) if rows and rows[0]["cosine_floor"] is not None else 0.0
             elif key == "facts:vector":
                 found.fact_legs["vector"] = [r["fact"]["id"] for r in rows]
                 for r in rows:
@@ -329,68 +331,105 @@ class MemoryRetriever:
         entities = sorted(scored_entities.values(), key=lambda e: e.score, reverse=True)
         return entities, graph_facts
 
+    def _turn_relevance(self, rows: dict[str, dict[str, Any]], floor: float, recall: RecallSettings
+                        ) -> dict[str, dict[str, float]]:
+        """Per turn, the weighted legs: ``lexical = wl * rank / best rank`` and ``vector = wd * (cos - floor) / (best
+        cos - floor)`` (``fusion="score"``), or weighted reciprocal ranks (``fusion="rrf"``)."""
+        if not rows:
+            return {}
+        if recall.fusion == "rrf":
+            lexical = [i for i in sorted(rows, key=lambda i: -rows[i]["lexical"]) if rows[i]["lexical"] > 0]
+            dense = sorted(rows, key=lambda i: -rows[i]["cosine"])[: recall.candidates]
+            weights = {"lexical": recall.lexical_weight if recall.hybrid else 0.0, "vector": recall.vector_weight}
+            parts = rrf_ranks({"lexical": lexical, "vector": dense}, weights, recall.rrf_k)
+            best = sum(weights.values()) / (recall.rrf_k + 1) or 1.0
+            return {i: {leg: v / best * weights[leg] for leg, v in parts.get(i, {}).items()} for i in rows}
+        best_lexical = max(r["lexical"] for r in rows.values())
+        best_cosine = max(float(r["cosine"]) for r in rows.values())
+        out = {}
+        for turn_id, row in rows.items():
+            legs = {}
+            if recall.hybrid and best_lexical > 0:
+                legs["lexical"] = recall.lexical_weight * row["lexical"] / best_lexical
+            span = best_cosine - floor
+            legs["vector"] = recall.vector_weight * max(0.0, (float(row["cosine"]) - floor) / span) if span > 1e-9 else 0.0
+            out[turn_id] = legs
+        return out
+
     async def _rank_turns(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
                           facts: list[ScoredFact], metrics: RecallMetrics) -> list[ScoredTurn]:
         s = self.settings
-        totals, parts = self._fuse(found.turn_legs, recall)
+        rows = dict(found.turn_rows)
+        floor = found.cosine_floor
+        relevance = self._turn_relevance(rows, floor, recall)
+
+        # Read around the best candidates: their conversations (bounded by session_span turns either side), so that
+        # neighbour and session signals see every turn near a hit.
+        if recall.session_expansion and (recall.neighbours or recall.session_weight) and rows:
+            started = time.perf_counter()
+            top = sorted(rows, key=lambda i: -sum(relevance[i].values()))[: recall.session_expansion]
+            span = recall.session_span if recall.session_weight else recall.neighbours
+            extra = await self.ctx.postgres.fetch(search.TURNS_AROUND, {
+                **self._sql_params(plan, 0), "text": plan.lexical_texts[0], "embedding": _combined(plan.vectors),
+                "lexical": recall.hybrid, "span": span, "have": list(rows),
+                "conversation_ids": [rows[i]["conversation_id"] for i in top], "indexes": [rows[i]["turn_index"] for i in top],
+            })
+            for row in extra:
+                rows[row["turn_id"]] = row
+            relevance = self._turn_relevance(rows, floor, recall)
+            metric = metrics.techniques.setdefault("neighbours", TechniqueMetric())
+            metric.latency_ms += (time.perf_counter() - started) * 1000
+            metric.results += len(extra)
+
+        base = {i: sum(legs.values()) for i, legs in relevance.items()}
+        by_position = {(r["conversation_id"], r["turn_index"]): i for i, r in rows.items()}
+        best_in_conversation: dict[str, float] = {}
+        for turn_id, row in rows.items():
+            conversation = row["conversation_id"]
+            best_in_conversation[conversation] = max(best_in_conversation.get(conversation, 0.0), base[turn_id])
+        named = []
+        if recall.entity_centric and recall.speaker_weight:
+            speakers = await self._speakers(plan.user_id)
+            named = [sp for sp in speakers if any(sp.casefold() == n.casefold() for n in plan.entity_names)]
+        w = s.episodic_weight
         scored: dict[str, ScoredTurn] = {}
-        for turn_id in totals:
-            turn = _row_to_turn(found.turn_rows[turn_id])
-            item = ScoredTurn(item=turn, cosine=found.turn_cosine.get(turn_id))
-            for leg, value in parts[turn_id].items():
-                name = "bm25" if leg.startswith("lexical") else leg.replace(":", "_")
-                item.add(name, value, s.episodic_weight, f"reciprocal-rank fusion, {leg} leg")
+        for turn_id, row in rows.items():
+            item = ScoredTurn(item=_row_to_turn(row), cosine=float(row["cosine"]) if row.get("cosine") is not None else None)
+            for leg, value in relevance[turn_id].items():
+                weight = recall.lexical_weight if leg == "lexical" else recall.vector_weight
+                raw = value / weight if weight else 0.0
+                item.add("bm25" if leg == "lexical" else "vector", raw, w * weight,
+                         "full-text rank over the turn and its neighbours, relative to the best" if leg == "lexical"
+                         else "cosine above the candidate floor, relative to the best")
+            if recall.neighbours and recall.neighbour_weight:
+                near = [base[by_position[(row["conversation_id"], row["turn_index"] + d)]]
+                        for d in range(-recall.neighbours, recall.neighbours + 1)
+                        if d and (row["conversation_id"], row["turn_index"] + d) in by_position]
+                if near and max(near) > 0:
+                    item.add("neighbour", max(near), w * recall.neighbour_weight, "best relevance of the turns next to it")
+            if recall.session_weight and best_in_conversation[row["conversation_id"]] > 0:
+                item.add("session", best_in_conversation[row["conversation_id"]], w * recall.session_weight,
+                         "best relevance in its conversation")
+            if len(named) == 1 and (row.get("metadata") or {}).get("speaker") == named[0]:
+                item.add("speaker", 1.0, w * recall.speaker_weight, f"spoken by {named[0]}, whom the question names")
+            if plan.time_ranges and self._in_ranges(item.item.timestamp, plan.time_ranges):
+                item.add("time", 1.0, w * recall.time_weight, "inside the question's time phrase")
             scored[turn_id] = item
 
         # Facts lend their relevance to the turns they were derived from.
         derived = {f.item.source_turn_id: f for f in facts[: plan.top_k] if f.item.source_turn_id}
         missing = [tid for tid in derived if tid not in scored]
         if missing:
-            rows = await self.ctx.postgres.fetch(search.TURNS_BY_IDS, {"user_id": plan.user_id, "channels": plan.channels, "ids": missing})
-            for row in rows:
+            for row in await self.ctx.postgres.fetch(search.TURNS_BY_IDS, {"user_id": plan.user_id, "channels": plan.channels, "ids": missing}):
                 scored[row["turn_id"]] = ScoredTurn(item=_row_to_turn(row))
         for turn_id, fact in derived.items():
             if turn_id in scored:
-                scored[turn_id].add("fact", fact.score / max(s.facts_weight, 1e-9), s.episodic_weight * 0.5,
-                                    f"source of fact {fact.item.id}")
+                scored[turn_id].add("fact", fact.score / max(s.facts_weight, 1e-9), w * 0.5, f"source of fact {fact.item.id}")
 
-        # Neighbouring turns of strong hits (answers often sit next to the question).
-        span = recall.neighbours
-        if span and scored:
-            started = time.perf_counter()
-            strong = sorted(scored.values(), key=lambda t: t.score, reverse=True)[: max(3, plan.top_k // 2)]
-            rows = await self.ctx.postgres.fetch(search.NEIGHBOUR_TURNS, {
-                "user_id": plan.user_id, "channels": plan.channels, "span": span,
-                "conversation_ids": [t.item.conversation_id for t in strong], "indexes": [t.item.index for t in strong],
-            })
-            by_position = {(t.item.conversation_id, t.item.index): t for t in strong}
-            added = 0
-            for row in rows:
-                turn = _row_to_turn(row)
-                if turn.id in {t.id for t in strong}:
-                    continue
-                parent = max((p for p in (by_position.get((turn.conversation_id, turn.index + d)) for d in range(-span, span + 1) if d) if p),
-                             key=lambda p: p.score, default=None)
-                if parent is None:
-                    continue
-                target = scored.get(turn.id) or ScoredTurn(item=turn)
-                if turn.id not in scored:
-                    added += 1
-                value = parent.score / max(s.episodic_weight, 1e-9)
-                if "neighbour" not in target.signals or target.signals["neighbour"].value < value:
-                    target.add("neighbour", value, s.episodic_weight * 0.5, f"next to a strong hit ({parent.id})")
-                scored[turn.id] = target
-            metric = metrics.techniques.setdefault("neighbours", TechniqueMetric())
-            metric.latency_ms += (time.perf_counter() - started) * 1000
-            metric.results += added
-
-        # Time: self-query ranges and recency.
         for item in scored.values():
-            relevance = item.score / max(s.episodic_weight, 1e-9)
-            if plan.time_ranges and self._in_ranges(item.item.timestamp, plan.time_ranges):
-                item.add("time", relevance, s.episodic_weight * 0.5, "inside the question's time phrase")
-            item.add("recency", relevance * self._recency(item.item.timestamp, plan.reference_time), s.recency_weight,
-                     f"half-life {s.recency_half_life_days} days")
+            relevance_now = item.score / max(w, 1e-9)
+            item.add("recency", relevance_now * self._recency(item.item.timestamp, plan.reference_time), s.recency_weight,
+                     f"relevance x recency (half-life {s.recency_half_life_days} days)")
         return self._diversify(list(scored.values()), plan.top_k)
 
     def _diversify(self, items: list[ScoredTurn], top_k: int) -> list[ScoredTurn]:
@@ -420,6 +459,13 @@ class MemoryRetriever:
         """Search and rank: returns (turns, facts, entities, strategies)."""
         found = await self.search(plan, metrics)
         return await self.rank(plan, found, metrics)
+
+
+def _combined(vectors: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
+    """One query vector from the question's variants (question, statement, HyDE): their normalized mean."""
+    total = np.sum([v for _, v in vectors], axis=0)
+    norm = np.linalg.norm(total)
+    return total / norm if norm else total
 
 
 def utc(moment: datetime | None) -> datetime:

@@ -2,8 +2,8 @@
 
 Every query filters by ``user_id`` and channels inside the statement. The lexical leg is PostgreSQL full text: the
 question becomes an OR of its stemmed content words (``plainto_tsquery`` with ``&`` turned into ``|`` — PostgreSQL's
-own output, never user text, is rewritten), ranked with ``ts_rank`` over the turn (``content_tsv``) and over the turn
-with its neighbours (``context_tsv``). The vector leg is pgvector cosine distance: an exact scan of the user's rows
+own output, never user text, is rewritten), ranked with ``ts_rank`` over ``context_tsv``: the turn's own words
+(weight A) and its neighbours' (weight B). The vector leg is pgvector cosine distance: an exact scan of the user's rows
 while they are few (tenant-correct by construction), and the HNSW index with iterative scans
 (``hnsw.iterative_scan = relaxed_order``) for users with more rows than ``retrieval.exact_scan_max_vectors``, so a
 user filter never starves the result.
@@ -15,11 +15,11 @@ from typing import Final, LiteralString
 
 __all__ = [
     "OR_QUERY",
-    "LEXICAL_TURNS",
-    "VECTOR_TURNS_EXACT",
-    "VECTOR_TURNS_INDEX",
+    "TURN_CANDIDATES_EXACT",
+    "TURN_CANDIDATES_INDEX",
+    "TURNS_AROUND",
+    "USER_SPEAKERS",
     "COUNT_USER_TURNS",
-    "NEIGHBOUR_TURNS",
     "TURNS_BY_IDS",
     "LEXICAL_TIMELINE",
     "UPDATE_CONTEXT_TSV",
@@ -32,51 +32,71 @@ _TURN_COLUMNS = (
     "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata"
 )
 
-LEXICAL_TURNS: Final[str] = f"""
-WITH q AS (SELECT {OR_QUERY} AS query)
+def _turn_candidates(dense_order: str) -> str:
+    # One round trip: the lexical top-n, the dense top-n and the lexical top-n inside the question's time phrase,
+    # each filtered by user, channels and time window inside the query; then every candidate's two raw signals.
+    return f"""
+WITH q AS (SELECT {OR_QUERY} AS query),
+lex AS (
+  SELECT t.id FROM conversation_logs t, q
+  WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
+    AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
+    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
+  ORDER BY ts_rank(t.context_tsv, q.query) DESC LIMIT %(limit)s),
+den AS (
+  SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
+  WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
+    AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
+    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
+  ORDER BY {dense_order} LIMIT %(limit)s),
+win AS (
+  SELECT t.id FROM conversation_logs t, q
+  WHERE %(lexical)s AND %(boost_start)s::timestamptz IS NOT NULL
+    AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
+    AND t.timestamp >= %(boost_start)s AND t.timestamp < %(boost_end)s
+    AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
+    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
+  ORDER BY ts_rank(t.context_tsv, q.query) DESC LIMIT %(limit)s),
+c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
 SELECT {_TURN_COLUMNS},
-       ts_rank(content_tsv, q.query) AS rank_turn,
-       ts_rank(coalesce(context_tsv, content_tsv), q.query) AS rank_context
-FROM conversation_logs, q
-WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s)
-  AND (content_tsv @@ q.query OR context_tsv @@ q.query)
-  AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
-  AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
-ORDER BY ts_rank(coalesce(context_tsv, content_tsv), q.query) + ts_rank(content_tsv, q.query) DESC
-LIMIT %(limit)s
+       CASE WHEN %(lexical)s THEN ts_rank(coalesce(t.context_tsv, t.content_tsv), q.query) ELSE 0 END AS lexical,
+       1 - (t.embedding <=> %(embedding)s) AS cosine,
+       (SELECT 1 - max(distance) FROM den) AS cosine_floor,
+       (SELECT count(*) FROM lex) AS lexical_hits
+FROM conversation_logs t, q
+WHERE t.id IN (SELECT id FROM c)
 """
 
-# "+ 0" keeps the planner off the HNSW index: an exact, tenant-correct scan of the user's own rows.
-VECTOR_TURNS_EXACT: Final[str] = f"""
-SELECT {_TURN_COLUMNS}, 1 - (embedding <=> %(embedding)s) AS cosine
-FROM conversation_logs
-WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND embedding IS NOT NULL
-  AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
-  AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
-ORDER BY (embedding <=> %(embedding)s) + 0
-LIMIT %(limit)s
-"""
 
-VECTOR_TURNS_INDEX: Final[str] = f"""
-SELECT {_TURN_COLUMNS}, 1 - (embedding <=> %(embedding)s) AS cosine
-FROM conversation_logs
-WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s)
-  AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
-  AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
-ORDER BY embedding <=> %(embedding)s
-LIMIT %(limit)s
-"""
+#: Turn candidates with an exact, tenant-correct scan of the user's vectors ("+ 0" keeps the planner off HNSW).
+TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embedding)s) + 0")
 
-COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation_logs WHERE user_id = %(user_id)s"
+#: Turn candidates through the HNSW index (iterative scans keep the user filter from starving the result).
+TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embedding)s")
 
-NEIGHBOUR_TURNS: Final[str] = f"""
-SELECT {", ".join("c." + col.strip() for col in _TURN_COLUMNS.split(","))}
+#: Turns around hits (± span) in the hits' conversations, with the same two raw signals.
+TURNS_AROUND: Final[str] = f"""
+WITH q AS (SELECT {OR_QUERY} AS query)
+SELECT DISTINCT {", ".join("c." + col.strip() for col in _TURN_COLUMNS.split(","))},
+       CASE WHEN %(lexical)s THEN ts_rank(coalesce(c.context_tsv, c.content_tsv), q.query) ELSE 0 END AS lexical,
+       1 - (c.embedding <=> %(embedding)s) AS cosine
 FROM conversation_logs c
+CROSS JOIN q
 JOIN unnest(%(conversation_ids)s::text[], %(indexes)s::int[]) AS hit(conversation_id, turn_index)
   ON c.conversation_id = hit.conversation_id
  AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
-WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s)
+WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
+  AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
+  AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s)
 """
+
+#: Who speaks in the user's conversations (``metadata.speaker``), for the speaker boost.
+USER_SPEAKERS: Final[LiteralString] = """
+SELECT DISTINCT metadata->>'speaker' AS speaker FROM conversation_logs
+WHERE user_id = %(user_id)s AND metadata ? 'speaker'
+"""
+
+COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation_logs WHERE user_id = %(user_id)s"
 
 TURNS_BY_IDS: Final[str] = f"""
 SELECT {_TURN_COLUMNS} FROM conversation_logs
@@ -96,7 +116,8 @@ LIMIT %(limit)s
 #: Recompute the neighbour context (previous + this + next turn) of turns around freshly stored indexes.
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
 UPDATE conversation_logs AS c
-SET context_tsv = to_tsvector('english', coalesce(p.content, '') || ' ' || c.content || ' ' || coalesce(n.content, ''))
+SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
+               || setweight(to_tsvector('english', coalesce(p.content, '') || ' ' || coalesce(n.content, '')), 'B')
 FROM conversation_logs AS self
 LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
 LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1

@@ -1,0 +1,79 @@
+"""Load conversations from JSONL: one turn per line.
+
+Each line is a JSON object with ``user_id``, ``conversation_id``, ``role``, ``content``, ``timestamp`` (ISO 8601),
+and optionally ``metadata`` (object), ``channel``, ``id`` and ``index``. Every line is validated on its own first; a
+bad line is reported with its line number and skipped, never half-stored. Good lines are stored in batches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pydantic
+
+from .errors import AgentXMemoryError
+from .memory import AsyncAgentMemory
+from .models import Turn
+
+__all__ = ["IngestReport", "read_turns", "ingest_file"]
+
+_REQUIRED = ("user_id", "conversation_id", "role", "content", "timestamp")
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did: turns stored, and each skipped line with its reason."""
+
+    stored: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
+    """``(line number, Turn)`` parsed from a JSONL file; malformed lines are added to ``report.skipped``."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+                if not isinstance(raw, dict):
+                    raise ValueError("a line must be a JSON object")
+                missing = [k for k in _REQUIRED if k not in raw]
+                if missing:
+                    raise ValueError(f"missing field(s): {', '.join(missing)}")
+                yield number, Turn(**raw)
+            except (ValueError, pydantic.ValidationError) as exc:
+                report.skipped.append((number, _short(exc)))
+
+
+def _short(exc: Exception) -> str:
+    if isinstance(exc, pydantic.ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc).splitlines()[0]
+
+
+async def ingest_file(memory: AsyncAgentMemory, path: Path, *, batch_size: int = 200,
+                      progress: Callable[[int], None] | None = None) -> IngestReport:
+    """Validate every line, then store the valid turns in batches (each batch atomic in the durable log)."""
+    report = IngestReport()
+    numbered = list(read_turns(path, report))
+    valid: list[Turn] = []
+    for number, turn in numbered:
+        try:
+            memory.episodic.validate([turn])  # the same checks store_turns applies
+            valid.append(turn)
+        except AgentXMemoryError as exc:
+            report.skipped.append((number, str(exc)))
+    for start in range(0, len(valid), batch_size):
+        batch = valid[start:start + batch_size]
+        await memory.store_turns(batch)
+        report.stored += len(batch)
+        if progress:
+            progress(len(batch))
+    report.skipped.sort()
+    return report
+
