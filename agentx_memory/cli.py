@@ -299,6 +299,21 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt-tokens", type=int, default=300, help="token budget of the printed prompt blocks")
 
 
+def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the background worker (or each job once with --once)."""
+    import logging
+
+    from workers.scheduler import run_once, run_worker
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.once:
+        for name, summary in asyncio.run(run_once(settings)).items():
+            console.print(f"{name}: {summary}")
+        return 0
+    asyncio.run(run_worker(settings))
+    return 0
+
+
 #: Subcommands: name → (handler, help, argument adder).
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Callable[[argparse.ArgumentParser], None]]] = {
     "up": (cmd_up, "start the embedded servers and migrate", lambda p: None),
@@ -310,6 +325,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Ca
     "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
     "remember": (cmd_remember, "recall memories for a query", _remember_args),
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
+    "worker": (cmd_worker, "run the background jobs (reconcile, audit partitions)",
+               lambda p: p.add_argument("--once", action="store_true", help="run each job once and exit")),
 }
 
 

@@ -123,9 +123,13 @@ class RecallLayer:
         names = list(analysis.names) + list(filters.get("entities", []))
         if analysis.about:
             names.append(analysis.about)
+        lexical = query
+        if settings.self_query:  # a time phrase is a filter, not keywords ("last" must not match "last week")
+            for time_range in analysis.time_ranges:
+                lexical = lexical.replace(time_range.phrase, " ")
         plan = SearchPlan(
             query=query, user_id=user_id, channels=channels, top_k=top_k,
-            lexical_texts=[query] + ([hyde_text] if hyde_text else []), vectors=named, reference_time=reference,
+            lexical_texts=[lexical] + ([hyde_text] if hyde_text else []), vectors=named, reference_time=reference,
             window=window_from_hours(time_window_hours, reference),
             time_ranges=analysis.time_ranges if settings.self_query else [],
             entity_names=names if settings.entity_centric else [],

@@ -10,7 +10,10 @@ it). Recognized:
 * ``in|during <Month> [<Year>]``, ``in <Year>``, ``on <Month> <day>[, <Year>]``, ``<day> <Month> <Year>``,
   ISO dates ``2023-05-08``
 
-Each match becomes a :class:`TimeRange` with the phrase that produced it. Ranges are half-open ``[start, end)``.
+Each match becomes a :class:`TimeRange` with the phrase that produced it. Ranges are half-open ``[start, end)`` and
+deliberately lenient, because people use these phrases loosely and a range only boosts what falls inside it: a
+named day covers the day before and after, "last/this week" the last 14 days, "last/this month" the last 45 days, a
+named month runs 7 days past its end. (These windows were validated on LoCoMo: docs/benchmarks.md.)
 """
 
 from __future__ import annotations
@@ -87,8 +90,9 @@ def _ago(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
 
 
 def _month_range(month: int, year: int) -> tuple[datetime, datetime]:
+    """A named month, and the week after it (things get mentioned a little after they happen)."""
     start = datetime(year, month, 1, tzinfo=timezone.utc)
-    return start, start + relativedelta(months=1)
+    return start, start + relativedelta(months=1) + timedelta(days=7)
 
 
 def _year_for_month(now: datetime, month: int) -> int:
@@ -106,10 +110,14 @@ def _rule(pattern: str):
     return register
 
 
+def _named_day(day: datetime) -> tuple[datetime, datetime]:
+    """A named date, give or take a day."""
+    return day - timedelta(days=1), day + timedelta(days=2)
+
+
 @_rule(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 def _iso(now, m):
-    start = datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc)
-    return start, start + timedelta(days=1)
+    return _named_day(datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc))
 
 
 @_rule(r"\bthe day before yesterday\b")
@@ -119,7 +127,8 @@ def _day_before(now, m):
 
 @_rule(r"\byesterday\b")
 def _yesterday(now, m):
-    return _unit_range(now, "day", -1)
+    start, _ = _unit_range(now, "day", -1)
+    return start, _day(now) + timedelta(days=1)
 
 
 @_rule(r"\b(today|tonight|this morning|this afternoon|this evening)\b")
@@ -144,6 +153,10 @@ def _n_ago(now, m):
 def _relative_unit(now, m):
     which, unit = m[1].lower(), m[2].lower()
     offset = {"last": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}[which]
+    if offset <= 0 and unit in ("week", "weekend"):
+        return now - timedelta(days=14), _day(now) + timedelta(days=1)
+    if offset <= 0 and unit == "month":
+        return now - timedelta(days=45), _day(now) + timedelta(days=1)
     if unit == "weekend":
         monday, _ = _unit_range(now, "week", offset)
         start = monday + timedelta(days=5)
@@ -170,8 +183,7 @@ def _month_day(now, m):
     year = int(m[3]) if m[3] else _year_for_month(now, month)
     if day > calendar.monthrange(year, month)[1]:
         return None
-    start = datetime(year, month, day, tzinfo=timezone.utc)
-    return start, start + timedelta(days=1)
+    return _named_day(datetime(year, month, day, tzinfo=timezone.utc))
 
 
 @_rule(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH},? (\d{{4}})\b")
@@ -179,8 +191,7 @@ def _day_month_year(now, m):
     day, month, year = int(m[1]), _MONTHS[m[2].lower()], int(m[3])
     if day > calendar.monthrange(year, month)[1]:
         return None
-    start = datetime(year, month, day, tzinfo=timezone.utc)
-    return start, start + timedelta(days=1)
+    return _named_day(datetime(year, month, day, tzinfo=timezone.utc))
 
 
 @_rule(rf"\b(?:in|during|since|by|of|from|around|early|late|mid|mid-) ?(?:the )?(?:month of )?{_MONTH},? (\d{{4}})\b|\b{_MONTH} (\d{{4}})\b")

@@ -1,0 +1,69 @@
+"""The consolidation worker's scheduler (APScheduler 3, asyncio).
+
+Jobs and their intervals come from settings (``worker.*_minutes``). Implemented so far: ``reconcile`` (graph
+projection of the durable log) and ``audit_partitions``. The LLM consolidation, pattern detection, decay, cleanup and
+promotion jobs of spec 003 are not built yet; the worker says so at start rather than pretending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from agentx_memory import AsyncAgentMemory
+from agentx_memory.settings import Settings
+
+from .jobs import audit_partitions, reconcile
+
+__all__ = ["JOBS", "run_worker", "run_once"]
+
+log = logging.getLogger("agentx_memory.worker")
+
+#: name → (job, interval setting)
+JOBS: dict[str, tuple[Callable[[AsyncAgentMemory], Awaitable[dict]], str]] = {
+    "reconcile": (reconcile.run, "reconcile_minutes"),
+    "audit_partitions": (audit_partitions.run, "audit_partitions_minutes"),
+}
+
+NOT_BUILT = ("consolidate", "patterns", "decay", "cleanup", "promote")
+
+
+async def _run_job(name: str, memory: AsyncAgentMemory) -> dict:
+    job, _ = JOBS[name]
+    try:
+        summary = await job(memory)
+        log.info("job %s: %s", name, summary)
+        return summary
+    except Exception:  # one failing job must not stop the worker
+        log.exception("job %s failed", name)
+        return {"error": True}
+
+
+async def run_once(settings: Settings) -> dict[str, dict]:
+    """Run every implemented job once (``agentx-memory worker --once``)."""
+    memory = await AsyncAgentMemory.open(settings)
+    try:
+        return {name: await _run_job(name, memory) for name in JOBS}
+    finally:
+        await memory.close()
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Run the scheduler until ``stop`` is set (or forever)."""
+    memory = await AsyncAgentMemory.open(settings)
+    scheduler = AsyncIOScheduler(timezone="UTC")
+    for name, (_, interval) in JOBS.items():
+        scheduler.add_job(_run_job, "interval", minutes=getattr(settings.worker, interval), args=[name, memory],
+                          id=name, max_instances=1, coalesce=True)
+    log.warning("jobs not built yet (spec 003): %s", ", ".join(NOT_BUILT))
+    scheduler.start()
+    for name in JOBS:  # run each once at start
+        await _run_job(name, memory)
+    try:
+        await (stop or asyncio.Event()).wait()
+    finally:
+        scheduler.shutdown(wait=False)
+        await memory.close()
