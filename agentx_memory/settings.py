@@ -12,12 +12,13 @@ Nothing is read from a ``.env`` file and nothing is read at import time: setting
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .errors import ConfigurationError
 
@@ -301,3 +302,7 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except pydantic.ValidationError as exc:
         raise ConfigurationError("; ".join(_describe(e) for e in exc.errors())) from exc
+    except SettingsError as exc:  # e.g. AGENTX_RETRIEVAL='{not json'
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"AGENTX_{field.group(1).upper()}" if field else "an AGENTX_* variable"
+        raise ConfigurationError(f"setting {name} could not be read (expected JSON for a section): {exc}") from exc

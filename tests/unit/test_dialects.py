@@ -1,0 +1,215 @@
+"""The two graph dialects: how the shared statements' markers render, the label whitelist, full-text query escaping."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from agentx_memory.graph.dialects import FalkorDialect, Neo4jDialect, index_name, schema_specs
+from agentx_memory.graph.port import FULLTEXT_LABELS, VECTOR_LABELS
+
+NEO4J = Neo4jDialect()
+FALKOR = FalkorDialect()
+DIALECTS = pytest.mark.parametrize("dialect", [NEO4J, FALKOR], ids=["neo4j", "falkordb"])
+
+
+# --- @vec ----------------------------------------------------------------------------------------------------------
+
+def test_vec_marker():
+    template = "SET t.embedding = @vec(row.embedding), e.embedding = @vec($embedding)"
+    assert NEO4J.render(template) == "SET t.embedding = row.embedding, e.embedding = $embedding"
+    assert FALKOR.render(template) == "SET t.embedding = vecf32(row.embedding), e.embedding = vecf32($embedding)"
+
+
+def test_vec_marker_with_a_nested_call():
+    assert NEO4J.render("SET n.v = @vec(coalesce($v, [0.0]))") == "SET n.v = coalesce($v, [0.0])"
+    assert FALKOR.render("SET n.v = @vec(coalesce($v, [0.0]))") == "SET n.v = vecf32(coalesce($v, [0.0]))"
+
+
+# --- @cosine -------------------------------------------------------------------------------------------------------
+
+def test_cosine_marker():
+    template = "WITH s, @cosine(s.embedding, $embedding) AS similarity"
+    # Neo4j's vector.similarity.cosine is (1 + cos) / 2 in [0, 1]: mapped back to [-1, 1]
+    assert NEO4J.render(template) == "WITH s, (2 * vector.similarity.cosine(s.embedding, $embedding) - 1) AS similarity"
+    # FalkorDB's vec.cosineDistance is 1 - cos, and the parameter must be a vecf32
+    assert FALKOR.render(template) == "WITH s, (1 - vec.cosineDistance(s.embedding, vecf32($embedding))) AS similarity"
+
+
+# --- @vector_search ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("label", VECTOR_LABELS)
+def test_vector_search_marker(label):
+    template = f"@vector_search({label}, $k, $embedding) WHERE node.user_id = $user_id RETURN node, similarity"
+    assert NEO4J.render(template) == (
+        f"CALL db.index.vector.queryNodes('{label.lower()}_embeddings', $k, $embedding) "
+        "YIELD node, score WITH node, 2 * score - 1 AS similarity WHERE node.user_id = $user_id RETURN node, similarity"
+    )
+    assert FALKOR.render(template) == (
+        f"CALL db.idx.vector.queryNodes('{label}', 'embedding', $k, vecf32($embedding)) "
+        "YIELD node, score WITH node, 1 - score AS similarity WHERE node.user_id = $user_id RETURN node, similarity"
+    )
+
+
+def test_vector_search_index_name_matches_the_schema():
+    created = " ".join(NEO4J.schema_statements(384))
+    for label in VECTOR_LABELS:
+        rendered = NEO4J.render(f"@vector_search({label}, 5, $v) RETURN node")
+        name = re.search(r"queryNodes\('([^']+)'", rendered).group(1)
+        assert f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{label}) ON (n.embedding)" in created
+
+
+# --- @fulltext_search ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("label", list(FULLTEXT_LABELS))
+def test_fulltext_search_marker(label):
+    template = f"@fulltext_search({label}, $query) RETURN node, score"
+    assert NEO4J.render(template) == (
+        f"CALL db.index.fulltext.queryNodes('{label.lower()}_fulltext', $query) YIELD node, score RETURN node, score"
+    )
+    assert FALKOR.render(template) == f"CALL db.idx.fulltext.queryNodes('{label}', $query) YIELD node, score RETURN node, score"
+
+
+def test_fulltext_index_name_matches_the_schema():
+    created = " ".join(NEO4J.schema_statements(384))
+    for label, props in FULLTEXT_LABELS.items():
+        on = ", ".join(f"n.{p}" for p in props)
+        assert f"CREATE FULLTEXT INDEX {index_name(label, props, 'fulltext')} IF NOT EXISTS FOR (n:{label}) ON EACH [{on}]" in created
+
+
+@DIALECTS
+def test_several_markers_in_one_statement(dialect):
+    template = (
+        "@vector_search(Fact, $k, $embedding) WITH node AS f, similarity "
+        "SET f.embedding = @vec($embedding) RETURN f, @cosine(f.embedding, $embedding) AS again"
+    )
+    rendered = dialect.render(template)
+    assert "@" not in rendered
+    assert rendered.count("$embedding") == 3
+
+
+@DIALECTS
+def test_text_without_markers_is_unchanged(dialect):
+    text = "MATCH (t:Turn {user_id: $user_id}) WHERE t.content CONTAINS '@' RETURN t.email AS email"
+    assert dialect.render(text) == text
+
+
+# --- the label whitelist -------------------------------------------------------------------------------------------
+
+@DIALECTS
+@pytest.mark.parametrize(
+    "template",
+    [
+        "@vector_search(Conversation, $k, $v) RETURN node",  # a real label without a vector index
+        "@vector_search(turn, $k, $v) RETURN node",  # labels are case-sensitive
+        "@vector_search(AgentxMeta, $k, $v) RETURN node",
+        "@fulltext_search(User, $q) RETURN node",
+        "@fulltext_search(Tool, $q) RETURN node",
+        "@fulltext_search(Turn' OR 1=1 //, $q) RETURN node",  # an injection attempt in the label slot
+        "@vector_search(Turn:Entity, $k, $v) RETURN node",
+    ],
+)
+def test_a_marker_label_outside_the_whitelist_is_a_value_error(dialect, template):
+    with pytest.raises(ValueError, match="label"):
+        dialect.render(template)
+
+
+@DIALECTS
+@pytest.mark.parametrize(
+    "template",
+    [
+        "@vector_search(Turn) DETACH DELETE node //, $k, $v) RETURN node",
+        "@vector_search(Turn, $k) RETURN node",
+        "@fulltext_search(Turn, $q, extra) RETURN node",
+        "RETURN @cosine(n.embedding)",
+        "SET n.v = @vec()",
+        "SET n.v = @vec(a, b)",
+    ],
+)
+def test_a_marker_with_the_wrong_arguments_is_a_value_error(dialect, template):
+    with pytest.raises(ValueError, match="argument"):
+        dialect.render(template)
+
+
+def test_whitelists_cover_the_spec_indexes():
+    assert set(VECTOR_LABELS) == {"Turn", "Entity", "Fact", "Strategy", "Goal"}
+    assert FULLTEXT_LABELS == {
+        "Turn": ("content",), "Fact": ("claim",), "Entity": ("name", "description"),
+        "Strategy": ("description",), "Goal": ("description",),
+    }
+
+
+# --- full-text query strings ---------------------------------------------------------------------------------------
+
+INJECTIONS = [
+    "foo|bar", "@content:secret", '"exact phrase"', "x~2", "wild*", "-excluded", "+required", "(a OR b)",
+    "title:evil", "back\\slash", "{curly}", "[range TO x]", "boost^10", "a&&b", "a||b", "!not", "%fuzzy%",
+    "semi;colon", "it's", "'); DROP", "/regex/", "$param", "`tick`", "<tag>", "new\nline",
+]
+
+
+@DIALECTS
+@pytest.mark.parametrize("word", INJECTIONS)
+def test_fulltext_query_strips_operators(dialect, word):
+    query = dialect.fulltext_query([word, "plain"])
+    separator = " OR " if dialect is NEO4J else "|"
+    terms = query.split(separator)
+    assert terms[-1] == "plain"
+    for term in terms:
+        assert re.fullmatch(r"\w+", term), (word, query)
+
+
+def test_fulltext_query_joins_words_with_or():
+    assert NEO4J.fulltext_query(["lisbon", "moved", "may"]) == "lisbon OR moved OR may"
+    assert FALKOR.fulltext_query(["lisbon", "moved", "may"]) == "lisbon|moved|may"
+
+
+@DIALECTS
+def test_fulltext_query_drops_words_that_are_only_operators(dialect):
+    query = dialect.fulltext_query(["*", "-", "||", "lisbon", "()", "\"\""])
+    assert query == "lisbon"
+    assert dialect.fulltext_query(["*", "?"]) == ""
+
+
+def test_neo4j_fulltext_query_defuses_lucene_keyword_operators():
+    # Lucene's classic query parser reads upper-case AND / OR / NOT as operators: "cats OR AND OR dogs" is a
+    # syntax error and "NOT" would negate the next word. Words are lowercased (the index analyzer lowercases anyway).
+    query = NEO4J.fulltext_query(["cats", "AND", "NOT", "OR", "dogs"])
+    assert query == "cats OR and OR not OR or OR dogs"
+
+
+@DIALECTS
+def test_fulltext_query_keeps_unicode_words(dialect):
+    assert "café" in dialect.fulltext_query(["café"]) and "日本語" in dialect.fulltext_query(["日本語!"])
+
+
+# --- schema DDL ----------------------------------------------------------------------------------------------------
+
+def test_neo4j_schema_is_idempotent_ddl_with_the_configured_dimension():
+    statements = NEO4J.schema_statements(256)
+    assert statements and all("IF NOT EXISTS" in s for s in statements)
+    vector = [s for s in statements if s.startswith("CREATE VECTOR INDEX")]
+    assert len(vector) == len(VECTOR_LABELS)
+    assert all("`vector.dimensions`: 256" in s and "'cosine'" in s for s in vector)
+    assert sum(s.startswith("CREATE CONSTRAINT") for s in statements) == sum(1 for s in schema_specs() if s.kind == "unique")
+    assert "CREATE INDEX turn_user_id_channel IF NOT EXISTS FOR (n:Turn) ON (n.user_id, n.channel)" in statements
+
+
+def test_falkordb_schema_has_the_configured_dimension_and_every_index():
+    statements = FALKOR.schema_statements(256)
+    vector = [s for s in statements if s.startswith("CREATE VECTOR INDEX")]
+    assert len(vector) == len(VECTOR_LABELS)
+    assert all("dimension: 256" in s and "similarityFunction: 'cosine'" in s for s in vector)
+    # composite indexes become one range index per property; unique keys need a range index first
+    assert "CREATE INDEX FOR (n:Turn) ON (n.user_id)" in statements
+    assert "CREATE INDEX FOR (n:Turn) ON (n.channel)" in statements
+    assert "CREATE INDEX FOR (n:Entity) ON (n.key)" in statements
+    assert "CREATE FULLTEXT INDEX FOR (n:Entity) ON (n.name, n.description)" in statements
+    assert len(statements) == len(set(statements))
+
+
+@DIALECTS
+def test_schema_dimension_must_be_an_integer(dialect):
+    with pytest.raises((ValueError, TypeError)):
+        dialect.schema_statements("384) DETACH DELETE n //")
