@@ -1,0 +1,60 @@
+"""The LoCoMo benchmark runs end to end on a tiny sample (so it cannot rot); no quality or timing assertions."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SAMPLE = {
+    "sample_id": "tiny-1",
+    "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy called Rufus last weekend!"},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! What breed is he?"},
+            {"speaker": "Ann", "dia_id": "D1:3", "text": "A beagle. He loves the park near my flat.",
+             "img_url": "x", "blip_caption": "a beagle puppy on grass"},
+        ],
+        "session_2_date_time": "10:00 am on 20 June, 2023",
+        "session_2": [
+            {"speaker": "Ben", "dia_id": "D2:1", "text": "I started pottery classes on Tuesdays."},
+            {"speaker": "Ann", "dia_id": "D2:2", "text": "Nice, Rufus would knock everything over."},
+        ],
+    },
+    "qa": [
+        {"question": "What breed is Ann's puppy?", "answer": "beagle", "evidence": ["D1:3"], "category": 4},
+        {"question": "When did Ben start pottery?", "answer": "June 2023", "evidence": ["D2:1"], "category": 2},
+        {"question": "Who knocks things over?", "answer": "Rufus", "evidence": ["D2:2", "D1:1"], "category": 1},
+        {"question": "Something adversarial", "answer": "", "evidence": [], "category": 5},
+    ],
+}
+
+
+def test_locomo_benchmark_smoke(settings, embedded_home, tmp_path):
+    s = settings()
+    data = tmp_path / "tiny-locomo.json"
+    data.write_text(json.dumps([SAMPLE]))
+    out = tmp_path / "results"
+    env = {
+        **os.environ, "AGENTX_HOME": str(embedded_home),
+        "AGENTX_EMBEDDING__MODEL": s.embedding.model, "AGENTX_EMBEDDING__DIMENSION": str(s.embedding.dimension),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "agentx_memory.cli", "bench", "locomo", "--data", str(data), "--out", str(out),
+         "--cache", str(tmp_path / "cache")],
+        env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((out / "locomo.json").read_text())
+    assert report["turns"] == 5
+    full = report["methods"]["agentx (full)"]
+    assert full["questions"] == 3  # category 5 is left out
+    assert set(full["overall"]) == {"R@5", "R@10", "R@20", "R@50"}
+    assert {"baseline: PostgreSQL full text", "baseline: BM25 (rank-bm25)", "baseline: vector (exact cosine)"} <= set(report["methods"])
+    assert any(name.startswith("- ") for name in report["methods"])  # ablations ran
+    assert (out / "locomo.md").read_text().startswith("LoCoMo evidence recall")
+    assert (out / "locomo.png").stat().st_size > 0
