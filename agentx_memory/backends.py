@@ -41,7 +41,8 @@ def make_graph_store(settings: Settings, *, falkordb_socket: str | None = None) 
     if graph.uri and graph.backend == "neo4j":
         from .graph.neo4j import Neo4jGraphStore
 
-        return Neo4jGraphStore(uri=graph.uri, user=graph.user, password=graph.password, database=graph.database)
+        return Neo4jGraphStore(uri=graph.uri, user=graph.user, password=graph.password, database=graph.database,
+                               max_transaction_retry_time=graph.max_retry_seconds)
     from .graph.falkordb import FalkorGraphStore
 
     if graph.uri:

@@ -135,9 +135,11 @@ class AsyncAgentMemory:
         """Link two entities: RELATED_TO, PART_OF, LOCATED_IN, WORKS_FOR, KNOWS, CREATED_BY or REFERENCES."""
         return await self.semantic.create_relationship(source_id, target_id, rel_type, properties, user_id=self._user(user_id))
 
-    async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None) -> EntityGraph:
-        """Entities within ``depth`` (1-3) hops, the edges among them and facts about them (bounded)."""
-        return await self.semantic.get_entity_graph(entity_ids, depth, user_id=self._user(user_id))
+    async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None,
+                               limit: int | None = None) -> EntityGraph:
+        """Entities within ``depth`` (1-3) hops, the edges among them and facts about them; at most ``limit``
+        neighbours (default retrieval.graph_expansion_limit)."""
+        return await self.semantic.get_entity_graph(entity_ids, depth, user_id=self._user(user_id), limit=limit)
 
     async def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:
         """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
@@ -148,12 +150,19 @@ class AsyncAgentMemory:
     async def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
                                 tool_output: Any, success: bool | None, latency_ms: int | None,
                                 channel: str = GLOBAL_CHANNEL, *, user_id: str | None = None,
-                                task_type: str | None = None, error_message: str | None = None) -> ToolInvocation:
-        """Record a tool call (PostgreSQL tool_invocations + graph Tool/ToolInvocation)."""
+                                task_type: str | None = None, error_message: str | None = None,
+                                invocation_id: str | None = None, timestamp: datetime | None = None) -> ToolInvocation:
+        """Record a tool call (PostgreSQL tool_invocations + graph Tool/ToolInvocation). Pass ``invocation_id`` to
+        make retries of the same call idempotent."""
+        extra: dict[str, Any] = {}
+        if invocation_id is not None:
+            extra["id"] = invocation_id
+        if timestamp is not None:
+            extra["timestamp"] = timestamp
         return await self.procedural.record_invocation(ToolInvocation(
             user_id=self._user(user_id), conversation_id=conversation_id, turn_id=turn_id, tool_name=tool_name,
             tool_input=tool_input, tool_output=tool_output, success=success, latency_ms=latency_ms, channel=channel,
-            task_type=task_type, error_message=error_message,
+            task_type=task_type, error_message=error_message, **extra,
         ))
 
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),

@@ -55,6 +55,7 @@ class GraphSettings(_Section):
     password: str = Field("", description="Neo4j password (or FalkorDB password)")
     database: str = Field("", description="Neo4j database name (empty = the server default)")
     name: str = Field("agentx", min_length=1, max_length=100, description="FalkorDB graph name (a key in the server)")
+    max_retry_seconds: float = Field(30.0, ge=0, le=600, description="Neo4j: how long managed transactions retry transient errors")
 
     @field_validator("uri")
     @classmethod

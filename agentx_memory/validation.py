@@ -54,6 +54,8 @@ def check_text(value: Any, field: str, *, max_bytes: int, limit_name: str = "") 
     """Non-empty text of at most ``max_bytes`` UTF-8 bytes."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field, "must not be empty")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL characters (\\x00); neither database stores them in text")
     size = len(value.encode("utf-8"))
     if size > max_bytes:
         hint = f" ({limit_name})" if limit_name else ""
