@@ -2,7 +2,9 @@
 
 Each line is a JSON object with ``user_id``, ``conversation_id``, ``role``, ``content``, ``timestamp`` (ISO 8601),
 and optionally ``metadata`` (object), ``channel``, ``id`` and ``index``. Every line is validated on its own first; a
-bad line is reported with its line number and skipped, never half-stored. Good lines are stored in batches.
+bad line is reported with its line number and skipped, never half-stored. Good lines are stored in batches; a batch
+that collides with stored state (a conversation of another user, two users in one conversation, a turn index taken
+by a different turn) is stored again line by line, so only the colliding lines are skipped and reported.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pydantic
 
-from .errors import AgentXMemoryError
+from .errors import AgentXMemoryError, ConflictError, ValidationError
 from .memory import AsyncAgentMemory
 from .models import Turn
 
@@ -32,9 +34,16 @@ class IngestReport:
 
 
 def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
-    """``(line number, Turn)`` parsed from a JSONL file; malformed lines are added to ``report.skipped``."""
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    """``(line number, Turn)`` parsed from a JSONL file; malformed lines are added to ``report.skipped``.
+
+    A file that cannot be read raises :class:`~agentx_memory.errors.ValidationError` (field ``file``).
+    """
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError("file", f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+    with handle:
+        for number, line in enumerate(_lines(handle, path), start=1):
             if not line.strip():
                 continue
             try:
@@ -47,6 +56,13 @@ def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
                 yield number, Turn(**raw)
             except (ValueError, pydantic.ValidationError) as exc:
                 report.skipped.append((number, _short(exc)))
+
+
+def _lines(handle, path: Path) -> Iterator[str]:
+    try:
+        yield from handle
+    except UnicodeDecodeError as exc:
+        raise ValidationError("file", f"{str(path)!r} is not UTF-8 text: {exc}") from exc
 
 
 def _short(exc: Exception) -> str:
@@ -68,9 +84,24 @@ async def ingest_file(memory: AsyncAgentMemory, path: Path, *, batch_size: int =
             valid.append(turn)
         except AgentXMemoryError as exc:
             report.skipped.append((number, str(exc)))
+    numbers = {id(turn): number for number, turn in numbered}
     for start in range(0, len(valid), batch_size):
         batch = valid[start:start + batch_size]
-        await memory.store_turns(batch)
+        try:
+            await memory.store_turns(batch)
+        except (ConflictError, ValidationError):
+            # Nothing of the batch was stored (the durable log writes it in one transaction): find the colliding
+            # lines by storing the batch again one line at a time, in file order.
+            for turn in batch:
+                try:
+                    await memory.store_turns([turn])
+                except (ConflictError, ValidationError) as exc:
+                    report.skipped.append((numbers[id(turn)], str(exc)))
+                    continue
+                report.stored += 1
+                if progress:
+                    progress(1)
+            continue
         report.stored += len(batch)
         if progress:
             progress(len(batch))

@@ -80,7 +80,7 @@ class AsyncAgentMemory:
         await self.close()
 
     def _user(self, user_id: str | None) -> str:
-        user = user_id or self.default_user_id
+        user = self.default_user_id if user_id is None else user_id
         if not user:
             raise ValidationError("user_id", "is required: pass user_id, or open the memory with a default user_id")
         return check_id(user, "user_id")

@@ -14,8 +14,9 @@
     - preferences: {"tone": "brief"}
 
 The block never exceeds ``max_tokens`` (counted with :func:`agentx_memory.tokens.count_tokens`): items are taken
-best-score first across all kinds while they fit, so the lowest-scored items are the ones dropped; goals and the
-profile come after the scored memories and are dropped first when space runs out. Each line is clipped to 600
+best-score first across all kinds until the first one that does not fit, so the lowest-scored items are the ones
+dropped (a better-scored item is never left out for a worse one that happens to be shorter); goals and the profile
+come after the scored memories and are dropped first when space runs out. Each line is clipped to 600
 characters so one long turn cannot crowd out the rest.
 """
 
@@ -89,9 +90,12 @@ def render_prompt(bundle: MemoryBundle, max_tokens: int) -> str:
                 parts.extend(sections[kind])
         return "\n".join(parts)
 
+    # Strictly in priority order: the first line that does not fit ends the block, so a lower-scored item is never
+    # shown while a better-scored one is left out (and goals/profile only when every scored memory fits).
     for kind, line in candidates:
         trial = {k: list(v) for k, v in chosen.items()}
         trial.setdefault(kind, []).append(line)
-        if count_tokens(render(trial)) <= max_tokens:
-            chosen = trial
+        if count_tokens(render(trial)) > max_tokens:
+            break
+        chosen = trial
     return render(chosen)

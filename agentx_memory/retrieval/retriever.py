@@ -84,7 +84,6 @@ class MemoryRetriever:
         self.semantic = semantic
         self.procedural = procedural
         self._user_turn_counts: dict[str, tuple[float, int]] = {}
-        self._user_speakers: dict[str, tuple[float, list[str]]] = {}
 
     @property
     def settings(self) -> RetrievalSettings:
@@ -123,14 +122,12 @@ class MemoryRetriever:
              "boost_end": boost.end if boost else None},
         )
 
-    async def _speakers(self, user_id: str) -> list[str]:
-        cached = self._user_speakers.get(user_id)
-        if cached and time.monotonic() - cached[0] < 60:
-            return cached[1]
-        rows = await self.ctx.postgres.fetch(search.USER_SPEAKERS, {"user_id": user_id})
-        speakers = sorted(r["speaker"] for r in rows if r["speaker"])
-        self._user_speakers[user_id] = (time.monotonic(), speakers)
-        return speakers
+    async def _speakers_among(self, user_id: str, names: Sequence[str]) -> list[str]:
+        """The names that are participants (``metadata.speaker``) of the user's conversations."""
+        if not names:
+            return []
+        rows = await self.ctx.postgres.fetch(search.SPEAKERS_AMONG, {"user_id": user_id, "names": list(dict.fromkeys(names))})
+        return [r["name"] for r in rows]
 
     async def _facts_vector(self, plan: SearchPlan, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
         start, end = plan.window
@@ -146,7 +143,7 @@ class MemoryRetriever:
 
     async def _timeline_lexical(self, plan: SearchPlan, text: str, types: list[str], limit: int) -> list[dict[str, Any]]:
         return await self.ctx.postgres.fetch(search.LEXICAL_TIMELINE, {
-            "user_id": plan.user_id, "channels": plan.channels, "types": types, "limit": limit, "text": text,
+            **self._sql_params(plan, limit), "types": types, "text": text,
         })
 
     async def _resolve_entities(self, plan: SearchPlan, limit: int) -> list[dict[str, Any]]:
@@ -251,12 +248,8 @@ class MemoryRetriever:
         """Turn candidates into ranked, explained lists."""
         recall = plan.recall or self.ctx.settings.recall
         s = self.settings
-        facts = self._rank_facts(plan, found, recall)
         entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
-        for fact in graph_facts:
-            if fact.id not in {f.id for f in facts}:
-                facts.append(fact)
-        facts.sort(key=lambda f: f.score, reverse=True)
+        facts = self._rank_facts(plan, found, recall, graph_facts)
         turns = await self._rank_turns(plan, found, recall, facts, metrics)
         strategies = []
         for st in found.strategies:
@@ -267,27 +260,47 @@ class MemoryRetriever:
         strategies.sort(key=lambda x: x.score, reverse=True)
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
-    def _rank_facts(self, plan: SearchPlan, found: Candidates, recall: RecallSettings) -> list[ScoredFact]:
+    def _recency_signal(self, item, relevance: float, type_weight: float, moment: datetime, reference: datetime) -> None:
+        """Recency lifts an item by up to ``recency_weight`` of its own relevance (a nudge, never a ranking of its own)."""
+        s = self.settings
+        item.add("recency", relevance * self._recency(moment, reference), s.recency_weight * type_weight,
+                 f"relevance x 0.5^(age / {s.recency_half_life_days} days)")
+
+    def _rank_facts(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
+                    graph_facts: dict[str, tuple[Any, float]]) -> list[ScoredFact]:
+        """Facts from the vector and full-text legs (weighted RRF) and from the graph around matched entities;
+        one per claim (a promoted copy and its original count once)."""
         s = self.settings
         totals, parts = self._fuse(found.fact_legs, recall)
-        out = []
-        for fact_id, total in totals.items():
+        scored: dict[str, ScoredFact] = {}
+        for fact_id in totals:
             fact = fact_from_row(found.fact_rows[fact_id])
-            scored = ScoredFact(item=fact, cosine=found.fact_cosine.get(fact_id))
+            item = ScoredFact(item=fact, cosine=found.fact_cosine.get(fact_id))
             for leg, value in parts[fact_id].items():
-                scored.add(leg, value, s.facts_weight, f"reciprocal-rank fusion, {leg} leg")
-            relevance = total
-            boost = getattr(s, TEMPORAL_TAG[fact.temporal]) if fact.temporal in TEMPORAL_TAG else 1.0
+                item.add(leg, value, s.facts_weight, f"reciprocal-rank fusion, {leg} leg")
+            scored[fact_id] = item
+        start, end = plan.window
+        for fact_id, (fact, entity_relevance) in graph_facts.items():
+            if (start and fact.created_at < start) or (end and fact.created_at >= end):
+                continue
+            item = scored.get(fact_id) or ScoredFact(item=fact)
+            item.add("graph", entity_relevance, s.facts_weight, "about an entity the question matched")
+            scored[fact_id] = item
+        out = []
+        for item in scored.values():
+            relevance = item.score / s.facts_weight if s.facts_weight else 0.0
+            boost = getattr(s, TEMPORAL_TAG[item.item.temporal]) if item.item.temporal in TEMPORAL_TAG else 1.0
             if boost != 1.0:
-                scored.add("temporal_tag", relevance * s.facts_weight, boost - 1.0, f"fact tagged {fact.temporal}: x{boost}")
-            scored.add("recency", relevance * self._recency(fact.created_at, plan.reference_time), s.recency_weight,
-                       f"half-life {s.recency_half_life_days} days")
-            out.append(scored)
-        out.sort(key=lambda f: f.score, reverse=True)
-        return out
+                item.add("temporal_tag", relevance, s.facts_weight * (boost - 1.0), f"fact tagged {item.item.temporal}: x{boost}")
+            self._recency_signal(item, relevance, s.facts_weight, item.item.created_at, plan.reference_time)
+            out.append(item)
+        best_per_claim: dict[str, ScoredFact] = {}
+        for item in sorted(out, key=lambda f: f.score, reverse=True):
+            best_per_claim.setdefault(" ".join(item.item.claim.casefold().split()), item)
+        return sorted(best_per_claim.values(), key=lambda f: f.score, reverse=True)
 
     async def _rank_entities(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
-                             metrics: RecallMetrics) -> tuple[list[ScoredEntity], list[ScoredFact]]:
+                             metrics: RecallMetrics) -> tuple[list[ScoredEntity], dict[str, tuple[Any, float]]]:
         s = self.settings
         totals, parts = self._fuse(found.entity_legs, recall)
         scored_entities: dict[str, ScoredEntity] = {}
@@ -296,7 +309,7 @@ class MemoryRetriever:
             for leg, value in parts[entity_id].items():
                 scored.add(leg, value, s.entities_weight, f"reciprocal-rank fusion, {leg} leg")
             scored_entities[entity_id] = scored
-        graph_facts: list[ScoredFact] = []
+        graph_facts: dict[str, tuple[Any, float]] = {}
         seeds = sorted(scored_entities.values(), key=lambda e: e.score, reverse=True)[:3]
         seeds_ids = [e.id for e in seeds if e.score > 0]
         if seeds_ids:
@@ -318,13 +331,14 @@ class MemoryRetriever:
                 if entity.id not in seed_score and parent > 0:
                     scored.add("graph", parent, 0.5, f"{s.graph_depth}-hop neighbour of a matched entity")
                 scored_entities[entity.id] = scored
-            best_seed = max(seed_score.values())
             for fact in graph.facts:
                 if fact.channel not in plan.channels:
                     continue
-                scored = ScoredFact(item=fact)
-                scored.add("graph", best_seed, 0.5, "fact ABOUT a matched entity")
-                graph_facts.append(scored)
+                about = [seed_score[e] for e in fact.entity_ids if e in seed_score]
+                linked = [seed_score[n] for e in fact.entity_ids for n in neighbours.get(e, ()) if n in seed_score]
+                relevance = max(about) if about else 0.5 * max(linked, default=0.0)
+                if relevance > 0:
+                    graph_facts[fact.id] = (fact, relevance / max(s.entities_weight, 1e-9))
             metric = metrics.techniques.setdefault("graph_expansion", TechniqueMetric())
             metric.latency_ms += (time.perf_counter() - started) * 1000
             metric.results += len(graph.entities) + len(graph.facts)
@@ -389,8 +403,7 @@ class MemoryRetriever:
             best_in_conversation[conversation] = max(best_in_conversation.get(conversation, 0.0), base[turn_id])
         named = []
         if recall.entity_centric and recall.speaker_weight:
-            speakers = await self._speakers(plan.user_id)
-            named = [sp for sp in speakers if any(sp.casefold() == n.casefold() for n in plan.entity_names)]
+            named = [n.casefold() for n in await self._speakers_among(plan.user_id, plan.entity_names)]
         w = s.episodic_weight
         scored: dict[str, ScoredTurn] = {}
         for turn_id, row in rows.items():
@@ -410,8 +423,9 @@ class MemoryRetriever:
             if recall.session_weight and best_in_conversation[row["conversation_id"]] > 0:
                 item.add("session", best_in_conversation[row["conversation_id"]], w * recall.session_weight,
                          "best relevance in its conversation")
-            if len(named) == 1 and (row.get("metadata") or {}).get("speaker") == named[0]:
-                item.add("speaker", 1.0, w * recall.speaker_weight, f"spoken by {named[0]}, whom the question names")
+            speaker = str((row.get("metadata") or {}).get("speaker", "")).casefold()
+            if len(named) == 1 and speaker == named[0]:
+                item.add("speaker", 1.0, w * recall.speaker_weight, "spoken by the one participant the question names")
             if plan.time_ranges and self._in_ranges(item.item.timestamp, plan.time_ranges):
                 item.add("time", 1.0, w * recall.time_weight, "inside the question's time phrase")
             scored[turn_id] = item
@@ -420,16 +434,14 @@ class MemoryRetriever:
         derived = {f.item.source_turn_id: f for f in facts[: plan.top_k] if f.item.source_turn_id}
         missing = [tid for tid in derived if tid not in scored]
         if missing:
-            for row in await self.ctx.postgres.fetch(search.TURNS_BY_IDS, {"user_id": plan.user_id, "channels": plan.channels, "ids": missing}):
+            for row in await self.ctx.postgres.fetch(search.TURNS_BY_IDS, {**self._sql_params(plan, 0), "ids": missing}):
                 scored[row["turn_id"]] = ScoredTurn(item=_row_to_turn(row))
         for turn_id, fact in derived.items():
             if turn_id in scored:
                 scored[turn_id].add("fact", fact.score / max(s.facts_weight, 1e-9), w * 0.5, f"source of fact {fact.item.id}")
 
         for item in scored.values():
-            relevance_now = item.score / max(w, 1e-9)
-            item.add("recency", relevance_now * self._recency(item.item.timestamp, plan.reference_time), s.recency_weight,
-                     f"relevance x recency (half-life {s.recency_half_life_days} days)")
+            self._recency_signal(item, item.score / max(w, 1e-9), w, item.item.timestamp, plan.reference_time)
         return self._diversify(list(scored.values()), plan.top_k)
 
     def _diversify(self, items: list[ScoredTurn], top_k: int) -> list[ScoredTurn]:

@@ -138,6 +138,9 @@ class PostgresStore:
 
         async def configure(conn: psycopg.AsyncConnection) -> None:
             await register_vector_async(conn)
+            # HNSW scans with a WHERE filter keep going until enough rows pass it (pgvector 0.8): a user filter
+            # must never starve the result of a shared index.
+            await conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
         self.pool = AsyncConnectionPool(
             dsn,

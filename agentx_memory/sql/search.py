@@ -18,7 +18,7 @@ __all__ = [
     "TURN_CANDIDATES_EXACT",
     "TURN_CANDIDATES_INDEX",
     "TURNS_AROUND",
-    "USER_SPEAKERS",
+    "SPEAKERS_AMONG",
     "COUNT_USER_TURNS",
     "TURNS_BY_IDS",
     "LEXICAL_TIMELINE",
@@ -90,10 +90,11 @@ WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_
   AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s)
 """
 
-#: Who speaks in the user's conversations (``metadata.speaker``), for the speaker boost.
-USER_SPEAKERS: Final[LiteralString] = """
-SELECT DISTINCT metadata->>'speaker' AS speaker FROM conversation_logs
-WHERE user_id = %(user_id)s AND metadata ? 'speaker'
+#: Which of the names are participants (``metadata.speaker``) of the user's conversations (index lookups).
+SPEAKERS_AMONG: Final[LiteralString] = """
+SELECT name FROM unnest(%(names)s::text[]) AS name
+WHERE EXISTS (SELECT 1 FROM conversation_logs
+              WHERE user_id = %(user_id)s AND metadata ? 'speaker' AND lower(metadata->>'speaker') = lower(name))
 """
 
 COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation_logs WHERE user_id = %(user_id)s"
@@ -101,6 +102,8 @@ COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation
 TURNS_BY_IDS: Final[str] = f"""
 SELECT {_TURN_COLUMNS} FROM conversation_logs
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(ids)s)
+  AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
+  AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
 """
 
 LEXICAL_TIMELINE: Final[str] = f"""
@@ -109,6 +112,8 @@ SELECT memory_type, neo4j_node_id AS node_id, ts_rank(summary_tsv, q.query) AS r
 FROM memory_timeline, q
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND memory_type = ANY(%(types)s)
   AND summary_tsv @@ q.query AND NOT archived
+  AND (%(start)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time >= %(start)s)
+  AND (%(end)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time < %(end)s)
 ORDER BY rank DESC
 LIMIT %(limit)s
 """

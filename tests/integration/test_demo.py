@@ -1,0 +1,51 @@
+"""``agentx-memory demo --brief`` end to end in a subprocess, on its own namespace of the session's embedded stack."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from agentx_memory import AgentMemory
+from agentx_memory.demo import DEMO_USER
+from tests.integration.test_recall_cli import agentx, cli_env
+
+
+def test_demo_brief_runs_end_to_end_and_is_idempotent(settings, embedded_home):
+    s = settings()
+    env = cli_env(s, embedded_home)
+    knowledge = json.loads((resources.files("agentx_memory") / "data" / "demo_knowledge.json").read_text())
+    questions = [q for q, _ in knowledge["questions"]]
+    conversation = (resources.files("agentx_memory") / "data" / "demo_conversation.jsonl").read_text().splitlines()
+    turns = len([line for line in conversation if line.strip()])
+
+    result = agentx("demo", "--brief", env=env, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "Traceback" not in out + result.stderr
+    assert f"stored {turns} turns" in out
+    # every question is asked, in order, each followed by its bundle and its prompt block
+    positions = [out.index(q) for q in questions]
+    assert positions == sorted(positions)
+    sections = out.split(questions[0], 1)[1]
+    for question in questions[1:] + [None]:
+        block, sections = sections.split(question, 1) if question else (sections, "")
+        assert "to_prompt(max_tokens=" in block, question
+        assert "[Episodic Memory -- Relevant Past Conversations]" in block, question
+        assert "(similarity: " in block
+        assert "remember: " in block and "user sam" in block
+    assert "signals (value" not in out  # --brief: no breakdown
+    assert "[Active Goals]" in out or "active goals:" in out
+    assert "[Semantic Memory -- Known Facts]" in out
+
+    # a second run stores nothing twice
+    again = agentx("demo", "--brief", env=env, timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    with AgentMemory(s, user_id=DEMO_USER) as memory:
+        count = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT count(*) AS n, count(DISTINCT user_id) AS users FROM conversation_logs"))[0]
+        assert count == {"n": turns, "users": 1}
+        facts = memory._portal.run(memory.core.ctx.graph.read("MATCH (f:Fact) RETURN count(f) AS n"))[0]["n"]
+        entities = memory._portal.run(memory.core.ctx.graph.read("MATCH (e:Entity) RETURN count(e) AS n"))[0]["n"]
+        goals = memory._portal.run(memory.core.ctx.graph.read("MATCH (g:Goal) RETURN count(g) AS n"))[0]["n"]
+    assert facts == len(knowledge["facts"]) and entities == len(knowledge["entities"])
+    assert goals == len(knowledge["goals"])

@@ -1,0 +1,166 @@
+"""Query plans of retrieval use the indexes (issue 4, "Performance"): PostgreSQL's full-text GIN index and pgvector's
+HNSW index, FalkorDB's range indexes for every user-scoped lookup and its vector index procedure.
+
+Plans are read with EXPLAIN on the memory's own connections, with the parameters the retriever passes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from agentx_memory import AgentMemory, Turn
+from agentx_memory.graph import cypher
+from agentx_memory.sql import search
+
+REF = datetime(2024, 3, 20, 12, 0, tzinfo=timezone.utc)
+WORDS = ["apple", "river", "engine", "violin", "garden", "rocket", "pillow", "market", "canyon", "lantern"]
+# alice has a few hundred turns; zoe is one of many small users
+USERS = {**{f"user{n:02d}": 20 for n in range(10)}, "zoe": 30, "alice": 300}
+#: The btree indexes that can also serve a user's rows; dropped (in a rolled-back transaction) to isolate one plan.
+USER_INDEXES = ("DROP INDEX idx_logs_user_channel_time", "DROP INDEX idx_logs_channel")
+
+
+def _content(user: str, i: int) -> str:
+    rare = " and the harp" if i % 50 == 7 else ""
+    return f"note {i}: the {WORDS[i % 10]} and the {WORDS[(i * 7) % 10]}{rare} for {user}"
+
+
+@pytest.fixture(scope="module")
+def loaded(embedded_stack, embedded_home):
+    """A few hundred turns of alice and 30 each of eleven other users, analyzed; one memory for the module."""
+    from tests.conftest import _drop_namespace, make_settings, run
+
+    s = make_settings(embedded_home)
+    memory = AgentMemory(s)
+    try:
+        memory.store_turns([
+            Turn(conversation_id=f"{user}-c{i // 10}", user_id=user, timestamp=REF - timedelta(hours=i),
+                 content=_content(user, i))
+            for user, count in USERS.items() for i in range(count)])
+        memory._portal.run(memory.core.ctx.postgres.execute("ANALYZE conversation_logs"))
+        yield memory
+    finally:
+        memory.close()
+        run(_drop_namespace(s, embedded_stack[1]))
+
+
+def pg(memory, query: str, params=None, *, setup: tuple[str, ...] = ()) -> list[dict]:
+    """Run ``query`` on one pooled connection inside a transaction that is rolled back (``setup`` runs first)."""
+    async def go():
+        async with memory.core.ctx.postgres.connection() as conn:
+            tx = conn.transaction(force_rollback=True)
+            async with tx:
+                for statement in setup:
+                    await conn.execute(statement)
+                cur = await conn.execute(query, params)
+                return await cur.fetchall() if cur.description else []
+    return memory._portal.run(go())
+
+
+def candidate_params(memory, text: str, *, lexical: bool = True, limit: int = 100, user: str = "alice") -> dict:
+    """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase)."""
+    vector = memory._portal.run(memory.core.ctx.embedder.embed([text], is_query=True))[0]
+    return {"user_id": user, "channels": ["_global"], "start": None, "end": None, "limit": limit, "text": text,
+            "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None}
+
+
+def plan_text(rows: list[dict]) -> str:
+    return "\n".join(r["QUERY PLAN"] for r in rows)
+
+
+def cte(plan: str, name: str) -> str:
+    """The part of an EXPLAIN text under ``CTE <name>`` (up to the next CTE / InitPlan)."""
+    part = plan.split(f"CTE {name}\n", 1)[1]
+    for marker in ("\n  CTE ", "\n  InitPlan"):
+        part = part.split(marker, 1)[0]
+    return part
+
+
+@pytest.mark.parametrize("statement", ["TURN_CANDIDATES_EXACT", "TURN_CANDIDATES_INDEX"])
+def test_lexical_candidates_use_the_full_text_index(loaded, statement):
+    query = getattr(search, statement)
+    params = candidate_params(loaded, "When did I buy the harp?")
+    # On a table of a few hundred rows the planner rightly prefers a sequential scan, so sequential scans are
+    # disabled in this (rolled-back) session. It then reads alice's rows through a user/channel btree index, which
+    # at this size is cheaper than the GIN index but is no full scan either:
+    lex = cte(plan_text(pg(loaded, "EXPLAIN " + query, params, setup=("SET LOCAL enable_seqscan = off",))), "lex")
+    assert "Seq Scan" not in lex and "Index Scan" in lex, lex
+    # With those btree indexes out of the way (dropped inside the same rolled-back transaction), the lexical CTE
+    # must be able to use the GIN index on context_tsv: the statement's match condition is index-compatible.
+    setup = (*USER_INDEXES, "SET LOCAL enable_seqscan = off")
+    lex = cte(plan_text(pg(loaded, "EXPLAIN " + query, params, setup=setup)), "lex")
+    assert "Bitmap Index Scan on idx_logs_context_tsv" in lex, lex
+    assert "Seq Scan" not in lex
+    # and the statement really runs that way and finds alice's harp turns, and only hers
+    rows = pg(loaded, query, params, setup=setup)
+    assert rows and all(r["user_id"] == "alice" for r in rows)
+    harp = [r for r in rows if "harp" in r["content"]]
+    assert len(harp) == 6 and all(r["lexical"] > 0 for r in harp) and rows[0]["lexical_hits"] >= 6
+
+
+def test_the_vector_index_path_is_not_starved_by_other_users(loaded):
+    """When the planner takes the HNSW index (large users), a user's filter must not starve the result.
+
+    Forcing that plan on a small table: the user indexes are dropped and sequential scans disabled inside a
+    rolled-back transaction on one of the memory's own pooled connections, so the session settings the
+    retriever's connections carry (e.g. ``hnsw.iterative_scan``) are in effect.
+    """
+    params = candidate_params(loaded, "violin lessons", lexical=False, limit=20, user="zoe")
+    setup = (*USER_INDEXES, "SET LOCAL enable_seqscan = off")
+    plan = plan_text(pg(loaded, "EXPLAIN " + search.TURN_CANDIDATES_INDEX, params, setup=setup))
+    assert "Index Scan using idx_logs_embedding" in cte(plan, "den"), plan
+    rows = pg(loaded, search.TURN_CANDIDATES_INDEX, params, setup=setup)
+    assert all(r["user_id"] == "zoe" for r in rows)
+    # zoe has 30 of the 530 turns: her 20 nearest must come back, although the 40 globally nearest neighbours that
+    # one HNSW pass yields are mostly other users'
+    assert len(rows) == 20, f"{len(rows)} of zoe's 20 nearest turns came back through the HNSW index"
+
+
+def test_exact_scan_path_reads_the_users_rows_through_an_index_not_the_vector_index(loaded):
+    params = candidate_params(loaded, "violin lessons", lexical=False, limit=20, user="zoe")
+    plan = plan_text(pg(loaded, "EXPLAIN " + search.TURN_CANDIDATES_EXACT, params,
+                        setup=("SET LOCAL enable_seqscan = off",)))
+    den = cte(plan, "den")
+    assert "idx_logs_embedding" not in den  # exact: the user's own vectors, all of them
+    assert "idx_logs_user_channel_time" in den, den
+    rows = pg(loaded, search.TURN_CANDIDATES_EXACT, params)
+    assert len(rows) == 20 and all(r["user_id"] == "zoe" for r in rows)
+
+
+GRAPH_LOOKUPS = {
+    "SEARCH_FACTS": {"user_id": "alice", "channels": ["_global"], "k": 10, "start": None, "end": None},
+    "SEARCH_ENTITIES": {"user_id": "alice", "channels": ["_global"], "k": 10},
+    "SEARCH_STRATEGIES": None,  # parameters filled below from the statement's own names
+    "RESOLVE_ENTITIES": {"user_id": "alice", "channels": ["_global"], "names": ["lisbon"], "k": 10},
+    "GET_ENTITIES": {"user_id": "alice", "ids": ["e1"]},
+    "GET_FACTS": {"user_id": "alice", "ids": ["f1"], "channels": ["_global"]},
+    "FACTS_ABOUT": {"user_id": "alice", "ids": ["e1"], "limit": 10},
+    "ENTITY_NEIGHBOURS_2": {"user_id": "alice", "ids": ["e1"], "limit": 10},
+    "ENTITY_EDGES": {"user_id": "alice", "ids": ["e1"], "limit": 10},
+    "REINFORCE_FACTS": {"user_id": "alice", "ids": ["f1"], "now": 0},
+    "REINFORCE_ENTITIES": {"user_id": "alice", "ids": ["e1"], "now": 0},
+}
+
+
+@pytest.mark.parametrize("name", list(GRAPH_LOOKUPS))
+def test_graph_lookups_of_retrieval_use_an_index(loaded, name):
+    import re
+
+    statement = getattr(cypher, name)
+    params = dict(GRAPH_LOOKUPS[name] or {})
+    for param in set(re.findall(r"\$(\w+)", loaded.core.ctx.graph.dialect.render(statement))):
+        params.setdefault(param, [0.1] * 64 if param == "embedding" else ["_global"] if param == "channels"
+                          else 10 if param in ("k", "limit") else "alice" if param == "user_id" else None)
+    plan = loaded._portal.run(loaded.core.ctx.graph.explain(statement, params))
+    assert "Node By Index Scan" in plan, plan
+    assert "All Node Scan" not in plan and "Node By Label Scan" not in plan, plan
+
+
+def test_falkordb_vector_index_search_is_a_procedure_call(loaded):
+    statement = "@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity"
+    plan = loaded._portal.run(loaded.core.ctx.graph.explain(statement, {"k": 5, "embedding": [0.1] * 64}))
+    assert "ProcedureCall" in plan, plan
+    rows = loaded._portal.run(loaded.core.ctx.graph.read(statement, {"k": 5, "embedding": [0.1] * 64}))
+    assert len(rows) == 5 and all(-1.0 <= r["similarity"] <= 1.0 for r in rows)
