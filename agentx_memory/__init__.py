@@ -33,9 +33,10 @@ from .models import (
     UserProfile,
 )
 from .procedural import StrategyMatch
+from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
 from .providers.embeddings import Embedder, make_embedder
 from .semantic import EntityGraph
-from .settings import Settings, load_settings
+from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
 from .working import WorkingMemory
 
 __version__ = "0.1.0"
@@ -53,12 +54,21 @@ __all__ = [
     "Fact",
     "GLOBAL_CHANNEL",
     "Goal",
+    "MemoryBundle",
     "NotFoundError",
     "RELATIONSHIP_TYPES",
+    "RecallMetrics",
+    "RecallSettings",
     "Relationship",
+    "RetrievalSettings",
     "RuntimeServerError",
     "StrategyMatch",
+    "ScoredEntity",
+    "ScoredFact",
+    "ScoredStrategy",
+    "ScoredTurn",
     "Settings",
+    "Signal",
     "StorageError",
     "StorageUnavailableError",
     "Strategy",

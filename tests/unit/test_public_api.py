@@ -1,0 +1,53 @@
+"""The public surface: __all__ is complete and every public name says what it does."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import agentx_memory
+
+CONTRACT = {  # names that scripts, benchmarks and users call (issue 3 / issue 4)
+    "AgentMemory", "AsyncAgentMemory", "Turn", "Entity", "Fact", "Goal", "Strategy", "ToolInvocation",
+    "MemoryBundle", "Settings", "load_settings", "ValidationError", "NotFoundError", "ConflictError", "StorageError",
+}
+FACADE_METHODS = {
+    "store_turn", "store_turns", "get_conversation", "get_recent_turns", "reconcile", "upsert_entity", "learn_fact",
+    "store_fact", "create_relationship", "get_entity_graph", "promote_to_global", "record_invocation",
+    "learn_strategy", "find_strategies", "reinforce_strategy", "get_tool_stats", "add_goal", "get_goal",
+    "complete_goal", "list_goals", "working", "get_profile", "update_profile", "remember",
+}
+
+
+def test_all_lists_every_public_name_of_the_package():
+    public = {name for name in vars(agentx_memory) if not name.startswith("_")}
+    modules = {name for name, value in vars(agentx_memory).items() if inspect.ismodule(value)}
+    assert public - modules - {"annotations"} == set(agentx_memory.__all__)
+    assert CONTRACT <= set(agentx_memory.__all__)
+
+
+def test_sync_and_async_facades_offer_the_same_methods():
+    for name in FACADE_METHODS:
+        assert hasattr(agentx_memory.AsyncAgentMemory, name), name
+        assert hasattr(agentx_memory.AgentMemory, name), name
+
+
+def _public_members():
+    for info in pkgutil.walk_packages(agentx_memory.__path__, "agentx_memory."):
+        module = importlib.import_module(info.name)
+        yield info.name, module
+        for name, value in vars(module).items():
+            if name.startswith("_") or getattr(value, "__module__", None) != module.__name__:
+                continue
+            if inspect.isclass(value) or inspect.isfunction(value):
+                yield f"{info.name}.{name}", value
+                if inspect.isclass(value):
+                    for attr, member in vars(value).items():
+                        if not attr.startswith("_") and (inspect.isfunction(member) or isinstance(member, property)):
+                            yield f"{info.name}.{name}.{attr}", member
+
+
+def test_every_public_module_class_and_function_has_a_docstring():
+    missing = [name for name, obj in _public_members() if not (inspect.getdoc(obj) or "").strip()]
+    assert not missing, "public names without a docstring:\n" + "\n".join(missing)
