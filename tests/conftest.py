@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from psycopg import sql
+from psycopg import sql as pgsql
 
 from agentx_memory.graph.falkordb import FalkorGraphStore
 from agentx_memory.runtime import EmbeddedStack
@@ -75,7 +75,7 @@ async def _drop_namespace(settings: Settings, endpoints) -> None:
         await graph.redis.delete(*keys)
     await graph.close()
     async with await psycopg.AsyncConnection.connect(endpoints.postgres_dsn, autocommit=True) as conn:
-        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.postgres.db_schema)))
+        await conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(settings.postgres.db_schema)))
 
 
 @pytest.fixture
@@ -96,11 +96,22 @@ def settings(embedded_stack, embedded_home):
 
 @pytest.fixture
 def memory(settings):
-    """A sync AgentMemory on an isolated namespace, with the deterministic test embedder."""
+    """A sync AgentMemory on an isolated namespace, with the deterministic test embedder; its default user is
+    alice (other users are passed explicitly)."""
     from agentx_memory import AgentMemory
 
-    with AgentMemory(settings()) as mem:
+    with AgentMemory(settings(), user_id="alice") as mem:
         yield mem
+
+
+def gread(memory, query: str, params: dict | None = None) -> list[dict]:
+    """An ad-hoc read query on a sync memory's own graph connection (run on its event loop)."""
+    return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
+
+
+def sql(memory, query: str, params=None) -> list[dict]:
+    """An ad-hoc SQL query in a sync memory's own PostgreSQL schema."""
+    return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))
 
 
 def run(coro):

@@ -8,11 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
-
-
-def sql(memory, query: str, params=None) -> list[dict]:
-    """An ad-hoc SQL query in the memory's own PostgreSQL schema."""
-    return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))
+from tests.conftest import sql
 
 
 def log_read(memory, **kwargs):

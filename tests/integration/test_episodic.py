@@ -10,7 +10,6 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from agentx_memory import (
@@ -24,15 +23,11 @@ from agentx_memory import (
 )
 from agentx_memory.graph import cypher
 from agentx_memory.runtime import EmbeddedStack
-from tests.conftest import make_settings, run
+from tests.conftest import gread, make_settings, run, sql
 
 
 def _count_rows(memory, table: str) -> int:
-    return memory._portal.run(memory.core.ctx.postgres.fetch(f"SELECT count(*) AS n FROM {table}"))[0]["n"]
-
-
-def _graph(memory, query: str, params=None):
-    return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
+    return sql(memory, f"SELECT count(*) AS n FROM {table}")[0]["n"]
 
 
 def test_store_turns_assigns_contiguous_indexes_and_links_the_chain(memory):
@@ -42,9 +37,9 @@ def test_store_turns_assigns_contiguous_indexes_and_links_the_chain(memory):
     assert [t.index for t in stored] == [0, 1, 2, 3, 4]
     more = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="later"))
     assert more.index == 5
-    chain = _graph(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
+    chain = gread(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
     assert chain == {"links": 5, "consecutive": 5}
-    rows = _graph(memory, "MATCH (c:Conversation {id: 'c1'})-[:HAS_TURN]->(t:Turn) RETURN count(t) AS n")
+    rows = gread(memory, "MATCH (c:Conversation {id: 'c1'})-[:HAS_TURN]->(t:Turn) RETURN count(t) AS n")
     assert rows[0]["n"] == 6
 
 
@@ -57,7 +52,7 @@ def test_write_flow_reaches_every_store(memory):
     assert len(log["embedding"].to_list()) == memory.settings.embedding.dimension
     assert "miso" in log["tsv"]
     assert log["metadata"] == turn.metadata
-    node = _graph(memory, "MATCH (t:Turn {id: $id}) RETURN t.metadata AS metadata, t.timestamp AS ts", {"id": turn.id})[0]
+    node = gread(memory, "MATCH (t:Turn {id: $id}) RETURN t.metadata AS metadata, t.timestamp AS ts", {"id": turn.id})[0]
     assert isinstance(node["ts"], int)  # epoch milliseconds on both databases
     assert node["ts"] == int(turn.timestamp.timestamp() * 1000)
     cached = memory.working("alice", "c1").get_recent_turns(10)
@@ -81,7 +76,7 @@ def test_restoring_is_idempotent(memory):
     replay = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="hello", index=0))
     assert replay.id == first.id
     assert _count_rows(memory, "conversation_logs") == 1
-    assert _graph(memory, "MATCH (t:Turn) RETURN count(t) AS n")[0]["n"] == 1
+    assert gread(memory, "MATCH (t:Turn) RETURN count(t) AS n")[0]["n"] == 1
     with pytest.raises(ConflictError, match="already taken"):
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="something else", index=0))
 
@@ -162,7 +157,7 @@ def test_bad_input_names_the_field_and_stores_nothing(memory, turn_kwargs, field
     assert err.value.field.endswith(field)
     assert message in str(err.value)
     assert _count_rows(memory, "conversation_logs") == 0
-    assert _graph(memory, "MATCH (t:Turn) RETURN count(t) AS n")[0]["n"] == 0
+    assert gread(memory, "MATCH (t:Turn) RETURN count(t) AS n")[0]["n"] == 0
 
 
 def test_a_bad_turn_in_a_batch_stores_none_of_the_batch(memory):
@@ -194,11 +189,11 @@ def test_graph_outage_then_reconcile_leaves_graph_and_log_identical():
         assert memory.reconcile() == 30
         log = memory._portal.run(memory.core.ctx.postgres.fetch(
             "SELECT turn_id, turn_index, content FROM conversation_logs ORDER BY turn_index"))
-        graph = _graph(memory, "MATCH (t:Turn) RETURN t.id AS turn_id, t.index AS turn_index, t.content AS content "
+        graph = gread(memory, "MATCH (t:Turn) RETURN t.id AS turn_id, t.index AS turn_index, t.content AS content "
                                "ORDER BY t.index")
         assert graph == log
         assert len(log) == 50
-        chain = _graph(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
+        chain = gread(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
         assert chain == {"links": 49, "consecutive": 49}
         assert memory.reconcile() == 0  # idempotent
     finally:

@@ -6,20 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from agentx_memory import AgentMemory, Goal
+from agentx_memory import Goal
 from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
-
-
-@pytest.fixture
-def memory(settings):
-    """A sync memory whose default user is alice."""
-    with AgentMemory(settings(), user_id="alice") as mem:
-        yield mem
-
-
-def gread(memory, query: str, params: dict | None = None) -> list[dict]:
-    """An ad-hoc read query on the memory's own graph connection."""
-    return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
+from tests.conftest import gread
 
 
 def test_add_and_get_goal_with_parent_and_blockers(memory):

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentx_memory import AgentMemory
 from agentx_memory.errors import ValidationError
-
-
-@pytest.fixture
-def memory(settings):
-    """A sync memory whose default user is alice."""
-    with AgentMemory(settings(), user_id="alice") as mem:
-        yield mem
 
 
 def test_unknown_user_has_an_empty_profile(memory):

@@ -18,12 +18,6 @@ REF = datetime(2024, 5, 10, 12, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def memory(settings):
-    with AgentMemory(settings(), user_id="alice") as mem:
-        yield mem
-
-
-@pytest.fixture
 def world(memory):
     """A bit of everything: turns over two channels (one very long), entities with a relationship, facts, a
     strategy, a goal and a profile."""
@@ -221,7 +215,6 @@ def shared_memory(embedded_stack, embedded_home):
     with AgentMemory(s, user_id="alice") as mem:
         yield mem
     run(_drop_namespace(s, embedded_stack[1]))
-
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

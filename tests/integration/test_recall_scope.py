@@ -11,19 +11,9 @@ import pytest
 
 from agentx_memory import AgentMemory, ConflictError, Entity, Fact, Goal, NotFoundError, Turn
 from agentx_memory.models import GLOBAL_CHANNEL
+from tests.conftest import sql
 
 REF = datetime(2024, 3, 20, 12, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def memory(settings):
-    """A sync memory whose default user is alice (other users are passed explicitly)."""
-    with AgentMemory(settings(), user_id="alice") as mem:
-        yield mem
-
-
-def sql(memory, query: str, params=None) -> list[dict]:
-    return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))
 
 
 def scored_lists(bundle) -> dict[str, list]:

@@ -20,12 +20,6 @@ from agentx_memory.retrieval.query import rewrite_as_statement
 REF = datetime(2023, 6, 15, 12, 0, tzinfo=timezone.utc)
 
 
-@pytest.fixture
-def memory(settings):
-    with AgentMemory(settings(), user_id="alice") as mem:
-        yield mem
-
-
 def store(memory, content: str, conversation: str, *, when: datetime = REF - timedelta(days=3), **extra) -> Turn:
     """One turn in its own conversation (so neighbour/session signals cannot blur the comparison)."""
     return memory.store_turn(Turn(conversation_id=conversation, user_id="alice", content=content, timestamp=when, **extra))

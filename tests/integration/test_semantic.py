@@ -4,26 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentx_memory import AgentMemory, Entity, Fact, Turn
+from agentx_memory import Entity, Fact, Turn
 from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
 from agentx_memory.models import RELATIONSHIP_TYPES
-
-
-@pytest.fixture
-def memory(settings):
-    """A sync memory whose default user is alice (other users are passed explicitly)."""
-    with AgentMemory(settings(), user_id="alice") as mem:
-        yield mem
-
-
-def gread(memory, query: str, params: dict | None = None) -> list[dict]:
-    """An ad-hoc read query on the memory's own graph connection (run on its event loop)."""
-    return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
-
-
-def sql(memory, query: str, params=None) -> list[dict]:
-    """An ad-hoc SQL query in the memory's own PostgreSQL schema."""
-    return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))
+from tests.conftest import gread, sql
 
 
 def count_nodes(memory, label_query: str, params: dict | None = None) -> int:
