@@ -14,7 +14,6 @@ one at a time (ablation), so every gain is attributable.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import platform
 import re
