@@ -14,4 +14,4 @@ def test_the_fallback_estimate_over_counts(monkeypatch):
     monkeypatch.setattr(tokens, "_encoding", lambda: None)
     text = "The Alta Via 1 is a classic multi-day route through the Dolomites."
     assert tokens.tokenizer_name() == "estimate"
-    assert tokens.count_tokens(text) >= 15  # cl100k_base: 15 tokens
+    assert tokens.count_tokens(text) >= 17  # cl100k_base: 17 tokens
