@@ -165,6 +165,19 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
     locomo.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
+    scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
+    scale.add_argument("--max", type=int, default=100_000,
+                       help="largest corpus in turns; the 10k/100k/1M steps below it are measured too (default 100000)")
+    scale.add_argument("--sizes", default=None, help="comma-separated sizes in turns instead of the steps up to --max")
+    scale.add_argument("--queries", type=int, default=500, help="questions per configuration and size (default 500)")
+    scale.add_argument("--users", type=int, default=50, help="users in the corpus (default 50)")
+    scale.add_argument("--embed-sample", type=int, default=200, help="texts for each preset's throughput (default 200)")
+    scale.add_argument("--batch", type=int, default=500, help="turns per store_turns call (default 500)")
+    scale.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
+    scale.add_argument("--out", default="benchmarks/results", help="directory for scale.json/.md/.png")
+    scale.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
+    scale.add_argument("--profile", action="store_true", help="also cProfile 100 full recalls at the largest size")
+    scale.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
@@ -190,6 +203,26 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 
         console.print(markdown_report(report))
         console.print(f"written: {Path(args.out) / 'locomo.json'}, .md, .png")
+    elif args.bench == "scale":
+        from .bench.scale import markdown_report as scale_markdown
+        from .bench.scale import run_scale, scale_sizes
+
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else scale_sizes(args.max)
+        settings = _bench_settings(settings, "bench_scale")
+        Path(args.cache).mkdir(parents=True, exist_ok=True)
+        settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={
+            "model": "local:minilm", "dimension": 384, "cache_path": str(Path(args.cache) / "embeddings.sqlite")})})
+        asyncio.run(_reset_namespace(settings))
+        try:
+            report = asyncio.run(run_scale(settings, sizes=sizes, out_dir=Path(args.out), queries=args.queries,
+                                           users=args.users, seed=args.seed, batch=args.batch,
+                                           embed_sample=args.embed_sample, profile=args.profile,
+                                           progress=console.print))
+        finally:
+            if not args.keep:
+                asyncio.run(_reset_namespace(settings))
+        print(scale_markdown(report))
+        console.print(f"written: {Path(args.out) / 'scale.json'}, .md, .png")
     return 0
 
 

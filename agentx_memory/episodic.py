@@ -67,7 +67,8 @@ _INSERT_TIMELINE = (
 )
 
 
-def _row_to_turn(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
+def row_to_turn(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
+    """A :class:`Turn` from a ``conversation_logs`` row (the embedding only when asked for)."""
     embedding = row.get("embedding")
     return Turn(
         id=row["turn_id"], conversation_id=row["conversation_id"], user_id=row["user_id"], channel=row["channel"],
@@ -363,7 +364,7 @@ class EpisodicMemory:
             if not rows:
                 return total
             last_id = rows[-1]["id"]
-            turns = [_row_to_turn(r, with_embedding=True) for r in rows]
+            turns = [row_to_turn(r, with_embedding=True) for r in rows]
             await self._project(turns)
             await self._timeline(turns)
             total += len(turns)
@@ -378,7 +379,7 @@ class EpisodicMemory:
         )
         if not rows:
             raise NotFoundError("conversation", conversation_id)
-        return [_row_to_turn(r, with_embedding=with_embeddings) for r in rows]
+        return [row_to_turn(r, with_embedding=with_embeddings) for r in rows]
 
     async def get_recent_turns(self, user_id: str, channels: Sequence[str] | str | None = None, hours: float = 24,
                                limit: int = 50, *, reference_time: datetime | None = None) -> list[Turn]:
@@ -394,7 +395,7 @@ class EpisodicMemory:
             " ORDER BY timestamp DESC, turn_index DESC LIMIT %s",
             (user_id, check_channels(channels), now - timedelta(hours=hours), now, limit),
         )
-        return [_row_to_turn(r) for r in rows]
+        return [row_to_turn(r) for r in rows]
 
     async def turns_by_ids(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, Turn]:
         """The user's turns with these ids (others' ids are simply absent)."""
@@ -402,7 +403,7 @@ class EpisodicMemory:
             f"SELECT {_TURN_COLUMNS} FROM conversation_logs WHERE user_id = %s AND turn_id = ANY(%s)",
             (user_id, list(turn_ids)),
         )
-        return {r["turn_id"]: _row_to_turn(r) for r in rows}
+        return {r["turn_id"]: row_to_turn(r) for r in rows}
 
 
 def _in_context(previous: str | None, content: str) -> str:

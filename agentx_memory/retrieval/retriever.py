@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..context import MemoryContext
-from ..episodic import _row_to_turn
+from ..episodic import row_to_turn
 from ..graph import cypher
 from ..semantic import SemanticMemory, entity_from_row, fact_from_row
 from ..settings import RecallSettings, RetrievalSettings
@@ -407,7 +407,7 @@ class MemoryRetriever:
         w = s.episodic_weight
         scored: dict[str, ScoredTurn] = {}
         for turn_id, row in rows.items():
-            item = ScoredTurn(item=_row_to_turn(row), cosine=float(row["cosine"]) if row.get("cosine") is not None else None)
+            item = ScoredTurn(item=row_to_turn(row), cosine=float(row["cosine"]) if row.get("cosine") is not None else None)
             for leg, value in relevance[turn_id].items():
                 weight = recall.lexical_weight if leg == "lexical" else recall.vector_weight
                 raw = value / weight if weight else 0.0
@@ -435,7 +435,7 @@ class MemoryRetriever:
         missing = [tid for tid in derived if tid not in scored]
         if missing:
             for row in await self.ctx.postgres.fetch(search.TURNS_BY_IDS, {**self._sql_params(plan, 0), "ids": missing}):
-                scored[row["turn_id"]] = ScoredTurn(item=_row_to_turn(row))
+                scored[row["turn_id"]] = ScoredTurn(item=row_to_turn(row))
         for turn_id, fact in derived.items():
             if turn_id in scored:
                 scored[turn_id].add("fact", fact.score / max(s.facts_weight, 1e-9), w * 0.5, f"source of fact {fact.item.id}")
