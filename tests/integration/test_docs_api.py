@@ -1,4 +1,4 @@
-"""The examples in docs/api.md run against the embedded servers, so the docs cannot lie."""
+"""The Python examples of the README and docs/api.md run against the embedded servers, so the docs cannot lie."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "docs" / "api.md", ROOT / "README.md"]
 
 
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+def _python_blocks() -> list[tuple[Path, str]]:
+    return [(doc, block) for doc in DOCS for block in re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)]
 
 
-def test_api_doc_has_examples():
-    assert _python_blocks(), "docs/api.md should hold at least one runnable example"
+def test_docs_have_examples():
+    assert {doc for doc, _ in _python_blocks()} == set(DOCS), "README.md and docs/api.md should hold runnable examples"
 
 
-@pytest.mark.parametrize("block", _python_blocks(), ids=lambda b: b.splitlines()[0][:40])
-def test_api_doc_example_runs(block, settings, embedded_home, monkeypatch):
+@pytest.mark.parametrize(("doc", "block"), _python_blocks(), ids=lambda v: v.name if isinstance(v, Path) else v.splitlines()[0][:40])
+def test_doc_example_runs(doc, block, settings, embedded_home, monkeypatch):
     s = settings()
     # The example opens AgentMemory() with default settings: point the defaults at this test's namespace.
     for name, value in {
@@ -28,4 +29,4 @@ def test_api_doc_example_runs(block, settings, embedded_home, monkeypatch):
         "AGENTX_EMBEDDING__MODEL": s.embedding.model, "AGENTX_EMBEDDING__DIMENSION": str(s.embedding.dimension),
     }.items():
         monkeypatch.setenv(name, value)
-    exec(compile(block, str(DOC), "exec"), {"__name__": "docs_api_example"})
+    exec(compile(block, str(doc), "exec"), {"__name__": "docs_example"})
