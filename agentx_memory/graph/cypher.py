@@ -348,9 +348,10 @@ RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequenc
 
 # Exact cosine over the user's own nodes (tenant-correct: the user filter is applied before ranking).
 SEARCH_STRATEGIES: Final[LiteralString] = """
+WITH @vec($embedding) AS query_vector
 MATCH (s:Strategy {user_id: $user_id})
 WHERE s.channel IN $channels
-WITH s, @cosine(s.embedding, $embedding) AS similarity
+WITH s, @cosine(s.embedding, query_vector) AS similarity
 ORDER BY similarity DESC LIMIT $k
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
           .created_at, .last_used} AS strategy, similarity
@@ -416,19 +417,21 @@ RETURN g.id AS id
 # applied before ranking, so other tenants can never crowd a user's results out of a global top-k.
 
 SEARCH_FACTS: Final[LiteralString] = """
+WITH @vec($embedding) AS query_vector
 MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false
   AND ($start IS NULL OR f.created_at >= $start) AND ($end IS NULL OR f.created_at < $end)
-WITH f, @cosine(f.embedding, $embedding) AS similarity
+WITH f, @cosine(f.embedding, query_vector) AS similarity
 ORDER BY similarity DESC LIMIT $k
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
           .created_at, .last_accessed, .access_count, .metadata} AS fact, similarity
 """
 
 SEARCH_ENTITIES: Final[LiteralString] = """
+WITH @vec($embedding) AS query_vector
 MATCH (e:Entity {user_id: $user_id})
 WHERE e.channel IN $channels
-WITH e, @cosine(e.embedding, $embedding) AS similarity
+WITH e, @cosine(e.embedding, query_vector) AS similarity
 ORDER BY similarity DESC LIMIT $k
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
           .access_count, .properties} AS entity, similarity

@@ -56,8 +56,8 @@ class Neo4jDialect(Dialect):
     def vector_value(self, expr: str) -> str:
         return expr
 
-    def cosine(self, stored: str, param: str) -> str:
-        return f"(2 * vector.similarity.cosine({stored}, {param}) - 1)"
+    def cosine(self, stored: str, vector: str) -> str:
+        return f"(2 * vector.similarity.cosine({stored}, {vector}) - 1)"
 
     def vector_search(self, label: str, k: str, vector: str) -> str:
         return (
@@ -102,8 +102,8 @@ class FalkorDialect(Dialect):
     def vector_value(self, expr: str) -> str:
         return f"vecf32({expr})"
 
-    def cosine(self, stored: str, param: str) -> str:
-        return f"(1 - vec.cosineDistance({stored}, vecf32({param})))"
+    def cosine(self, stored: str, vector: str) -> str:
+        return f"(1 - vec.cosineDistance({stored}, {vector}))"
 
     def vector_search(self, label: str, k: str, vector: str) -> str:
         return (

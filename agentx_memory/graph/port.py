@@ -15,7 +15,8 @@ statement that skipped rendering fails loudly):
 ``@vec(expr)``
     a vector value to store or compare, e.g. ``SET t.embedding = @vec(row.embedding)``.
 ``@cosine(a, b)``
-    cosine similarity of the stored vector ``a`` and the parameter vector ``b``, in [-1, 1].
+    cosine similarity of the stored vector ``a`` and the vector value ``b``, in [-1, 1]. ``b`` is a vector value, so
+    bind the parameter once (``WITH @vec($embedding) AS query_vector``) rather than converting it on every row.
 ``@vector_search(Label, k, vector)``
     a ``CALL`` that yields ``node`` and ``similarity`` (cosine, [-1, 1]) from the label's vector index.
 ``@fulltext_search(Label, query)``
@@ -121,7 +122,7 @@ class Dialect(ABC):
 
         def expand(match: re.Match[str]) -> str:
             kind, raw_args = match.group(1), match.group(2)
-            args = [a.strip() for a in _split_args(raw_args)]
+            args = [self.render(a.strip()) for a in _split_args(raw_args)]  # markers may nest
             if len(args) != _ARITY[kind] or not all(args):
                 raise ValueError(f"@{kind}(...) takes {_ARITY[kind]} non-empty argument(s), got {match.group(0)!r}")
             if kind == "vec":
@@ -143,8 +144,8 @@ class Dialect(ABC):
         """Cypher expression that turns a list parameter into the database's vector value."""
 
     @abstractmethod
-    def cosine(self, stored: str, param: str) -> str:
-        """Cypher expression: cosine similarity in [-1, 1] between a stored vector and a list parameter."""
+    def cosine(self, stored: str, vector: str) -> str:
+        """Cypher expression: cosine similarity in [-1, 1] between a stored vector and a vector value."""
 
     @abstractmethod
     def vector_search(self, label: str, k: str, vector: str) -> str:

@@ -369,14 +369,15 @@ def test_cosine_marker_agrees_with_numpy(graph_backend):
             await _store_vectors(store, vectors)
             for query in (unit(1), unit(0.3, -0.2, 0.9), [float(x) for x in np.random.default_rng(3).normal(size=DIM)]):
                 rows = await store.read(
-                    "MATCH (t:Turn {user_id: $user_id}) WITH t, @cosine(t.embedding, $embedding) AS similarity "
+                    "WITH @vec($embedding) AS query_vector MATCH (t:Turn {user_id: $user_id}) "
+                    "WITH t, @cosine(t.embedding, query_vector) AS similarity "
                     "RETURN t.id AS id, similarity ORDER BY similarity DESC",
                     {"user_id": "u", "embedding": query},
                 )
                 assert [r["id"] for r in rows] == sorted(vectors, key=lambda k: -cosine(vectors[k], query))
                 for r in rows:
                     assert r["similarity"] == pytest.approx(cosine(vectors[r["id"]], query), abs=1e-5), r["id"]
-            rows = await store.read("MATCH (t:Turn {id: 'opposite'}) RETURN @cosine(t.embedding, $e) AS s", {"e": unit(1)})
+            rows = await store.read("MATCH (t:Turn {id: 'opposite'}) RETURN @cosine(t.embedding, @vec($e)) AS s", {"e": unit(1)})
             assert rows[0]["s"] == pytest.approx(-1.0, abs=1e-5)
 
     run(body())

@@ -30,11 +30,12 @@ def test_vec_marker_with_a_nested_call():
 # --- @cosine -------------------------------------------------------------------------------------------------------
 
 def test_cosine_marker():
-    template = "WITH s, @cosine(s.embedding, $embedding) AS similarity"
+    template = "WITH s, @cosine(s.embedding, query_vector) AS similarity"
     # Neo4j's vector.similarity.cosine is (1 + cos) / 2 in [0, 1]: mapped back to [-1, 1]
-    assert NEO4J.render(template) == "WITH s, (2 * vector.similarity.cosine(s.embedding, $embedding) - 1) AS similarity"
-    # FalkorDB's vec.cosineDistance is 1 - cos, and the parameter must be a vecf32
-    assert FALKOR.render(template) == "WITH s, (1 - vec.cosineDistance(s.embedding, vecf32($embedding))) AS similarity"
+    assert NEO4J.render(template) == "WITH s, (2 * vector.similarity.cosine(s.embedding, query_vector) - 1) AS similarity"
+    # FalkorDB's vec.cosineDistance is 1 - cos; the query vector is bound once with @vec (a vecf32)
+    assert FALKOR.render(template) == "WITH s, (1 - vec.cosineDistance(s.embedding, query_vector)) AS similarity"
+    assert FALKOR.render("WITH @vec($embedding) AS query_vector") == "WITH vecf32($embedding) AS query_vector"
 
 
 # --- @vector_search ------------------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ def test_fulltext_index_name_matches_the_schema():
 def test_several_markers_in_one_statement(dialect):
     template = (
         "@vector_search(Fact, $k, $embedding) WITH node AS f, similarity "
-        "SET f.embedding = @vec($embedding) RETURN f, @cosine(f.embedding, $embedding) AS again"
+        "SET f.embedding = @vec($embedding) RETURN f, @cosine(f.embedding, @vec($embedding)) AS again"
     )
     rendered = dialect.render(template)
     assert "@" not in rendered
