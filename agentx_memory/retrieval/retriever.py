@@ -405,61 +405,63 @@ class MemoryRetriever:
         if recall.entity_centric and recall.speaker_weight:
             named = [n.casefold() for n in await self._speakers_among(plan.user_id, plan.entity_names)]
         w = s.episodic_weight
-        scored: dict[str, ScoredTurn] = {}
+        # Score with plain tuples; only the turns that make the list become pydantic models (hundreds of candidates
+        # per query, a handful returned).
+        drafts: dict[str, _Draft] = {}
         for turn_id, row in rows.items():
-            item = ScoredTurn(item=row_to_turn(row), cosine=float(row["cosine"]) if row.get("cosine") is not None else None)
+            draft = _Draft(row)
             for leg, value in relevance[turn_id].items():
                 weight = recall.lexical_weight if leg == "lexical" else recall.vector_weight
-                raw = value / weight if weight else 0.0
-                item.add("bm25" if leg == "lexical" else "vector", raw, w * weight,
-                         "full-text rank over the turn and its neighbours, relative to the best" if leg == "lexical"
-                         else "cosine above the candidate floor, relative to the best")
+                draft.add("bm25" if leg == "lexical" else "vector", value / weight if weight else 0.0, w * weight,
+                          "full-text rank over the turn and its neighbours, relative to the best" if leg == "lexical"
+                          else "cosine above the candidate floor, relative to the best")
             if recall.neighbours and recall.neighbour_weight:
                 near = [base[by_position[(row["conversation_id"], row["turn_index"] + d)]]
                         for d in range(-recall.neighbours, recall.neighbours + 1)
                         if d and (row["conversation_id"], row["turn_index"] + d) in by_position]
                 if near and max(near) > 0:
-                    item.add("neighbour", max(near), w * recall.neighbour_weight, "best relevance of the turns next to it")
+                    draft.add("neighbour", max(near), w * recall.neighbour_weight, "best relevance of the turns next to it")
             if recall.session_weight and best_in_conversation[row["conversation_id"]] > 0:
-                item.add("session", best_in_conversation[row["conversation_id"]], w * recall.session_weight,
-                         "best relevance in its conversation")
+                draft.add("session", best_in_conversation[row["conversation_id"]], w * recall.session_weight,
+                          "best relevance in its conversation")
             speaker = str((row.get("metadata") or {}).get("speaker", "")).casefold()
             if len(named) == 1 and speaker == named[0]:
-                item.add("speaker", 1.0, w * recall.speaker_weight, "spoken by the one participant the question names")
-            if plan.time_ranges and self._in_ranges(item.item.timestamp, plan.time_ranges):
-                item.add("time", 1.0, w * recall.time_weight, "inside the question's time phrase")
-            scored[turn_id] = item
+                draft.add("speaker", 1.0, w * recall.speaker_weight, "spoken by the one participant the question names")
+            if plan.time_ranges and self._in_ranges(row["timestamp"], plan.time_ranges):
+                draft.add("time", 1.0, w * recall.time_weight, "inside the question's time phrase")
+            drafts[turn_id] = draft
 
         # Facts lend their relevance to the turns they were derived from.
         derived = {f.item.source_turn_id: f for f in facts[: plan.top_k] if f.item.source_turn_id}
-        missing = [tid for tid in derived if tid not in scored]
+        missing = [tid for tid in derived if tid not in drafts]
         if missing:
             for row in await self.ctx.postgres.fetch(search.TURNS_BY_IDS, {**self._sql_params(plan, 0), "ids": missing}):
-                scored[row["turn_id"]] = ScoredTurn(item=row_to_turn(row))
+                drafts[row["turn_id"]] = _Draft(row)
         for turn_id, fact in derived.items():
-            if turn_id in scored:
-                scored[turn_id].add("fact", fact.score / max(s.facts_weight, 1e-9), w * 0.5, f"source of fact {fact.item.id}")
+            if turn_id in drafts:
+                drafts[turn_id].add("fact", fact.score / max(s.facts_weight, 1e-9), w * 0.5, f"source of fact {fact.item.id}")
 
-        for item in scored.values():
-            self._recency_signal(item, item.score / max(w, 1e-9), w, item.item.timestamp, plan.reference_time)
-        return self._diversify(list(scored.values()), plan.top_k)
+        for draft in drafts.values():
+            self._recency_signal(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time)
+        return [draft.materialize() for draft in self._diversify(list(drafts.values()), plan.top_k)]
 
-    def _diversify(self, items: list[ScoredTurn], top_k: int) -> list[ScoredTurn]:
+    def _diversify(self, items: list[_Draft], top_k: int) -> list[_Draft]:
         """Best first, at most ``max_per_conversation`` per conversation, exact duplicates of content dropped."""
         cap = self.settings.max_per_conversation
         seen_content: set[str] = set()
         per_conversation: dict[str, int] = {}
         chosen, overflow = [], []
         for item in sorted(items, key=lambda t: t.score, reverse=True):
-            key = item.item.content.strip().casefold()
+            key = item.row["content"].strip().casefold()
             if key in seen_content:
                 continue
             seen_content.add(key)
-            count = per_conversation.get(item.item.conversation_id, 0)
+            conversation = item.row["conversation_id"]
+            count = per_conversation.get(conversation, 0)
             if count >= cap:
                 overflow.append(item)
                 continue
-            per_conversation[item.item.conversation_id] = count + 1
+            per_conversation[conversation] = count + 1
             chosen.append(item)
             if len(chosen) == top_k:
                 break
@@ -471,6 +473,33 @@ class MemoryRetriever:
         """Search and rank: returns (turns, facts, entities, strategies)."""
         found = await self.search(plan, metrics)
         return await self.rank(plan, found, metrics)
+
+
+class _Draft:
+    """A turn candidate being scored: its row and its signals as plain tuples (cheap for hundreds of candidates)."""
+
+    __slots__ = ("row", "signals", "score")
+
+    def __init__(self, row: dict[str, Any]):
+        self.row = row
+        self.signals: dict[str, tuple[float, float, str]] = {}
+        self.score = 0.0
+
+    def add(self, name: str, value: float, weight: float, detail: str = "") -> None:
+        """Add (or replace) a signal; the score stays the sum of ``value * weight``."""
+        old = self.signals.get(name)
+        if old is not None:
+            self.score -= old[0] * old[1]
+        self.signals[name] = (value, weight, detail)
+        self.score += value * weight
+
+    def materialize(self) -> ScoredTurn:
+        """The :class:`ScoredTurn` the caller gets (its score recomputed from the signals)."""
+        cosine = self.row.get("cosine")
+        item = ScoredTurn(item=row_to_turn(self.row), cosine=float(cosine) if cosine is not None else None)
+        for name, (value, weight, detail) in self.signals.items():
+            item.add(name, value, weight, detail)
+        return item
 
 
 def _combined(vectors: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
