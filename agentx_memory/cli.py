@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .errors import AgentXMemoryError
+from .errors import AgentXMemoryError, ConfigurationError
 from .settings import Settings, load_settings
 
 __all__ = ["main", "COMMANDS"]
@@ -183,6 +183,11 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     """Run a benchmark on its own graph and schema (dropped first) of the configured stores."""
     from pathlib import Path
+
+    if settings.graph.backend == "neo4j":
+        # A benchmark resets its graph, and a Neo4j graph is the whole database.
+        raise ConfigurationError("benchmarks drop their graph before and after, which on Neo4j is the whole database: "
+                                 "run them on the embedded default or a FalkorDB server (unset AGENTX_GRAPH__URI)")
 
     if args.bench == "locomo":
         from .bench.locomo import run_locomo

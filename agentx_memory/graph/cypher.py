@@ -99,6 +99,10 @@ COUNT_USER_TURNS: Final[LiteralString] = """
 MATCH (t:Turn {user_id: $user_id}) RETURN count(t) AS turns
 """
 
+COUNT_TURNS: Final[LiteralString] = "MATCH (n:Turn) RETURN count(n) AS n"
+COUNT_ENTITIES: Final[LiteralString] = "MATCH (n:Entity) RETURN count(n) AS n"
+COUNT_FACTS: Final[LiteralString] = "MATCH (n:Fact) RETURN count(n) AS n"
+
 
 # --- semantic: entities --------------------------------------------------------------------------------------------
 # An entity is merged by its key: a hash of (user, channel, type, normalized name). Aliases are merged as a set.
