@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import platform
 import re
-import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from dateutil import parser as dateparser
 from tqdm import tqdm
 
 from ..memory import AsyncAgentMemory
+from . import git_commit, pyplot
 from ..models import Turn
 from ..settings import Settings
 
@@ -145,14 +145,6 @@ async def _method_fulltext(memory: AsyncAgentMemory, sample: LocomoSample, quest
     return [r["dia_id"] for r in rows]
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
-    except Exception:
-        return "unknown"
-
-
 #: The ablations: the full RecallLayer, then each technique off on its own.
 ABLATIONS: dict[str, dict[str, Any] | None] = {
     "agentx (full)": None,
@@ -224,7 +216,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
         "benchmark": "locomo evidence recall",
         "data": str(data),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "commit": _git_commit(),
+        "commit": git_commit(),
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": _cpus()},
         "embedding_model": settings.embedding.model,
         "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
@@ -270,12 +262,8 @@ def markdown_report(report: dict[str, Any]) -> str:
 
 
 def _plot(report: dict[str, Any], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # the bench extra is optional
+    plt = pyplot()
+    if plt is None:  # the bench extra is optional
         return
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, m in report["methods"].items():

@@ -37,7 +37,6 @@ import os
 import platform
 import random
 import string
-import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -51,6 +50,7 @@ from tqdm import tqdm
 
 from ..graph import cypher
 from ..models import RELATIONSHIP_TYPES
+from . import git_commit, pyplot
 
 __all__ = [
     "Corpus",
@@ -1250,14 +1250,6 @@ async def resources(memory, settings) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------------------- run
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent).stdout.strip()
-    except Exception:
-        return "unknown"
-
-
 def _per_10x(small: float, large: float, size_small: int, size_large: int) -> float | None:
     if not small or not large or size_large <= size_small:
         return None
@@ -1422,7 +1414,7 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
     report = {
         "benchmark": "scale",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "commit": _git_commit(),
+        "commit": git_commit(),
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]},
@@ -1610,12 +1602,8 @@ def markdown_report(report: dict[str, Any]) -> str:
 
 
 def _plot(report: dict[str, Any], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # the bench extra is optional
+    plt = pyplot()
+    if plt is None:  # the bench extra is optional
         return
     sizes = [int(s) for s in report["sizes"]]
     fig, ax = plt.subplots(figsize=(8, 5))
