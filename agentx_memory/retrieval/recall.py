@@ -75,7 +75,7 @@ class RecallLayer:
         if isinstance(recall, RecallSettings):
             return recall
         try:
-            return base.model_copy(update=RecallSettings(**{**base.model_dump(), **recall}).model_dump())
+            return RecallSettings(**{**base.model_dump(), **recall})
         except Exception as exc:
             raise ValidationError("recall", f"invalid RecallLayer override: {exc}") from exc
 

@@ -32,6 +32,7 @@ from ..graph import cypher
 from ..semantic import SemanticMemory, entity_from_row, fact_from_row
 from ..settings import RecallSettings, RetrievalSettings
 from ..sql import search
+from ..timeutil import to_ms
 from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
 from .fusion import rrf_ranks
 from .timeparse import TimeRange
@@ -133,7 +134,7 @@ class MemoryRetriever:
         start, end = plan.window
         return await self.ctx.graph.read(cypher.SEARCH_FACTS, {
             "user_id": plan.user_id, "channels": plan.channels, "embedding": vector.tolist(), "k": limit,
-            "start": int(start.timestamp() * 1000) if start else None, "end": int(end.timestamp() * 1000) if end else None,
+            "start": to_ms(start), "end": to_ms(end),
         })
 
     async def _entities_vector(self, plan: SearchPlan, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
@@ -220,19 +221,16 @@ class MemoryRetriever:
 
     # --- 2-5. fuse, expand, boost, rerank -----------------------------------------------------------------------
 
-    def _leg_weight(self, leg: str, recall: RecallSettings, n_vector_legs: int) -> float:
-        if leg.startswith("lexical"):
-            return recall.lexical_weight
-        if leg == "resolved":
-            return recall.lexical_weight
-        return recall.vector_weight / max(1, n_vector_legs)
+    def _leg_weights(self, legs: dict[str, list[str]], recall: RecallSettings) -> dict[str, float]:
+        n_vector = max(1, sum(1 for leg in legs if leg.startswith("vector")))
+        return {leg: recall.lexical_weight if leg.startswith("lexical") or leg == "resolved"
+                else recall.vector_weight / n_vector for leg in legs}
 
-    def _fuse(self, legs: dict[str, list[str]], recall: RecallSettings) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    def _fuse(self, legs: dict[str, list[str]], weights: dict[str, float], k: int
+              ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
         """Weighted RRF, normalized to [0, 1] by the best possible score; returns totals and per-leg parts."""
-        n_vector = sum(1 for leg in legs if leg.startswith("vector"))
-        weights = {leg: self._leg_weight(leg, recall, n_vector) for leg in legs}
-        parts = rrf_ranks(legs, weights, recall.rrf_k)
-        best = sum(weights.values()) / (recall.rrf_k + 1) or 1.0
+        parts = rrf_ranks(legs, weights, k)
+        best = sum(weights.values()) / (k + 1) or 1.0
         normalized = {item: {leg: v / best for leg, v in p.items()} for item, p in parts.items()}
         return {item: sum(p.values()) for item, p in normalized.items()}, normalized
 
@@ -271,7 +269,7 @@ class MemoryRetriever:
         """Facts from the vector and full-text legs (weighted RRF) and from the graph around matched entities;
         one per claim (a promoted copy and its original count once)."""
         s = self.settings
-        totals, parts = self._fuse(found.fact_legs, recall)
+        totals, parts = self._fuse(found.fact_legs, self._leg_weights(found.fact_legs, recall), recall.rrf_k)
         scored: dict[str, ScoredFact] = {}
         for fact_id in totals:
             fact = fact_from_row(found.fact_rows[fact_id])
@@ -302,7 +300,7 @@ class MemoryRetriever:
     async def _rank_entities(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
                              metrics: RecallMetrics) -> tuple[list[ScoredEntity], dict[str, tuple[Any, float]]]:
         s = self.settings
-        totals, parts = self._fuse(found.entity_legs, recall)
+        totals, parts = self._fuse(found.entity_legs, self._leg_weights(found.entity_legs, recall), recall.rrf_k)
         scored_entities: dict[str, ScoredEntity] = {}
         for entity_id, _ in totals.items():
             scored = ScoredEntity(item=entity_from_row(found.entity_rows[entity_id]), cosine=found.entity_cosine.get(entity_id))
@@ -355,9 +353,8 @@ class MemoryRetriever:
             lexical = [i for i in sorted(rows, key=lambda i: -rows[i]["lexical"]) if rows[i]["lexical"] > 0]
             dense = sorted(rows, key=lambda i: -rows[i]["cosine"])[: recall.candidates]
             weights = {"lexical": recall.lexical_weight if recall.hybrid else 0.0, "vector": recall.vector_weight}
-            parts = rrf_ranks({"lexical": lexical, "vector": dense}, weights, recall.rrf_k)
-            best = sum(weights.values()) / (recall.rrf_k + 1) or 1.0
-            return {i: {leg: v / best * weights[leg] for leg, v in parts.get(i, {}).items()} for i in rows}
+            _, parts = self._fuse({"lexical": lexical, "vector": dense}, weights, recall.rrf_k)
+            return {i: {leg: v * weights[leg] for leg, v in parts.get(i, {}).items()} for i in rows}
         best_lexical = max(r["lexical"] for r in rows.values())
         best_cosine = max(float(r["cosine"]) for r in rows.values())
         out = {}
