@@ -141,17 +141,23 @@ class EpisodicMemory:
         groups: dict[str, list[Turn]] = defaultdict(list)
         for turn in turns:
             groups[turn.conversation_id].append(turn)
-        for conversation_id, group in groups.items():
+        firsts = []
+        for group in groups.values():
             ordered = sorted(group, key=lambda t: (t.index is None, t.index or 0))
-            first = ordered[0]
-            rows = await self.ctx.postgres.fetch(
-                "SELECT content FROM conversation_logs WHERE conversation_id = %s AND user_id = %s"
-                " AND (%s::int IS NULL OR turn_index < %s) ORDER BY turn_index DESC LIMIT 1",
-                (conversation_id, first.user_id, first.index, first.index),
-            )
-            previous[first.id] = rows[0]["content"] if rows else None
+            firsts.append(ordered[0])
             for before, turn in zip(ordered, ordered[1:]):
                 previous[turn.id] = before.content
+        # One round trip for every conversation of the batch: the stored turn just before each group's first turn.
+        rows = await self.ctx.postgres.fetch(
+            "SELECT hit.turn_id, (SELECT c.content FROM conversation_logs c"
+            "  WHERE c.conversation_id = hit.conversation_id AND c.user_id = hit.user_id"
+            "    AND (hit.turn_index IS NULL OR c.turn_index < hit.turn_index)"
+            "  ORDER BY c.turn_index DESC LIMIT 1) AS content"
+            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[]) AS hit(turn_id, conversation_id, user_id, turn_index)",
+            ([t.id for t in firsts], [t.conversation_id for t in firsts], [t.user_id for t in firsts],
+             [t.index for t in firsts]),
+        )
+        previous.update({r["turn_id"]: r["content"] for r in rows})
         return previous
 
     async def _fix_context(self, turns: list[Turn], previous: dict[str, str | None], embedded: set[str]) -> None:

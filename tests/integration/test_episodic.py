@@ -216,3 +216,15 @@ def test_default_local_embedder_end_to_end(settings):
         assert all(v.shape == (384,) for v in vectors.values())
         query = memory._portal.run(memory.core.ctx.embedder.embed_query("what pets does alice have?"))
         assert float(vectors[pet.id] @ query) > float(vectors[job.id] @ query)
+
+
+def test_a_turn_is_embedded_with_the_stored_turn_before_it(memory):
+    memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Where did you travel in May?"))
+    memory.store_turns([Turn(conversation_id="c1", user_id="alice", content="Lisbon, for the robotics fair."),
+                        Turn(conversation_id="c2", user_id="alice", content="A first turn has no context.")])
+    rows = {r["content"]: r["embedding"].to_numpy()
+            for r in sql(memory, "SELECT content, embedding FROM conversation_logs")}
+    embed = memory._portal.run(memory.core.ctx.embedder.embed_documents([
+        "Where did you travel in May?\nLisbon, for the robotics fair.", "A first turn has no context."]))
+    assert np.allclose(rows["Lisbon, for the robotics fair."], embed[0], atol=1e-6)
+    assert np.allclose(rows["A first turn has no context."], embed[1], atol=1e-6)
