@@ -165,6 +165,8 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
     locomo.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
+    locomo.add_argument("--wipe-neo4j", action="store_true",
+                        help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
     scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
     scale.add_argument("--max", type=int, default=100_000,
                        help="largest corpus in turns; the 10k/100k/1M steps below it are measured too (default 100000)")
@@ -178,16 +180,18 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
     scale.add_argument("--profile", action="store_true", help="also cProfile 100 full recalls at the largest size")
     scale.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
+    scale.add_argument("--wipe-neo4j", action="store_true",
+                        help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     """Run a benchmark on its own graph and schema (dropped first) of the configured stores."""
     from pathlib import Path
 
-    if settings.graph.backend == "neo4j":
-        # A benchmark resets its graph, and a Neo4j graph is the whole database.
-        raise ConfigurationError("benchmarks drop their graph before and after, which on Neo4j is the whole database: "
-                                 "run them on the embedded default or a FalkorDB server (unset AGENTX_GRAPH__URI)")
+    if settings.graph.backend == "neo4j" and not args.wipe_neo4j:
+        # A benchmark resets its graph, and a Neo4j graph is the whole database: never empty it unasked.
+        raise ConfigurationError("benchmarks drop their graph before and after, which on Neo4j is the whole database "
+                                 f"({settings.graph.uri}): pass --wipe-neo4j if it holds nothing you keep")
 
     if args.bench == "locomo":
         from .bench.locomo import run_locomo

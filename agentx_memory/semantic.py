@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import random
 import re
 import time
 import uuid
@@ -30,6 +32,8 @@ from .validation import check_channel, check_id, check_json, check_range, check_
 __all__ = ["SemanticMemory", "EntityGraph", "normalize_name"]
 
 _SPACES = re.compile(r"\s+")
+#: How many times an entity upsert re-reads and retries when concurrent upserts of the same entity overtake it.
+ENTITY_MERGE_ATTEMPTS = 50
 _PROMOTION_NS = uuid.UUID("6f1c1f0e-5b0a-4d0c-9a53-7c1d2c7a9e11")
 
 
@@ -108,29 +112,8 @@ class SemanticMemory:
         if entity.embedding is not None:
             entity.embedding = self.ctx.embedder.check(entity.embedding)
         key = entity_key(entity.user_id, entity.channel, entity.type, entity.name)
-        existing = await self.ctx.graph.read(cypher.GET_ENTITY_BY_KEY, {"key": key})
-        properties = dict(json.loads(existing[0]["entity"]["properties"] or "{}")) if existing else {}
-        properties.update(entity.properties)
-        description = entity.description or (existing[0]["entity"]["description"] if existing else "") or ""
-        # Aliases are a set by normalized form: no case/space variants of each other, of stored ones or of the name.
-        taken = {normalize_name(entity.name)}
-        taken.update(normalize_name(a) for a in (existing[0]["entity"].get("aliases") or [] if existing else []))
-        aliases = []
-        for alias in entity.aliases:
-            alias = _SPACES.sub(" ", alias.strip())
-            if normalize_name(alias) not in taken:
-                taken.add(normalize_name(alias))
-                aliases.append(alias)
-        if entity.embedding is None:
-            text = entity.name + (f": {description}" if description else "")
-            entity.embedding = (await self.ctx.embedder.embed_documents([text]))[0].tolist()
-        rows = await self.ctx.graph.write(cypher.UPSERT_ENTITY, {
-            "key": key, "id": entity.id, "user_id": entity.user_id, "channel": entity.channel, "type": entity.type,
-            "name": entity.name, "normalized_name": normalize_name(entity.name), "now": now_ms(),
-            "aliases": aliases, "salience": entity.salience, "description": entity.description,
-            "properties": json.dumps(properties, sort_keys=True, ensure_ascii=False), "embedding": entity.embedding,
-        })
-        stored = entity_from_row(rows[0]["entity"])
+        row = await self._merge_entity(entity, key)
+        stored = entity_from_row(row)
         await self._timeline("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
                              stored.name + (f": {stored.description}" if stored.description else ""), stored.salience)
         await self.ctx.audit.log_write("upsert", "semantic", stored.channel, [stored.id], {"kind": "entity"},
@@ -195,6 +178,40 @@ class SemanticMemory:
                                         properties=json.loads(e["properties"] or "{}")) for e in edges],
             facts=[fact_from_row(r["fact"], r["entity_ids"]) for r in facts],
         )
+
+    async def _merge_entity(self, entity: Entity, key: str) -> dict[str, Any]:
+        """Merge ``entity`` into the stored one with that key, atomically: read, merge in Python, write only if no
+        one else wrote in between (the stored ``version`` is unchanged), else read again. Returns the stored row."""
+        embedding, embedded_text = entity.embedding, None
+        for attempt in range(ENTITY_MERGE_ATTEMPTS):
+            existing = await self.ctx.graph.read(cypher.GET_ENTITY_BY_KEY, {"key": key})
+            stored = existing[0]["entity"] if existing else {}
+            properties = dict(json.loads(stored.get("properties") or "{}"))
+            properties.update(entity.properties)
+            description = entity.description or stored.get("description") or ""
+            # Aliases are a set by normalized form: no case/space variants of each other, of stored ones or the name.
+            taken = {normalize_name(entity.name)} | {normalize_name(a) for a in stored.get("aliases") or []}
+            aliases = []
+            for alias in entity.aliases:
+                alias = _SPACES.sub(" ", alias.strip())
+                if normalize_name(alias) not in taken:
+                    taken.add(normalize_name(alias))
+                    aliases.append(alias)
+            text = entity.name + (f": {description}" if description else "")
+            if entity.embedding is None and text != embedded_text:
+                embedding, embedded_text = (await self.ctx.embedder.embed_documents([text]))[0].tolist(), text
+            rows = await self.ctx.graph.write(cypher.UPSERT_ENTITY, {
+                "key": key, "id": entity.id, "user_id": entity.user_id, "channel": entity.channel, "type": entity.type,
+                "name": entity.name, "normalized_name": normalize_name(entity.name), "now": now_ms(),
+                "aliases": aliases, "salience": entity.salience, "description": entity.description,
+                "properties": json.dumps(properties, sort_keys=True, ensure_ascii=False), "embedding": embedding,
+                "version": stored.get("version") or 0,
+            })
+            if rows:
+                return rows[0]["entity"]
+            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # a concurrent writer won: read again
+        raise ConflictError(f"entity {entity.name!r}: {ENTITY_MERGE_ATTEMPTS} concurrent updates in a row overtook "
+                            "this one; nothing was written")
 
     # --- facts --------------------------------------------------------------------------------------------------
 
@@ -274,12 +291,13 @@ class SemanticMemory:
         return promoted
 
     async def reinforce(self, user_id: str, *, fact_ids: Sequence[str] = (), entity_ids: Sequence[str] = ()) -> None:
-        """access_count += 1 and last_accessed = now for retrieved facts and entities (batched)."""
+        """access_count += 1 and last_accessed = now for retrieved facts and entities (batched). Ids go in sorted, so
+        concurrent reinforcements lock nodes in one order (no deadlock-and-retry on Neo4j)."""
         now = now_ms()
         if fact_ids:
-            await self.ctx.graph.write(cypher.REINFORCE_FACTS, {"ids": list(fact_ids), "user_id": user_id, "now": now})
+            await self.ctx.graph.write(cypher.REINFORCE_FACTS, {"ids": sorted(set(fact_ids)), "user_id": user_id, "now": now})
         if entity_ids:
-            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES, {"ids": list(entity_ids), "user_id": user_id, "now": now})
+            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES, {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
 
     async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time, summary: str,
                         importance: float) -> None:

@@ -53,7 +53,7 @@ class GraphSettings(_Section):
     uri: str = Field("", description="bolt:// or neo4j:// selects Neo4j; falkor:// or redis:// a FalkorDB server; empty = embedded FalkorDB")
     user: str = Field("neo4j", description="Neo4j user name")
     password: str = Field("", description="Neo4j password (or FalkorDB password)")
-    database: str = Field("", description="Neo4j database name (empty = the server default)")
+    database: str = Field("neo4j", description="Neo4j database name (empty = the server's home database, looked up per session)")
     name: str = Field("agentx", min_length=1, max_length=100, description="FalkorDB graph name (a key in the server)")
     max_retry_seconds: float = Field(30.0, ge=0, le=600, description="Neo4j: how long managed transactions retry transient errors")
 

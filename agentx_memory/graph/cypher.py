@@ -36,8 +36,13 @@ DELETE_ALL_NODES: Final[LiteralString] = (
 
 SHOW_CONSTRAINT_NAMES: Final[LiteralString] = "SHOW CONSTRAINTS YIELD name RETURN name"
 
+# The two token LOOKUP indexes are Neo4j's own (label and relationship-type scans): never dropped.
 SHOW_INDEX_NAMES: Final[LiteralString] = (
-    "SHOW INDEXES YIELD name, owningConstraint WHERE owningConstraint IS NULL RETURN name"
+    "SHOW INDEXES YIELD name, type, owningConstraint WHERE owningConstraint IS NULL AND type <> 'LOOKUP' RETURN name"
+)
+
+SERVER_VERSION: Final[LiteralString] = (
+    "CALL dbms.components() YIELD name, versions WHERE name = 'Neo4j Kernel' RETURN versions[0] AS version"
 )
 
 
@@ -106,24 +111,32 @@ COUNT_FACTS: Final[LiteralString] = "MATCH (n:Fact) RETURN count(n) AS n"
 
 # --- semantic: entities --------------------------------------------------------------------------------------------
 # An entity is merged by its key: a hash of (user, channel, type, normalized name). Aliases are merged as a set.
+# Properties (a JSON string) are merged key by key in Python, so the write is optimistic: it applies only if the
+# entity's ``version`` is still the one read (GET_ENTITY_BY_KEY), and returns no row otherwise (the caller reads
+# again and retries). ``SET e._lock`` first takes the node's write lock on Neo4j, so the version is compared after
+# any concurrent writer committed (Neo4j's documented idiom against lost updates; FalkorDB runs writes one at a time).
 
 UPSERT_ENTITY: Final[LiteralString] = """
 MERGE (e:Entity {key: $key})
 ON CREATE SET e.id = $id, e.user_id = $user_id, e.channel = $channel, e.type = $type, e.name = $name,
               e.normalized_name = $normalized_name, e.first_seen = $now, e.access_count = 0, e.aliases = [],
-              e.salience = $salience, e.description = '', e.properties = '{}'
+              e.salience = $salience, e.description = '', e.properties = '{}', e.version = 0
+SET e._lock = true
+WITH e, coalesce(e.version, 0) = $version AS fresh
+SET e._lock = null
+WITH e WHERE fresh
 SET e.aliases = e.aliases + [a IN $aliases WHERE NOT a IN e.aliases],
     e.description = CASE WHEN $description = '' THEN e.description ELSE $description END,
     e.salience = CASE WHEN $salience > e.salience THEN $salience ELSE e.salience END,
     e.properties = $properties,
-    e.embedding = @vec($embedding), e.updated_at = $now
+    e.embedding = @vec($embedding), e.updated_at = $now, e.version = coalesce(e.version, 0) + 1
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
           .access_count, .properties} AS entity
 """
 
 GET_ENTITY_BY_KEY: Final[LiteralString] = """
 MATCH (e:Entity {key: $key})
-RETURN e {.id, .description, .properties, .aliases} AS entity
+RETURN e {.id, .description, .properties, .aliases, .version} AS entity
 """
 
 GET_ENTITIES: Final[LiteralString] = """
@@ -354,9 +367,10 @@ RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequenc
 SEARCH_STRATEGIES: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 MATCH (s:Strategy {user_id: $user_id})
-WHERE s.channel IN $channels
+WHERE s.channel IN $channels AND s.embedding IS NOT NULL
 WITH s, @cosine(s.embedding, query_vector) AS similarity
-ORDER BY similarity DESC LIMIT $k
+WHERE similarity IS NOT NULL AND similarity = similarity
+WITH s, similarity ORDER BY similarity DESC, s.id LIMIT $k
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
           .created_at, .last_used} AS strategy, similarity
 """
@@ -418,15 +432,18 @@ RETURN g.id AS id
 
 # --- retrieval -----------------------------------------------------------------------------------------------------
 # Vector searches are exact cosine over the user's own nodes, found through the user_id index: the user filter is
-# applied before ranking, so other tenants can never crowd a user's results out of a global top-k.
+# applied before ranking, so other tenants can never crowd a user's results out of a global top-k. A node without a
+# vector, or one whose similarity is null or NaN (``x = x`` is false only for NaN), is never ranked: Neo4j sorts
+# null first under DESC. Ties are broken by id, so both databases return the same ranking.
 
 SEARCH_FACTS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 MATCH (f:Fact {user_id: $user_id})
-WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false
+WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND f.embedding IS NOT NULL
   AND ($start IS NULL OR f.created_at >= $start) AND ($end IS NULL OR f.created_at < $end)
 WITH f, @cosine(f.embedding, query_vector) AS similarity
-ORDER BY similarity DESC LIMIT $k
+WHERE similarity IS NOT NULL AND similarity = similarity
+WITH f, similarity ORDER BY similarity DESC, f.id LIMIT $k
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
           .created_at, .last_accessed, .access_count, .metadata} AS fact, similarity
 """
@@ -434,9 +451,10 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 SEARCH_ENTITIES: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 MATCH (e:Entity {user_id: $user_id})
-WHERE e.channel IN $channels
+WHERE e.channel IN $channels AND e.embedding IS NOT NULL
 WITH e, @cosine(e.embedding, query_vector) AS similarity
-ORDER BY similarity DESC LIMIT $k
+WHERE similarity IS NOT NULL AND similarity = similarity
+WITH e, similarity ORDER BY similarity DESC, e.id LIMIT $k
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
           .access_count, .properties} AS entity, similarity
 """

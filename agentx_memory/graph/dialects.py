@@ -2,8 +2,8 @@
 
 Score normalization (both return cosine similarity in [-1, 1], higher = closer):
 
-* Neo4j's ``db.index.vector.queryNodes`` and ``vector.similarity.cosine`` return ``(1 + cos) / 2`` in [0, 1], so
-  similarity = ``2 * score - 1``.
+* Neo4j's ``vector.similarity.cosine`` returns ``(1 + cos) / 2`` in [0, 1], so similarity = ``2 * score - 1``. Its
+  vector index finds candidates only: their similarity is recomputed exactly (the index may be quantized).
 * FalkorDB's ``db.idx.vector.queryNodes`` and ``vec.cosineDistance`` return the cosine *distance* ``1 - cos``, so
   similarity = ``1 - score``.
 """
@@ -60,9 +60,12 @@ class Neo4jDialect(Dialect):
         return f"(2 * vector.similarity.cosine({stored}, {vector}) - 1)"
 
     def vector_search(self, label: str, k: str, vector: str) -> str:
+        # The index finds the candidates; the similarity is computed exactly. (Neo4j 5.23+ quantizes vector indexes
+        # by default: scores were then 0.89 for an identical 8-d vector and the top 3 of 10 wrong, so the schema
+        # turns quantization off, and the exact score also keeps both backends' rankings identical.)
         return (
             f"CALL db.index.vector.queryNodes('{index_name(label, (), 'vector')}', {k}, {vector}) "
-            "YIELD node, score WITH node, 2 * score - 1 AS similarity"
+            f"YIELD node WITH node, {self.cosine('node.embedding', vector)} AS similarity"
         )
 
     def fulltext_search(self, label: str, query: str) -> str:
@@ -76,7 +79,12 @@ class Neo4jDialect(Dialect):
 
     def schema_statements(self, dimension: int) -> list[str]:
         dimension = int(dimension)
-        out = []
+        # Neo4j's token lookup indexes (label and relationship-type scans) come with a new database; recreate them
+        # where they were dropped, or every label scan becomes a scan of all nodes.
+        out = [
+            "CREATE LOOKUP INDEX node_label_lookup_index IF NOT EXISTS FOR (n) ON EACH labels(n)",
+            "CREATE LOOKUP INDEX rel_type_lookup_index IF NOT EXISTS FOR ()-[r]-() ON EACH type(r)",
+        ]
         for spec in schema_specs():
             name = index_name(spec.label, spec.props, spec.kind)
             on = ", ".join(f"n.{p}" for p in spec.props)
@@ -87,7 +95,8 @@ class Neo4jDialect(Dialect):
             elif spec.kind == "vector":
                 out.append(
                     f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) "
-                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, `vector.similarity_function`: 'cosine'}}}}"
+                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, `vector.similarity_function`: 'cosine', "
+                    f"`vector.quantization.enabled`: false}}}}"
                 )
             else:
                 out.append(f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}]")

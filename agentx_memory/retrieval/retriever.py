@@ -323,10 +323,13 @@ class MemoryRetriever:
                 if entity.channel not in plan.channels:
                     continue
                 linked = neighbours.get(entity.id, set())
-                parent = max((seed_score.get(i, 0.0) for i in linked), default=0.0)
+                # A neighbour of a better seed gets a graph signal, also when it is a seed itself (which of two
+                # near-tied entities makes the top 3 must not decide whether the edge between them counts).
+                own = seed_score.get(entity.id, 0.0)
+                parent = max((seed_score[i] for i in linked if seed_score.get(i, 0.0) > own), default=0.0)
                 scored = scored_entities.get(entity.id) or ScoredEntity(item=entity)
                 scored.related = sorted(linked)
-                if entity.id not in seed_score and parent > 0:
+                if parent > 0:
                     scored.add("graph", parent, 0.5, f"{s.graph_depth}-hop neighbour of a matched entity")
                 scored_entities[entity.id] = scored
             for fact in graph.facts:

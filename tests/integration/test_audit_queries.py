@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
-from tests.conftest import _drop_namespace, make_settings
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "audit-queries.md"
 _SECTION = re.compile(r"^## (\d+)\. (.+?)\n(.*?)(?=^## |\Z)", re.S | re.M)
@@ -40,16 +39,16 @@ def test_the_doc_has_at_least_ten_queries():
 
 
 @pytest.fixture(scope="module")
-def audited(embedded_stack, embedded_home):
+def audited(namespaces):
     """One namespace with audit level ``reads`` and the data every query is checked against."""
-    settings = make_settings(embedded_home, audit={"level": "reads"})
+    settings = namespaces.new(audit={"level": "reads"})
     memory = AgentMemory(settings, user_id="alice")
     try:
         data = _populate(memory, settings)
         yield memory, data
     finally:
         memory.close()
-        asyncio.run(_drop_namespace(settings, embedded_stack[1]))
+        asyncio.run(namespaces.drop(settings))
 
 
 def _populate(memory: AgentMemory, settings) -> dict:

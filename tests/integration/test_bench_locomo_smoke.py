@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import cli_env
+
 SAMPLE = {
     "sample_id": "tiny-1",
     "conversation": {
@@ -34,18 +36,15 @@ SAMPLE = {
 }
 
 
-def test_locomo_benchmark_smoke(settings, embedded_home, tmp_path):
+def test_locomo_benchmark_smoke(settings, backend, tmp_path):
     s = settings()
     data = tmp_path / "tiny-locomo.json"
     data.write_text(json.dumps([SAMPLE]))
     out = tmp_path / "results"
-    env = {
-        **os.environ, "AGENTX_HOME": str(embedded_home),
-        "AGENTX_EMBEDDING__MODEL": s.embedding.model, "AGENTX_EMBEDDING__DIMENSION": str(s.embedding.dimension),
-    }
+    env = cli_env(s)
     result = subprocess.run(
         [sys.executable, "-m", "agentx_memory.cli", "bench", "locomo", "--data", str(data), "--out", str(out),
-         "--cache", str(tmp_path / "cache")],
+         "--cache", str(tmp_path / "cache"), *(["--wipe-neo4j"] if backend == "neo4j" else [])],
         env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2],
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -58,3 +57,15 @@ def test_locomo_benchmark_smoke(settings, embedded_home, tmp_path):
     assert any(name.startswith("- ") for name in report["methods"])  # ablations ran
     assert (out / "locomo.md").read_text().startswith("LoCoMo evidence recall")
     assert (out / "locomo.png").stat().st_size > 0
+
+
+def test_a_benchmark_never_empties_a_neo4j_database_unasked(settings, backend, tmp_path):
+    if backend != "neo4j":
+        return  # the guard is about Neo4j's single database; FalkorDB benchmarks use a graph of their own
+    s = settings()
+    result = subprocess.run(
+        [sys.executable, "-m", "agentx_memory.cli", "bench", "locomo", "--data", str(tmp_path / "none.json")],
+        env=cli_env(s), capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.returncode != 0
+    assert "--wipe-neo4j" in result.stdout + result.stderr

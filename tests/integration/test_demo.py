@@ -7,12 +7,13 @@ from importlib import resources
 
 from agentx_memory import AgentMemory
 from agentx_memory.demo import DEMO_USER
-from tests.integration.test_recall_cli import agentx, cli_env
+from tests.conftest import cli_env
+from tests.integration.test_recall_cli import agentx
 
 
 def test_demo_brief_runs_end_to_end_and_is_idempotent(settings, embedded_home):
     s = settings()
-    env = cli_env(s, embedded_home)
+    env = cli_env(s, COLUMNS="200")
     knowledge = json.loads((resources.files("agentx_memory") / "data" / "demo_knowledge.json").read_text())
     questions = [q for q, _ in knowledge["questions"]]
     conversation = (resources.files("agentx_memory") / "data" / "demo_conversation.jsonl").read_text().splitlines()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_env
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "api.md", ROOT / "README.md"]
 
@@ -23,10 +25,7 @@ def test_docs_have_examples():
 def test_doc_example_runs(doc, block, settings, embedded_home, monkeypatch):
     s = settings()
     # The example opens AgentMemory() with default settings: point the defaults at this test's namespace.
-    for name, value in {
-        "AGENTX_HOME": str(embedded_home), "AGENTX_GRAPH__NAME": s.graph.name,
-        "AGENTX_POSTGRES__DB_SCHEMA": s.postgres.db_schema, "AGENTX_REDIS__KEY_PREFIX": s.redis.key_prefix,
-        "AGENTX_EMBEDDING__MODEL": s.embedding.model, "AGENTX_EMBEDDING__DIMENSION": str(s.embedding.dimension),
-    }.items():
-        monkeypatch.setenv(name, value)
+    for name, value in cli_env(s).items():
+        if name.startswith("AGENTX_"):
+            monkeypatch.setenv(name, value)
     exec(compile(block, str(doc), "exec"), {"__name__": "docs_example"})

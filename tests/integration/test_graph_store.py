@@ -10,6 +10,7 @@ schema, and the names of its plan operators.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import uuid
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ from agentx_memory.errors import (
 )
 from agentx_memory.graph.dialects import index_name, schema_specs
 from agentx_memory.graph.port import GraphStore, Statement
-from tests.conftest import run  # asyncio.run, shared helper
+from tests.conftest import falkordb_only, run
 
 DIM = 8
 MODEL = "hash:graph-store-test"
@@ -195,21 +196,27 @@ class GraphBackend:
         return getattr(self.backend, name)
 
 
-@pytest.fixture(params=["falkordb"])
-def backend(request) -> str:
-    """Which graph database the store tests run on (tests/neo4j overrides this with ``neo4j``)."""
-    return request.param
-
-
 @pytest.fixture
 def graph_backend(request, backend) -> GraphBackend:
+    """The current backend for the store tests. Neo4j's one database is emptied -- schema included -- before and
+    after each test, since these tests create it with their own embedding model and dimension."""
     if backend == "falkordb":
         _, endpoints = request.getfixturevalue("embedded_stack")
-        return GraphBackend(FalkorBackend(endpoints.falkordb_socket, request.getfixturevalue("settings")))
-    if backend == "neo4j":
-        uri, user, password = request.getfixturevalue("neo4j_database")  # tests/neo4j/conftest.py: empty database
-        return GraphBackend(Neo4jBackend(uri, user, password))
-    raise ValueError(f"unknown graph backend {backend!r}")
+        yield GraphBackend(FalkorBackend(endpoints.falkordb_socket, request.getfixturevalue("settings")))
+        return
+    server = request.getfixturevalue("neo4j_server")
+    neo4j = Neo4jBackend(server.uri, server.user, server.password)
+    run(_drop_everything(neo4j))
+    yield GraphBackend(neo4j)
+    run(_drop_everything(neo4j))
+
+
+async def _drop_everything(backend: Neo4jBackend) -> None:
+    store = backend.connect("neo4j")
+    try:
+        await store.drop_all()
+    finally:
+        await store.close()
 
 
 # --- helpers -------------------------------------------------------------------------------------------------------
@@ -587,10 +594,8 @@ def test_a_bad_statement_is_a_storage_error_naming_the_query(graph_backend):
     run(body())
 
 
+@falkordb_only  # Neo4j Community has one user database: Neo4j tests share it, emptied between tests
 def test_namespaces_are_isolated(graph_backend):
-    if graph_backend.name == "neo4j":
-        pytest.skip("Neo4j tests share one database (Community edition has no per-test databases)")
-
     async def body():
         first, second = graph_backend.namespace(), graph_backend.namespace()
         async with graph_backend.store(first) as a, graph_backend.store(second) as b:
@@ -624,5 +629,121 @@ def test_unique_ids_per_namespace_do_not_leak_between_tests(graph_backend):
             rows = await store.read("MATCH (n) WHERE NOT n:AgentxMeta RETURN count(n) AS n")
             assert rows == [{"n": 0}]
             await store.write("CREATE (:Turn {id: $id})", {"id": uuid.uuid4().hex})
+
+    run(body())
+
+
+def test_unreachable_neo4j_is_storage_unavailable_without_any_server(tmp_path):
+    """The Neo4j driver's errors are wrapped even when no Neo4j exists anywhere (runs without a server)."""
+
+    async def body():
+        store = Neo4jBackend.connect_to_nothing(tmp_path)
+        try:
+            await _assert_every_call_is_unavailable(store)
+        finally:
+            await store.close()
+
+    run(body())
+
+
+# --- Neo4j defects, each proven on a real server (issue 9) ----------------------------------------------------------
+
+neo4j_only = pytest.mark.parametrize("backend", ["neo4j"], indirect=True)
+
+
+@neo4j_only
+def test_neo4j_reads_carry_the_bookmarks_of_the_stores_writes(graph_backend):
+    # Read-your-writes on a cluster or Aura: every session of a store shares one bookmark manager, so a read is
+    # served by a member that has applied the store's earlier writes.
+    async def body():
+        async with graph_backend.store() as store:
+            await store.write("CREATE (:Turn {id: 'written'})")
+            bookmarks = await store._bookmarks.get_bookmarks()
+            assert bookmarks, "the write's bookmark was not kept"
+            session = store._session()
+            try:
+                assert session._config.bookmark_manager is store._bookmarks
+            finally:
+                await session.close()
+            assert await store.read("MATCH (t:Turn {id: 'written'}) RETURN t.id AS id") == [{"id": "written"}]
+
+    run(body())
+
+
+@neo4j_only
+def test_neo4j_drop_all_keeps_the_token_lookup_indexes(graph_backend):
+    async def body():
+        async with graph_backend.store() as store:
+            await store.drop_all()
+            lookups = await store.read("SHOW INDEXES YIELD type, entityType WHERE type = 'LOOKUP' RETURN entityType")
+            assert sorted(r["entityType"] for r in lookups) == ["NODE", "RELATIONSHIP"]
+            plan = await store.explain("MATCH (n:Conversation) RETURN n")
+            assert "NodeByLabelScan" in plan and "AllNodesScan" not in plan, plan
+            # and apply_schema recreates them where someone dropped them
+            for row in await store.read("SHOW INDEXES YIELD name, type WHERE type = 'LOOKUP' RETURN name"):
+                await store.write(f"DROP INDEX `{row['name']}`")
+            await store.apply_schema(dimension=DIM, model=MODEL)
+            lookups = await store.read("SHOW INDEXES YIELD type WHERE type = 'LOOKUP' RETURN type")
+            assert len(lookups) == 2
+
+    run(body())
+
+
+def test_concurrent_apply_schema_on_a_new_graph_succeeds(graph_backend):
+    # An app and its worker starting together both create the schema; neither may fail on "already exists".
+    async def body():
+        namespace = graph_backend.namespace()
+        stores = [graph_backend.backend.connect(namespace) for _ in range(4)]
+        try:
+            await asyncio.gather(*(s.apply_schema(dimension=DIM, model=MODEL) for s in stores))
+            missing = graph_backend.expected_schema() - await graph_backend.schema(stores[0])
+            assert not missing, sorted(missing)
+        finally:
+            for s in stores:
+                await s.close()
+
+    run(body())
+
+
+@neo4j_only
+def test_neo4j_older_than_the_minimum_is_refused_at_connect(graph_backend, monkeypatch):
+    from agentx_memory.errors import ConfigurationError
+    from agentx_memory.graph import neo4j as adapter
+
+    async def body():
+        async with graph_backend.store(apply=False) as store:
+            await store.read("RETURN 1 AS one")
+            running = ".".join(map(str, store.server_version))
+        monkeypatch.setattr(adapter, "MIN_VERSION", (9999, 1))  # the server we have is "too old" for this check
+        async with graph_backend.store(apply=False) as store:
+            with pytest.raises(ConfigurationError) as caught:
+                await store.read("RETURN 1 AS one")
+            assert "9999.1" in str(caught.value) and running.split(".")[0] in str(caught.value)
+
+    run(body())
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("5.26.30", (5, 26, 30)), ("2026.08.1", (2026, 8, 1)),
+                                              ("5.23.0-aura", (5, 23, 0)), ("", ())])
+def test_neo4j_version_strings_parse(text, parsed):
+    from agentx_memory.graph.neo4j import MIN_VERSION, parse_version
+
+    assert parse_version(text) == parsed
+    assert (parse_version("5.22.0") < MIN_VERSION) and (parse_version("5.26.0") >= MIN_VERSION)
+
+
+def test_a_node_without_a_usable_vector_is_never_ranked(graph_backend):
+    # Neo4j sorts null first under ORDER BY ... DESC: a fact without a vector used to top the list and crash float().
+    from agentx_memory.graph import cypher
+
+    async def body():
+        async with graph_backend.store() as store:
+            await store.write(
+                "CREATE (:Fact {id: 'good', user_id: 'u', channel: '_global', claim: 'x', embedding: @vec($v)}), "
+                "(:Fact {id: 'no-vector', user_id: 'u', channel: '_global', claim: 'y'})", {"v": unit(1, 1)})
+            rows = await store.read(cypher.SEARCH_FACTS, {"user_id": "u", "channels": ["_global"], "k": 5,
+                                                          "embedding": unit(1), "start": None, "end": None})
+            assert [r["fact"]["id"] for r in rows] == ["good"]
+            assert isinstance(rows[0]["similarity"], float)
 
     run(body())

@@ -13,10 +13,11 @@ import sys
 
 import psycopg
 import pytest
+from psycopg import sql as pgsql
 
 from agentx_memory.errors import EmbeddingDimensionMismatchError, StorageUnavailableError
 from agentx_memory.sql.postgres import PostgresStore, migrate, pending_migrations, schema_dir
-from tests.conftest import TEST_DIMENSION, run
+from tests.conftest import TEST_DIMENSION, cli_env, make_settings, run
 
 MODEL = "hash:test"
 
@@ -72,10 +73,17 @@ SPEC_INDEXES = {
 
 
 @pytest.fixture
-def pg(embedded_stack, settings):
+def pg(embedded_stack, embedded_home):
     """(dsn, fresh schema name) on the session's embedded PostgreSQL; the schema is dropped afterwards."""
     _, endpoints = embedded_stack
-    return endpoints.postgres_dsn, settings().postgres.db_schema
+    schema = make_settings(embedded_home).postgres.db_schema
+    yield endpoints.postgres_dsn, schema
+
+    async def drop() -> None:
+        async with await psycopg.AsyncConnection.connect(endpoints.postgres_dsn, autocommit=True) as conn:
+            await conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(schema)))
+
+    run(drop())
 
 
 def fetch(dsn: str, query: str, params=()) -> list[tuple]:
@@ -259,38 +267,29 @@ def test_an_unreachable_server_is_storage_unavailable(tmp_path):
 
 # --- the CLI -------------------------------------------------------------------------------------------------------
 
-def _cli(embedded_home, namespace, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTX_")}
-    env.update({
-        "AGENTX_HOME": str(embedded_home),
-        "AGENTX_POSTGRES__DB_SCHEMA": namespace.postgres.db_schema,
-        "AGENTX_GRAPH__NAME": namespace.graph.name,
-        "AGENTX_EMBEDDING__MODEL": namespace.embedding.model,
-        "AGENTX_EMBEDDING__DIMENSION": str(namespace.embedding.dimension),
-        "COLUMNS": "200",
-    })
-    return subprocess.run([sys.executable, "-m", "agentx_memory.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+def _cli(namespace, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentx_memory.cli", *args], env=cli_env(namespace, COLUMNS="200"),
+                          capture_output=True, text=True, timeout=300)
 
 
-def test_cli_migrate_and_status(embedded_stack, embedded_home, settings):
+def test_cli_migrate_and_status(embedded_home, settings, namespaces):
     # Only migrate and status run here: never `down` (it would stop the session's servers).
     namespace = settings()
-    before = _cli(embedded_home, namespace, "status", "--json")
+    before = _cli(namespace, "status", "--json")
     assert before.returncode == 0, before.stdout + before.stderr
     report = json.loads(before.stdout)
     assert report["schema_version"] is None  # this namespace is not migrated yet
     assert {"falkordb", "postgres"} <= set(report["servers"])
     assert all(server["running"] for server in report["servers"].values())
 
-    first = _cli(embedded_home, namespace, "migrate")
+    first = _cli(namespace, "migrate")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "applied [1" in first.stdout
-    second = _cli(embedded_home, namespace, "migrate")
+    second = _cli(namespace, "migrate")
     assert second.returncode == 0, second.stdout + second.stderr
     assert "already up to date" in second.stdout
 
-    after = _cli(embedded_home, namespace, "status", "--json")
+    after = _cli(namespace, "status", "--json")
     assert after.returncode == 0, after.stdout + after.stderr
     report = json.loads(after.stdout)
     assert report["schema_version"] == max(migration_versions())
@@ -299,11 +298,8 @@ def test_cli_migrate_and_status(embedded_stack, embedded_home, settings):
         assert server["running"] and server["pid"] and server["socket"] and server["version"]
 
     # the CLI migrated this namespace and nothing else: the graph has its schema and embedding record
-    _, endpoints = embedded_stack
-    from agentx_memory.graph.falkordb import FalkorGraphStore
-
     async def meta():
-        graph = FalkorGraphStore(graph_name=namespace.graph.name, unix_socket_path=str(endpoints.falkordb_socket))
+        graph = namespaces.graph_store(namespace)
         try:
             return await graph.read("MATCH (m:AgentxMeta {key: 'embedding'}) RETURN m.model AS model, m.dimension AS dimension")
         finally:
@@ -312,8 +308,8 @@ def test_cli_migrate_and_status(embedded_stack, embedded_home, settings):
     assert run(meta()) == [{"model": namespace.embedding.model, "dimension": namespace.embedding.dimension}]
 
 
-def test_cli_reports_a_configuration_error(embedded_home, settings):
-    namespace = settings()
+def test_cli_reports_a_configuration_error(embedded_home):
+    namespace = make_settings(embedded_home)
     proc = subprocess.run(
         [sys.executable, "-m", "agentx_memory.cli", "status", "--json"],
         env={**{k: v for k, v in os.environ.items() if not k.startswith("AGENTX_")},

@@ -184,3 +184,14 @@ def test_find_strategies_never_returns_another_users_strategy(memory):
     found = memory.find_strategies("shared secret technique", channels=["proj"], top_k=10)
     assert [s.id for s in found] == [mine.id]
     assert {s.user_id for s in found} == {"alice"}
+
+
+def test_a_strategy_without_a_vector_is_not_ranked(memory):
+    # Neo4j sorts null first under ORDER BY ... DESC: a strategy without a vector (written by an older version or
+    # another tool) used to come first and crash the ranking.
+    memory.learn_strategy("write unit tests first", "testing", ["pytest"])
+    memory._portal.run(memory.core.ctx.graph.write(
+        "CREATE (:Strategy {id: 'legacy', key: 'legacy', user_id: 'alice', channel: '_global', "
+        "description: 'write unit tests', success_count: 1, failure_count: 0})"))
+    found = memory.find_strategies("write unit tests", top_k=5)
+    assert [s.description for s in found] == ["write unit tests first"]

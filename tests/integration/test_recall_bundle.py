@@ -207,14 +207,12 @@ def test_empty_bundle_renders_empty(memory):
 
 
 @pytest.fixture(scope="module")
-def shared_memory(embedded_stack, embedded_home):
+def shared_memory(namespaces):
     """One memory (default user alice) for the validation cases, which write nothing."""
-    from tests.conftest import _drop_namespace, make_settings
-
-    s = make_settings(embedded_home)
+    s = namespaces.new()
     with AgentMemory(s, user_id="alice") as mem:
         yield mem
-    run(_drop_namespace(s, embedded_stack[1]))
+    run(namespaces.drop(s))
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

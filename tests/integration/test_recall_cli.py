@@ -14,23 +14,9 @@ from pathlib import Path
 import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
+from tests.conftest import cli_env
 
 REF = datetime(2024, 5, 10, 12, 0, tzinfo=timezone.utc)
-
-
-def cli_env(settings, home: Path) -> dict[str, str]:
-    """The environment that points the CLI at one test namespace on the session's embedded stack."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTX_")}
-    env.update({
-        "AGENTX_HOME": str(home),
-        "AGENTX_GRAPH__NAME": settings.graph.name,
-        "AGENTX_POSTGRES__DB_SCHEMA": settings.postgres.db_schema,
-        "AGENTX_REDIS__KEY_PREFIX": settings.redis.key_prefix,
-        "AGENTX_EMBEDDING__MODEL": "hash:test",
-        "AGENTX_EMBEDDING__DIMENSION": "64",
-        "COLUMNS": "200",  # rich wraps at the terminal width; keep lines whole
-    })
-    return env
 
 
 def agentx(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -42,7 +28,7 @@ def agentx(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.
 @pytest.fixture
 def namespace(settings, embedded_home):
     s = settings()
-    return s, cli_env(s, embedded_home)
+    return s, cli_env(s, COLUMNS="200")  # rich wraps at the terminal width; keep lines whole
 
 
 def _seed(s) -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from agentx_memory import AgentMemory, ConflictError, Entity, Fact, Goal, NotFoundError, Turn
 from agentx_memory.models import GLOBAL_CHANNEL
-from tests.conftest import sql
+from tests.conftest import run, sql
 
 REF = datetime(2024, 3, 20, 12, 0, tzinfo=timezone.utc)
 
@@ -377,18 +377,21 @@ def _alice_results(s) -> dict[str, list]:
     return out
 
 
-def test_results_do_not_depend_on_other_users_in_the_store(settings):
+def test_results_do_not_depend_on_other_users_in_the_store(settings, namespaces):
     # Whole remember() calls, ids, order and scores. (At this size PostgreSQL reads a user's rows through the user
     # index even on the vector-index path; test_recall_plans forces the HNSW plan to check it is not starved.)
-    alone_settings, crowded_settings = settings(), settings()
+    alone_settings = settings()
     with AgentMemory(alone_settings) as memory:
         _tenant_data(memory, [("alice", 0)])
+    alone = _alice_results(alone_settings)
+    run(namespaces.drop_graph(alone_settings))  # Neo4j tests share one graph: the crowded store starts empty too
+    crowded_settings = settings()
     with AgentMemory(crowded_settings) as memory:
         # the others are stored first, so alice's rows are never the first in a table or index
         _tenant_data(memory, [(f"user{n:02d}", n + 1) for n in range(49)])
         _tenant_data(memory, [("alice", 0)])
         assert sql(memory, "SELECT count(DISTINCT user_id) AS n FROM conversation_logs")[0]["n"] == 50
-    alone, crowded = _alice_results(alone_settings), _alice_results(crowded_settings)
+    crowded = _alice_results(crowded_settings)
     for path in ("exact-scan", "vector-index"):
         for got_alone, got_crowded in zip(alone[path], crowded[path]):
             assert got_crowded == got_alone, path

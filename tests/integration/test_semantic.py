@@ -359,3 +359,34 @@ def test_concurrent_upserts_of_one_entity_make_one_node(settings):
             assert sorted(rows[0]["a"][0]) == sorted(f"alias {i}" for i in range(len(names)))
 
     run(scenario())
+
+
+def test_concurrent_upserts_of_one_entity_keep_every_property_key(settings):
+    # The properties merge is read-merge-write: without the version check, concurrent upserts lost keys (8 writers
+    # kept 2 of 8 keys on FalkorDB).
+    import asyncio
+
+    from agentx_memory import AsyncAgentMemory
+    from tests.conftest import run
+
+    async def scenario():
+        async with await AsyncAgentMemory.open(settings(), user_id="alice") as memory:
+            stored = await asyncio.gather(*(
+                memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="city", properties={f"key{i}": i},
+                                            description=f"version {i}" if i % 2 else ""))
+                for i in range(8)))
+            assert len({e.id for e in stored}) == 1
+            final = await memory.get_entity(stored[0].id, user_id="alice")
+            assert final.properties == {f"key{i}": i for i in range(8)}
+            assert final.description.startswith("version ")
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("vector", [[0.0] * 64, [float("nan")] + [1.0] * 63, [float("inf")] + [0.0] * 63])
+def test_a_vector_without_a_direction_is_refused_before_anything_is_stored(memory, vector):
+    with pytest.raises(ValidationError, match="embedding"):
+        memory.learn_fact(Fact(user_id="alice", claim="Lisbon is sunny", embedding=vector))
+    with pytest.raises(ValidationError, match="embedding"):
+        memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="city", embedding=vector))
+    assert count_nodes(memory, "MATCH (n) WHERE n:Fact OR n:Entity RETURN count(n) AS n") == 0
