@@ -20,11 +20,17 @@ What one run does (``agentx-memory bench scale --max 100000``):
    (and the median user), in three configurations — (a) vector only, (b) hybrid (full text + vector), (c) the full
    default (hybrid + graph + temporal + the other rule-based techniques). Query vectors are embedded up front, so
    the embedder's cache answers; latency is reported with and without ``metrics.embed_ms``.
-6. **Read floors on the same store and the same query vectors**: one raw pgvector HNSW query and one FalkorDB vector
-   index query (top 10, all users), PostgreSQL full text for the user, and an exact numpy cosine scan over all
-   vectors and over the user's vectors. Ratios remember / raw index and remember / exact scan.
-7. RSS of each embedded server and of this process, data-directory size and the benchmark namespace's size; growth
-   of every latency per 10× of data. Output: ``scale.json``, ``scale.md``, ``scale.png`` (latency vs size, log-log).
+6. **Read floors on the same store and the same query vectors**: one raw pgvector HNSW query and one query of the
+   graph backend's vector index (top 10, all users: FalkorDB ``db.idx.vector.queryNodes`` or Neo4j
+   ``db.index.vector.queryNodes``, through the graph port's ``@vector_search`` as the engine uses it), PostgreSQL full
+   text for the user, and an exact numpy cosine scan over all vectors and over the user's vectors. Ratios remember /
+   raw index and remember / exact scan.
+7. RSS of each embedded server, of the graph server (on Neo4j: the process listening on the Bolt port, when it runs
+   on this machine) and of this process, data-directory sizes and the benchmark namespace's size (on Neo4j: the
+   database's store files, since the benchmark owns the whole database); growth of every latency per 10× of data.
+   Output: ``scale.json``, ``scale.md``, ``scale.png`` (latency vs size, log-log).
+
+The write floor (4) is FalkorDB Cypher and is measured on FalkorDB only; on Neo4j the ingest figures stand alone.
 """
 
 from __future__ import annotations
@@ -710,6 +716,14 @@ FULL_MEDIAN = "(c) full, median user"
 BAR = {"p50_ms": 25.0, "p95_ms": 60.0}
 DIMENSION = 384
 FLOOR_SUFFIX = "_floor"
+#: The graph backend's vector index floor: one key on both backends (``read_floors["_graph_backend"]`` says which).
+GRAPH_VECTOR_FLOOR = "graph vector index top-10 (all users)"
+#: The same floor's key in reports written before Neo4j was benchmarked (FalkorDB only).
+LEGACY_GRAPH_VECTOR_FLOOR = "FalkorDB vector index top-10 (all users)"
+#: The floors every remember() configuration is divided by.
+RATIO_FLOORS = ("pgvector HNSW top-10 (all users)", GRAPH_VECTOR_FLOOR, "numpy exact cosine top-10 (all users)",
+                "numpy exact cosine top-10 (the user)")
+BACKEND_NAMES = {"falkordb": "FalkorDB", "neo4j": "Neo4j"}
 
 # The write floor: the same rows, raw, into a scratch graph (FalkorDB Cypher; benchmark only).
 FLOOR_TURNS = """
@@ -1163,7 +1177,9 @@ async def read_floors(memory, corpus: Corpus, n_turns: int, user: str, queries: 
     async def pg_fulltext_user(v, question, channel):
         return await pg.fetch(fulltext_user, {"text": question, "u": user, "c": channels(channel)})
 
-    async def falkordb_vector(v, question, channel):
+    async def graph_vector_index(v, question, channel):
+        # The dialect renders @vector_search: FalkorDB db.idx.vector.queryNodes (similarity = 1 - score), Neo4j
+        # db.index.vector.queryNodes with the similarity of its 10 candidates recomputed exactly, as the engine does.
         return await graph.read(graph_vector, {"k": 10, "embedding": v.tolist()})
 
     def top10(matrix: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -1180,7 +1196,7 @@ async def read_floors(memory, corpus: Corpus, n_turns: int, user: str, queries: 
 
     methods = {
         "pgvector HNSW top-10 (all users)": pg_hnsw,
-        "FalkorDB vector index top-10 (all users)": falkordb_vector,
+        GRAPH_VECTOR_FLOOR: graph_vector_index,
         "numpy exact cosine top-10 (all users)": numpy_all,
         "numpy exact cosine top-10 (the user)": numpy_user,
         "pgvector exact scan top-100 (the user, channels)": pg_exact_user,
@@ -1199,15 +1215,75 @@ async def read_floors(memory, corpus: Corpus, n_turns: int, user: str, queries: 
     plan = await pg.fetch("EXPLAIN " + hnsw, {"v": qvecs[0]})
     out["_pgvector_plan"] = [next(iter(r.values())) for r in plan]
     out["_vectors"] = {"all": int(all_vectors.shape[0]), "user": int(user_vectors.shape[0])}
+    out["_graph_backend"] = graph.dialect.name
     return out
 
 
 # ------------------------------------------------------------------------------------------------------- resources
 
 
+def _directory_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:  # a file the server removed meanwhile (a rotated transaction log)
+                pass
+    return total
+
+
+def _neo4j_server(uri: str, database: str) -> dict[str, Any]:
+    """The Neo4j server behind ``uri`` when it runs on this machine: the process listening on the Bolt port (RSS), its
+    data directory and the database's store + transaction-log files (found among the files the process holds open).
+    A remote server, or one this user may not inspect, gets a note instead of figures."""
+    from urllib.parse import urlsplit
+
+    import psutil
+
+    parts = urlsplit(uri)
+    port = parts.port or 7687
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return {"note": f"Neo4j at {parts.hostname} is not on this machine: its memory and store size are not measured"}
+    try:
+        pids = {c.pid for c in psutil.net_connections(kind="tcp")
+                if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+    except psutil.Error as exc:
+        return {"note": f"cannot list listening sockets ({exc}): Neo4j's memory and store size are not measured"}
+    if len(pids) != 1:
+        return {"note": f"no single local process listens on port {port}: Neo4j's memory and store size are not measured"}
+    out: dict[str, Any] = {"pid": pids.pop()}
+    try:
+        process = psutil.Process(out["pid"])
+        out["process"] = process.name()
+        out["rss_bytes"] = process.memory_info().rss
+        try:
+            out["pss_bytes"] = process.memory_full_info().pss
+        except (psutil.AccessDenied, AttributeError):
+            pass
+        marker = f"{os.sep}databases{os.sep}{database}{os.sep}"
+        store = next((f.path for f in process.open_files() if marker in f.path), None)
+    except psutil.Error as exc:
+        out["note"] = f"cannot inspect process {out['pid']} ({exc})"
+        return out
+    if store is None:
+        out["note"] = f"no open store file of database {database!r}: store size not measured"
+        return out
+    data_dir = Path(store[:store.index(marker)])  # <neo4j home>/data
+    out["data_dir"] = str(data_dir)
+    out["data_size_bytes"] = _directory_size(data_dir)
+    out["database_bytes"] = (_directory_size(data_dir / "databases" / database)
+                             + _directory_size(data_dir / "transactions" / database))
+    return out
+
+
 async def resources(memory, settings) -> dict[str, Any]:
-    """RSS of each embedded server (PostgreSQL: the postmaster and its backends, RSS and PSS) and of this process;
-    the data directories' size; the benchmark namespace's size in each store."""
+    """RSS of each embedded server (PostgreSQL: the postmaster and its backends, RSS and PSS), of the graph server and
+    of this process; the data directories' size; the benchmark namespace's size in each store.
+
+    ``graph_server`` is the graph database on either backend: the embedded FalkorDB (which is also the Redis of working
+    memory), or the local Neo4j server (on Neo4j the embedded FalkorDB still runs, as Redis only). On Neo4j the
+    namespace is the whole database, so its size is the database's store and transaction-log files on disk."""
     import psutil
 
     out: dict[str, Any] = {"client_rss_bytes": psutil.Process().memory_info().rss}
@@ -1244,6 +1320,13 @@ async def resources(memory, settings) -> dict[str, Any]:
             out["namespace_graph_bytes"] = int(float(reply.get("total_graph_sz_mb", 0)) * 1024 * 1024)
         except Exception as exc:  # older FalkorDB: no GRAPH.MEMORY
             out["namespace_graph_error"] = str(exc)
+    if settings.graph.backend == "neo4j":
+        server = await asyncio.to_thread(_neo4j_server, settings.graph.uri, settings.graph.database or "neo4j")
+        out["graph_server"] = {"backend": "neo4j", **server}
+        if "database_bytes" in server:
+            out["namespace_graph_bytes"] = server["database_bytes"]
+    elif "falkordb" in out:
+        out["graph_server"] = {"backend": "falkordb", **out["falkordb"]}
     return out
 
 
@@ -1375,9 +1458,7 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
             floors = step["read_floors"]
             step["ratios"] = {
                 name: {f"/ {floor}": round(latency[name]["ms"]["p50"] / floors[floor]["p50"], 2)
-                       for floor in ("pgvector HNSW top-10 (all users)", "FalkorDB vector index top-10 (all users)",
-                                     "numpy exact cosine top-10 (all users)", "numpy exact cosine top-10 (the user)")
-                       if floors[floor].get("p50")}
+                       for floor in RATIO_FLOORS if floors[floor].get("p50")}
                 for name in latency}
             if profile and size == sizes[-1]:
                 try:
@@ -1482,6 +1563,8 @@ def markdown_report(report: dict[str, Any]) -> str:
     """The results as Markdown: corpus, embedding, ingest vs floor, latency vs floors, resources, growth, the bar."""
     sizes = list(report["sizes"])
     machine = report["machine"]
+    backend = report["settings"]["graph_backend"]
+    graph_name = BACKEND_NAMES.get(backend, backend)
     lines = [
         f"# Scale benchmark — {', '.join(_k(int(s)) for s in sizes)} turns",
         "",
@@ -1520,7 +1603,9 @@ def markdown_report(report: dict[str, Any]) -> str:
               "Engine: `store_turns` batches and `upsert_entity` / `create_relationship` / `learn_fact` (concurrent "
               "callers) with precomputed vectors — durable log, graph projection, timeline, audit, working memory. "
               "Floor: binary `COPY` into a scratch `conversation_logs` (same indexes) + batched `UNWIND … MERGE` "
-              "into a scratch graph (same indexes), nothing else.", "",
+              "into a scratch graph (same indexes), nothing else."
+              + ("" if backend == "falkordb" else f" The floor's graph statements are FalkorDB Cypher: on {graph_name} "
+                 "it is not measured."), "",
               "| step | kind | rows | engine /s | floor /s | engine / floor (time) |", "|---|---|---|---|---|---|"]
     for size in sizes:
         step = report["sizes"][size]
@@ -1557,14 +1642,16 @@ def markdown_report(report: dict[str, Any]) -> str:
             if name.startswith("_"):
                 continue
             n = floors["_vectors"]["user" if "the user" in name else "all"]
-            lines.append(f"| {_k(int(size))} | {name} | {n:,} | {v['p50']} | {v['p95']} | {v['p99']} |")
+            label = f"{name}, {graph_name}" if name == GRAPH_VECTOR_FLOOR else name
+            lines.append(f"| {_k(int(size))} | {label} | {n:,} | {v['p50']} | {v['p95']} | {v['p99']} |")
     lines += ["", "Ratios of p50 latencies (remember / floor):", "",
-              "| turns | configuration | / pgvector HNSW | / FalkorDB vector | / numpy exact (all) | / numpy exact (user) |",
+              f"| turns | configuration | / pgvector HNSW | / {graph_name} vector index | / numpy exact (all) | "
+              "/ numpy exact (user) |",
               "|---|---|---|---|---|---|"]
     for size in sizes:
         for name, r in report["sizes"][size]["ratios"].items():
-            cells = [r.get(f"/ {f}", "-") for f in ("pgvector HNSW top-10 (all users)", "FalkorDB vector index top-10 (all users)",
-                                                     "numpy exact cosine top-10 (all users)", "numpy exact cosine top-10 (the user)")]
+            cells = [r.get(f"/ {f}", r.get(f"/ {LEGACY_GRAPH_VECTOR_FLOOR}", "-") if f == GRAPH_VECTOR_FLOOR else "-")
+                     for f in RATIO_FLOORS]
             lines.append(f"| {_k(int(size))} | {name} | " + " | ".join(f"{c}×" if c != "-" else c for c in cells) + " |")
     lines += ["", "Where the time of the full configuration goes (mean ms per technique; they overlap, as searches "
                   "run concurrently):", ""]
@@ -1572,15 +1659,35 @@ def markdown_report(report: dict[str, Any]) -> str:
         techniques = report["sizes"][size]["latency"][FULL]["techniques_mean_ms"]
         lines.append(f"- {_k(int(size))}: " + ", ".join(f"{k} {v}" for k, v in techniques.items()))
 
-    lines += ["", "## Resources", "",
-              "| turns | FalkorDB RSS | PostgreSQL RSS (PSS) | client RSS | FalkorDB data dir | PostgreSQL data dir | "
-              "namespace: graph / PostgreSQL |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "## Resources", ""]
+    if backend == "falkordb":
+        lines += ["| turns | FalkorDB RSS | PostgreSQL RSS (PSS) | client RSS | FalkorDB data dir | PostgreSQL data dir | "
+                  "namespace: graph / PostgreSQL |", "|---|---|---|---|---|---|---|"]
+    else:
+        lines += [f"{graph_name}: the server process found listening on the Bolt port, its data directory, and as the "
+                  "graph namespace the database's store and transaction-log files (the benchmark owns the whole "
+                  "database). The embedded FalkorDB still runs as the Redis of working memory.", "",
+                  f"| turns | {graph_name} RSS | PostgreSQL RSS (PSS) | Redis (embedded FalkorDB) RSS | client RSS | "
+                  f"{graph_name} data dir | PostgreSQL data dir | namespace: graph / PostgreSQL |",
+                  "|---|---|---|---|---|---|---|---|"]
+    notes = []
     for size in sizes:
         r = report["sizes"][size]["resources"]
         fk, pg = r.get("falkordb", {}), r.get("postgres", {})
-        lines.append(f"| {_k(int(size))} | {_mib(fk.get('rss_bytes'))} | {_mib(pg.get('rss_bytes'))} ({_mib(pg.get('pss_bytes'))}) | "
-                     f"{_mib(r['client_rss_bytes'])} | {_mib(fk.get('data_size_bytes'))} | {_mib(pg.get('data_size_bytes'))} | "
-                     f"{_mib(r.get('namespace_graph_bytes'))} / {_mib(r.get('namespace_postgres_bytes'))} |")
+        if backend == "falkordb":
+            lines.append(f"| {_k(int(size))} | {_mib(fk.get('rss_bytes'))} | {_mib(pg.get('rss_bytes'))} ({_mib(pg.get('pss_bytes'))}) | "
+                         f"{_mib(r['client_rss_bytes'])} | {_mib(fk.get('data_size_bytes'))} | {_mib(pg.get('data_size_bytes'))} | "
+                         f"{_mib(r.get('namespace_graph_bytes'))} / {_mib(r.get('namespace_postgres_bytes'))} |")
+        else:
+            gs = r.get("graph_server", {})
+            if gs.get("note"):
+                notes.append(f"- {_k(int(size))}: {gs['note']}")
+            lines.append(f"| {_k(int(size))} | {_mib(gs.get('rss_bytes'))} | {_mib(pg.get('rss_bytes'))} ({_mib(pg.get('pss_bytes'))}) | "
+                         f"{_mib(fk.get('rss_bytes'))} | {_mib(r['client_rss_bytes'])} | {_mib(gs.get('data_size_bytes'))} | "
+                         f"{_mib(pg.get('data_size_bytes'))} | {_mib(r.get('namespace_graph_bytes'))} / "
+                         f"{_mib(r.get('namespace_postgres_bytes'))} |")
+    if notes:
+        lines += [""] + notes
 
     if report["growth_per_10x"]:
         lines += ["", "## Growth: latency ratio per 10× of data", "", "| series | " + " | ".join(report["growth_per_10x"]) + " |",
@@ -1626,7 +1733,8 @@ def _plot(report: dict[str, Any], path: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("turns in the store (50 users)")
     ax.set_ylabel("latency, ms (log)")
-    ax.set_title("remember() latency vs store size, with floors")
+    backend = report["settings"]["graph_backend"]
+    ax.set_title(f"remember() latency vs store size, with floors (graph: {BACKEND_NAMES.get(backend, backend)})")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=6.5, loc="upper left")
     fig.tight_layout()
