@@ -139,7 +139,7 @@ async def _method_fulltext(memory: AsyncAgentMemory, sample: LocomoSample, quest
     rows = await memory.ctx.postgres.fetch(
         "WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|')) AS query)"
         " SELECT metadata->>'dia_id' AS dia_id FROM conversation_logs, q"
-        " WHERE user_id = %(user)s AND content_tsv @@ q.query ORDER BY ts_rank(content_tsv, q.query) DESC LIMIT %(k)s",
+        " WHERE user_id = %(user)s AND content_tsv @@ q.query ORDER BY ts_rank(content_tsv, q.query) DESC, turn_id LIMIT %(k)s",
         {"text": question, "user": sample.sample_id, "k": k},
     )
     return [r["dia_id"] for r in rows]

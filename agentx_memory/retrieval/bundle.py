@@ -121,7 +121,7 @@ class MemoryBundle(BaseModel):
     def all_scored(self) -> list[Scored]:
         """Every scored item of every kind, best first."""
         items: list[Scored] = [*self.turns, *self.facts, *self.entities, *self.strategies]
-        return sorted(items, key=lambda s: s.score, reverse=True)
+        return sorted(items, key=lambda s: (-s.score, s.id))
 
     def to_prompt(self, max_tokens: int = 1500) -> str:
         """A system-message block of the memories that fits ``max_tokens`` (lowest-scored items dropped first)."""

@@ -255,7 +255,7 @@ class MemoryRetriever:
             scored.add("vector", st.similarity, s.procedural_weight * 0.7, "cosine similarity to the task")
             scored.add("success_rate", st.success_rate, s.procedural_weight * 0.3, "Laplace-smoothed success rate")
             strategies.append(scored)
-        strategies.sort(key=lambda x: x.score, reverse=True)
+        strategies.sort(key=lambda x: (-x.score, x.id))
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
     def _recency_signal(self, item, relevance: float, type_weight: float, moment: datetime, reference: datetime) -> None:
@@ -293,9 +293,9 @@ class MemoryRetriever:
             self._recency_signal(item, relevance, s.facts_weight, item.item.created_at, plan.reference_time)
             out.append(item)
         best_per_claim: dict[str, ScoredFact] = {}
-        for item in sorted(out, key=lambda f: f.score, reverse=True):
+        for item in sorted(out, key=lambda f: (-f.score, f.id)):
             best_per_claim.setdefault(" ".join(item.item.claim.casefold().split()), item)
-        return sorted(best_per_claim.values(), key=lambda f: f.score, reverse=True)
+        return sorted(best_per_claim.values(), key=lambda f: (-f.score, f.id))
 
     async def _rank_entities(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
                              metrics: RecallMetrics) -> tuple[list[ScoredEntity], dict[str, tuple[Any, float]]]:
@@ -308,7 +308,7 @@ class MemoryRetriever:
                 scored.add(leg, value, s.entities_weight, f"reciprocal-rank fusion, {leg} leg")
             scored_entities[entity_id] = scored
         graph_facts: dict[str, tuple[Any, float]] = {}
-        seeds = sorted(scored_entities.values(), key=lambda e: e.score, reverse=True)[:3]
+        seeds = sorted(scored_entities.values(), key=lambda e: (-e.score, e.id))[:3]
         seeds_ids = [e.id for e in seeds if e.score > 0]
         if seeds_ids:
             started = time.perf_counter()
@@ -343,7 +343,7 @@ class MemoryRetriever:
             metric = metrics.techniques.setdefault("graph_expansion", TechniqueMetric())
             metric.latency_ms += (time.perf_counter() - started) * 1000
             metric.results += len(graph.entities) + len(graph.facts)
-        entities = sorted(scored_entities.values(), key=lambda e: e.score, reverse=True)
+        entities = sorted(scored_entities.values(), key=lambda e: (-e.score, e.id))
         return entities, graph_facts
 
     def _turn_relevance(self, rows: dict[str, dict[str, Any]], floor: float, recall: RecallSettings
@@ -353,8 +353,8 @@ class MemoryRetriever:
         if not rows:
             return {}
         if recall.fusion == "rrf":
-            lexical = [i for i in sorted(rows, key=lambda i: -rows[i]["lexical"]) if rows[i]["lexical"] > 0]
-            dense = sorted(rows, key=lambda i: -rows[i]["cosine"])[: recall.candidates]
+            lexical = [i for i in sorted(rows, key=lambda i: (-rows[i]["lexical"], i)) if rows[i]["lexical"] > 0]
+            dense = sorted(rows, key=lambda i: (-rows[i]["cosine"], i))[: recall.candidates]
             weights = {"lexical": recall.lexical_weight if recall.hybrid else 0.0, "vector": recall.vector_weight}
             _, parts = self._fuse({"lexical": lexical, "vector": dense}, weights, recall.rrf_k)
             return {i: {leg: v * weights[leg] for leg, v in parts.get(i, {}).items()} for i in rows}
@@ -381,7 +381,7 @@ class MemoryRetriever:
         # neighbour and session signals see every turn near a hit.
         if recall.session_expansion and (recall.neighbours or recall.session_weight) and rows:
             started = time.perf_counter()
-            top = sorted(rows, key=lambda i: -sum(relevance[i].values()))[: recall.session_expansion]
+            top = sorted(rows, key=lambda i: (-sum(relevance[i].values()), i))[: recall.session_expansion]
             span = recall.session_span if recall.session_weight else recall.neighbours
             extra = await self.ctx.postgres.fetch(search.TURNS_AROUND, {
                 **self._sql_params(plan, 0), "text": plan.lexical_texts[0], "embedding": _combined(plan.vectors),
@@ -451,7 +451,7 @@ class MemoryRetriever:
         seen_content: set[str] = set()
         per_conversation: dict[str, int] = {}
         chosen, overflow = [], []
-        for item in sorted(items, key=lambda t: t.score, reverse=True):
+        for item in sorted(items, key=lambda t: (-t.score, t.row["turn_id"])):
             key = item.row["content"].strip().casefold()
             if key in seen_content:
                 continue

@@ -7,6 +7,10 @@ own output, never user text, is rewritten), ranked with ``ts_rank`` over ``conte
 while they are few (tenant-correct by construction), and the HNSW index with iterative scans
 (``hnsw.iterative_scan = relaxed_order``) for users with more rows than ``retrieval.exact_scan_max_vectors``, so a
 user filter never starves the result.
+
+Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
+choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
+exception: an index-ordered scan takes no second key, and it is approximate anyway.)
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ lex AS (
   WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
-  ORDER BY ts_rank(t.context_tsv, q.query) DESC LIMIT %(limit)s),
+  ORDER BY ts_rank(t.context_tsv, q.query) DESC, t.turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
@@ -56,7 +60,7 @@ win AS (
     AND t.timestamp >= %(boost_start)s AND t.timestamp < %(boost_end)s
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
-  ORDER BY ts_rank(t.context_tsv, q.query) DESC LIMIT %(limit)s),
+  ORDER BY ts_rank(t.context_tsv, q.query) DESC, t.turn_id LIMIT %(limit)s),
 c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
 SELECT {_TURN_COLUMNS},
        CASE WHEN %(lexical)s THEN ts_rank(coalesce(t.context_tsv, t.content_tsv), q.query) ELSE 0 END AS lexical,
@@ -69,7 +73,7 @@ WHERE t.id IN (SELECT id FROM c)
 
 
 #: Turn candidates with an exact, tenant-correct scan of the user's vectors ("+ 0" keeps the planner off HNSW).
-TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embedding)s) + 0")
+TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embedding)s) + 0, t.turn_id")
 
 #: Turn candidates through the HNSW index (iterative scans keep the user filter from starving the result).
 TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embedding)s")
@@ -114,7 +118,7 @@ WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND memory_type = AN
   AND summary_tsv @@ q.query AND NOT archived
   AND (%(start)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time < %(end)s)
-ORDER BY rank DESC
+ORDER BY rank DESC, node_id
 LIMIT %(limit)s
 """
 

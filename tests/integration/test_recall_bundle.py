@@ -268,3 +268,16 @@ def test_async_twin_validates_and_returns_the_same_bundle(settings):
             return one, two
     one, two = run(go())
     assert [t.id for t in one.turns] == [t.id for t in two.turns] and one.turns[0].item.content == "the blue kettle is broken"
+
+
+def test_equal_scores_are_ranked_by_id_whatever_the_storage_order(memory):
+    # 30 turns the question matches equally (same words, same time, vector leg off): which 5 come back must not
+    # depend on the order the rows were stored in (it did: the lexical LIMIT and the final sort kept physical order,
+    # and deep-K recall moved between runs and backends).
+    turns = [Turn(id=f"tie-{i:02d}", conversation_id=f"c{i:02d}", user_id="alice", timestamp=REF,
+                  content=f"We went to the harp concert, ticket {i}") for i in range(30)]
+    for turn in reversed(turns):  # one call each: rows are stored (and laid out) from tie-29 down to tie-00
+        memory.store_turn(turn)
+    bundle = memory.remember("harp concert", top_k=5, reference_time=REF,
+                             recall={"vector_weight": 0.0, "candidates": 10, "query_expansion": False})
+    assert [t.id for t in bundle.turns] == [f"tie-{i:02d}" for i in range(5)]
