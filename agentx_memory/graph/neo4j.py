@@ -11,6 +11,9 @@ On first use the store asks the server its version (``dbms.components()``) and r
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,6 +115,7 @@ class Neo4jGraphStore(GraphStore):
         self._database = database or None
         self._bookmarks = AsyncGraphDatabase.bookmark_manager()
         self._uri = uri
+        self._retry_seconds = 30.0 if max_transaction_retry_time is None else max_transaction_retry_time
         self.server_version: tuple[int, ...] | None = None
 
     def _session(self):
@@ -138,7 +142,8 @@ class Neo4jGraphStore(GraphStore):
             )
         self.server_version = version
 
-    async def _managed(self, query: str, params: Mapping[str, Any] | None, *, read_only: bool) -> list[dict[str, Any]]:
+    async def _managed_write(self, query: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """One statement in a managed write transaction (the driver retries transient errors)."""
         await self._connect()
         rendered = self.dialect.render(query)
 
@@ -148,18 +153,37 @@ class Neo4jGraphStore(GraphStore):
 
         try:
             async with self._session() as session:
-                runner = session.execute_read if read_only else session.execute_write
-                return await runner(work)
+                return await session.execute_write(work)
         except neo4j.exceptions.Neo4jError as exc:
             raise _wrap(exc, rendered) from exc
         except (neo4j.exceptions.DriverError, OSError) as exc:
             raise _wrap(exc, rendered) from exc
 
     async def read(self, query, params=None):
-        return await self._managed(query, params, read_only=True)
+        # Auto-commit, not execute_read: no BEGIN/COMMIT exchange, 0.65 against 0.95 ms p50 per read on loopback
+        # (warm 5.26 server), and one recall makes several graph reads. A read is idempotent, so it is retried here
+        # on the errors the driver marks retryable, within max_transaction_retry_time; READ access mode routes it to
+        # a reader in a cluster, and the bookmark manager still gives read-your-writes.
+        await self._connect()
+        rendered = self.dialect.render(query)
+        deadline = time.monotonic() + self._retry_seconds
+        delay = 0.05
+        while True:
+            try:
+                async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
+                                                default_access_mode=neo4j.READ_ACCESS) as session:
+                    result = await session.run(rendered, dict(params or {}))
+                    return [{key: _plain(value) for key, value in record.items()} async for record in result]
+            except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
+                if not exc.is_retryable() or time.monotonic() + delay > deadline:
+                    raise _wrap(exc, rendered) from exc
+            except OSError as exc:
+                raise _wrap(exc, rendered) from exc
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
+            delay = min(delay * 2, 1.0)
 
     async def write(self, query, params=None):
-        return await self._managed(query, params, read_only=False)
+        return await self._managed_write(query, params)
 
     async def batch(self, statements: Sequence[Statement]) -> None:
         if not statements:
