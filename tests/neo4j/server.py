@@ -400,6 +400,8 @@ def main(argv: list[str]) -> int:
         print(f"Neo4j {version}: {len(jars)} jars in place")
         return 0
     started = time.monotonic()
+    # SIGTERM (a script's `kill`) stops the server and removes its home like Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         with start_neo4j(version) as server:
             took = time.monotonic() - started
