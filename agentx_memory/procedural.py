@@ -172,7 +172,7 @@ class ProceduralMemory:
         vector = list(embedding) if embedding is not None else (await self.ctx.embedder.embed_query(task_description)).tolist()
         overfetch = max(top_k, int(top_k * self.ctx.settings.retrieval.overfetch_factor))
         searched = check_channels(channels)
-        rows = await self.ctx.graph.read(cypher.SEARCH_STRATEGIES, {
+        rows = await self.ctx.graph.read_vectors(cypher.SEARCH_STRATEGIES, {
             "user_id": user_id, "channels": searched, "embedding": vector, "k": overfetch,
         })
         found = []

@@ -41,6 +41,10 @@ SHOW_INDEX_NAMES: Final[LiteralString] = (
     "SHOW INDEXES YIELD name, type, owningConstraint WHERE owningConstraint IS NULL AND type <> 'LOOKUP' RETURN name"
 )
 
+SHOW_VECTOR_INDEXES: Final[LiteralString] = (
+    "SHOW VECTOR INDEXES YIELD name, properties RETURN name, properties"
+)
+
 SERVER_VERSION: Final[LiteralString] = (
     "CALL dbms.components() YIELD name, versions WHERE name = 'Neo4j Kernel' RETURN versions[0] AS version"
 )
@@ -366,8 +370,8 @@ RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequenc
 # Exact cosine over the user's own nodes (tenant-correct: the user filter is applied before ranking).
 SEARCH_STRATEGIES: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
-MATCH (s:Strategy {user_id: $user_id})
-WHERE s.channel IN $channels AND s.embedding IS NOT NULL
+@tenant_match(Strategy, s, query_vector)
+WITH s, query_vector WHERE s.embedding IS NOT NULL
 WITH s, @cosine(s.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH s, similarity ORDER BY similarity DESC, s.id LIMIT $k
@@ -431,15 +435,18 @@ RETURN g.id AS id
 
 
 # --- retrieval -----------------------------------------------------------------------------------------------------
-# Vector searches are exact cosine over the user's own nodes, found through the user_id index: the user filter is
-# applied before ranking, so other tenants can never crowd a user's results out of a global top-k. A node without a
+# Vector searches take their candidates from @tenant_match -- the user's own nodes through the user_id index (an
+# exact scan), or on Neo4j 2026.06+ the nearest of them from a vector index filtered by user and channel inside the
+# index -- and rank them by exact cosine, so other tenants can never crowd a user's results out of a global top-k.
+# Run them with GraphStore.read_vectors. A node without a
 # vector, or one whose similarity is null or NaN (``x = x`` is false only for NaN), is never ranked: Neo4j sorts
 # null first under DESC. Ties are broken by id, so both databases return the same ranking.
 
 SEARCH_FACTS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
-MATCH (f:Fact {user_id: $user_id})
-WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND f.embedding IS NOT NULL
+@tenant_match(Fact, f, query_vector)
+WITH f, query_vector
+WHERE coalesce(f.superseded, false) = false AND f.embedding IS NOT NULL
   AND ($start IS NULL OR f.created_at >= $start) AND ($end IS NULL OR f.created_at < $end)
 WITH f, @cosine(f.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
@@ -450,8 +457,8 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 
 SEARCH_ENTITIES: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
-MATCH (e:Entity {user_id: $user_id})
-WHERE e.channel IN $channels AND e.embedding IS NOT NULL
+@tenant_match(Entity, e, query_vector)
+WITH e, query_vector WHERE e.embedding IS NOT NULL
 WITH e, @cosine(e.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH e, similarity ORDER BY similarity DESC, e.id LIMIT $k

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .port import FULLTEXT_LABELS, RANGE_INDEXES, UNIQUE_CONSTRAINTS, VECTOR_LABELS, Dialect
 
-__all__ = ["Neo4jDialect", "FalkorDialect", "IndexSpec", "index_name"]
+__all__ = ["Neo4jDialect", "FalkorDialect", "IndexSpec", "index_name", "VECTOR_FILTER_PROPERTIES"]
 
 
 def index_name(label: str, props: Sequence[str], kind: str) -> str:
@@ -48,10 +48,28 @@ def schema_specs() -> list[IndexSpec]:
     return specs
 
 
+#: The in-index filter properties of every vector index on servers with the SEARCH clause: the tenant keys.
+VECTOR_FILTER_PROPERTIES: tuple[str, ...] = ("user_id", "channel")
+
+
 class Neo4jDialect(Dialect):
-    """Neo4j 5 (5.11+ for vector indexes)."""
+    """Neo4j 5.23+ and 2025+. With ``search_clause`` (Neo4j 2026.06+: the ``SEARCH`` clause with ``IN`` in its
+    filter), vector indexes carry the tenant keys as filter properties and ``@tenant_match`` searches them."""
 
     name = "neo4j"
+
+    def __init__(self, *, search_clause: bool = False):
+        self.search_clause = search_clause
+        # SEARCH is Cypher 25; a server whose default language is Cypher 5 needs the version clause.
+        self.statement_prefix = "CYPHER 25 " if search_clause else ""
+
+    def tenant_match(self, label: str, var: str, vector: str) -> str:
+        if not self.search_clause:
+            return super().tenant_match(label, var, vector)
+        return (
+            f"MATCH ({var}:{label}) SEARCH {var} IN (VECTOR INDEX {index_name(label, (), 'vector')} FOR {vector} "
+            f"WHERE {var}.user_id = $user_id AND {var}.channel IN $channels LIMIT $fetch) SCORE AS _index_score"
+        )
 
     def vector_value(self, expr: str) -> str:
         return expr
@@ -92,6 +110,14 @@ class Neo4jDialect(Dialect):
                 out.append(f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{spec.label}) REQUIRE n.{spec.props[0]} IS UNIQUE")
             elif spec.kind == "range":
                 out.append(f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON ({on})")
+            elif spec.kind == "vector" and self.search_clause:
+                filters = ", ".join(f"n.{p}" for p in VECTOR_FILTER_PROPERTIES)
+                out.append(
+                    f"CYPHER 25 CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON n.embedding "
+                    f"WITH [{filters}] "
+                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, `vector.similarity_function`: 'cosine', "
+                    f"`vector.quantization.enabled`: false}}}}"
+                )
             elif spec.kind == "vector":
                 out.append(
                     f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) "

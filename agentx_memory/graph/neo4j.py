@@ -6,7 +6,11 @@ manager, so a read always sees the store's earlier writes (causal consistency), 
 to another member.
 
 On first use the store asks the server its version (``dbms.components()``) and refuses one older than
-:data:`MIN_VERSION` with a :class:`~agentx_memory.errors.ConfigurationError` that names both versions.
+:data:`MIN_VERSION` with a :class:`~agentx_memory.errors.ConfigurationError` that names both versions. From
+:data:`SEARCH_CLAUSE_VERSION` on, vector indexes carry the tenant keys as filter properties and
+:meth:`Neo4jGraphStore.read_vectors` searches them with ``SEARCH`` (measured in docs/benchmarks.md: flat ~5-10 ms
+where the exact scan costs ~10 µs per vector of the tenant; they cross at ~200-300 vectors), with the exact scan as
+the fallback whenever the index yields fewer than k rows.
 """
 
 from __future__ import annotations
@@ -24,14 +28,23 @@ from neo4j import AsyncGraphDatabase
 
 from ..errors import ConfigurationError, ConflictError, StorageError, StorageUnavailableError
 from . import cypher
-from .dialects import Neo4jDialect
-from .port import GraphStore, Statement
+from .dialects import VECTOR_FILTER_PROPERTIES, Neo4jDialect, index_name
+from .port import VECTOR_LABELS, GraphStore, Statement
 
-__all__ = ["Neo4jGraphStore", "drop_statement", "parse_version", "MIN_VERSION"]
+__all__ = ["Neo4jGraphStore", "drop_statement", "parse_version", "MIN_VERSION", "SEARCH_CLAUSE_VERSION"]
 
 #: The oldest Neo4j this engine runs on: ``CALL (n) { ... }`` variable-scope subqueries arrived in 5.23
 #: (``vector.similarity.cosine`` in 5.18, vector indexes in 5.11).
 MIN_VERSION: tuple[int, ...] = (5, 23)
+
+#: The first release whose SEARCH clause filters a vector index by ``IN`` (a tenant's channels); SEARCH itself
+#: arrived in 2026.01 (Cypher 25, Community too).
+SEARCH_CLAUSE_VERSION: tuple[int, ...] = (2026, 6)
+
+#: How many candidates per requested result a SEARCH takes from the index before the exact ranking.
+SEARCH_OVERFETCH = 4
+
+_VECTOR_INDEX_NAMES = frozenset(index_name(label, (), "vector") for label in VECTOR_LABELS)
 
 #: Schema errors that mean "someone else created it first" (two processes applying the schema at once).
 _ALREADY_EXISTS = frozenset({
@@ -117,6 +130,10 @@ class Neo4jGraphStore(GraphStore):
         self._uri = uri
         self._retry_seconds = 30.0 if max_transaction_retry_time is None else max_transaction_retry_time
         self.server_version: tuple[int, ...] | None = None
+        self._search_capable = False
+        #: The dialect whose @tenant_match searches the tenant-filtered vector indexes (set by apply_schema on
+        #: servers that have the SEARCH clause); None means every vector search is an exact scan.
+        self._search_dialect: Neo4jDialect | None = None
 
     def _session(self):
         return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
@@ -141,6 +158,7 @@ class Neo4jGraphStore(GraphStore):
                 f"{'.'.join(map(str, MIN_VERSION))} or newer (CALL (n) {{...}} subqueries). Use 5.26 LTS or a 2025+ release."
             )
         self.server_version = version
+        self._search_capable = version >= SEARCH_CLAUSE_VERSION
 
     async def _managed_write(self, query: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """One statement in a managed write transaction (the driver retries transient errors)."""
@@ -160,12 +178,28 @@ class Neo4jGraphStore(GraphStore):
             raise _wrap(exc, rendered) from exc
 
     async def read(self, query, params=None):
+        await self._connect()
+        return await self._read_rendered(self.dialect.render(query), params)
+
+    async def read_vectors(self, query, params):
+        await self._connect()
+        if self._search_dialect is None:
+            return await self._read_rendered(self.dialect.render(query), params)
+        k = int(params["k"])
+        # The index's nearest few times k, filtered by tenant inside the index, then the statement's own filters and
+        # exact ranking; too few rows left (a small tenant, many superseded facts, a time window) means the index
+        # cannot be trusted to hold the k best: the exact scan answers instead.
+        rows = await self._read_rendered(self._search_dialect.render(query),
+                                         {**params, "fetch": max(k * SEARCH_OVERFETCH, k + 20)})
+        if len(rows) >= k:
+            return rows
+        return await self._read_rendered(self.dialect.render(query), params)
+
+    async def _read_rendered(self, rendered: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         # Auto-commit, not execute_read: no BEGIN/COMMIT exchange, 0.65 against 0.95 ms p50 per read on loopback
         # (warm 5.26 server), and one recall makes several graph reads. A read is idempotent, so it is retried here
         # on the errors the driver marks retryable, within max_transaction_retry_time; READ access mode routes it to
         # a reader in a cluster, and the bookmark manager still gives read-your-writes.
-        await self._connect()
-        rendered = self.dialect.render(query)
         deadline = time.monotonic() + self._retry_seconds
         delay = 0.05
         while True:
@@ -239,11 +273,23 @@ class Neo4jGraphStore(GraphStore):
 
     async def apply_schema(self, *, dimension: int, model: str) -> None:
         await self._connect()
+        schema_dialect = Neo4jDialect(search_clause=self._search_capable)
+        if self._search_capable:
+            await self._drop_vector_indexes_without_tenant_filters()
         # Constraints first: the meta node's MERGE relies on the AgentxMeta key constraint under concurrency.
-        for statement in self.dialect.schema_statements(dimension):
+        for statement in schema_dialect.schema_statements(dimension):
             await self._schema_write(statement)
         await self._auto_commit(cypher.AWAIT_INDEXES)
         await cypher.check_embedding_meta(self, dimension=dimension, model=model)
+        if self._search_capable:
+            self._search_dialect = schema_dialect  # vector searches may use the filtered indexes from now on
+
+    async def _drop_vector_indexes_without_tenant_filters(self) -> None:
+        """Vector indexes made before the server had SEARCH (or by an older agentx-memory) lack the tenant filter
+        properties SEARCH needs: drop them so apply_schema rebuilds them with the filters."""
+        for row in await self.read(cypher.SHOW_VECTOR_INDEXES):
+            if row["name"] in _VECTOR_INDEX_NAMES and not set(VECTOR_FILTER_PROPERTIES) <= set(row["properties"] or []):
+                await self._auto_commit(drop_statement("INDEX", row["name"]))
 
     async def drop_all(self) -> None:
         await self._connect()

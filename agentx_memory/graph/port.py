@@ -21,6 +21,12 @@ statement that skipped rendering fails loudly):
     a ``CALL`` that yields ``node`` and ``similarity`` (cosine, [-1, 1]) from the label's vector index.
 ``@fulltext_search(Label, query)``
     a ``CALL`` that yields ``node`` and ``score`` from the label's full-text index.
+``@tenant_match(Label, var, vector)``
+    binds ``var`` to the ``$user_id``'s nodes of the label in ``$channels`` that are candidates for a vector search
+    with ``vector``: every one of them (an exact scan, the default), or -- on a database whose vector index filters
+    by tenant inside the index (Neo4j 2026.06+ ``SEARCH``) -- the ``$fetch`` nearest. The statement then ranks the
+    candidates itself with ``@cosine``, so the result is exact either way; run it with
+    :meth:`GraphStore.read_vectors`, which falls back to the exact scan when the index's candidates are too few.
 
 Labels inside markers come from the fixed set in :data:`VECTOR_LABELS` / :data:`FULLTEXT_LABELS`; a marker naming
 another label is a programming error (``ValueError``), so no user input can reach a label position.
@@ -108,8 +114,8 @@ class Statement:
     params: Mapping[str, Any]
 
 
-_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2}
-_MARKER = re.compile(r"@(vec|cosine|vector_search|fulltext_search)\(((?:[^()]|\([^()]*\))*)\)")
+_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2, "tenant_match": 3}
+_MARKER = re.compile(r"@(vec|cosine|vector_search|fulltext_search|tenant_match)\(((?:[^()]|\([^()]*\))*)\)")
 
 
 class Dialect(ABC):
@@ -133,11 +139,27 @@ class Dialect(ABC):
                 label, k, vector = args
                 _check_label(label, VECTOR_LABELS)
                 return self.vector_search(label, k, vector)
+            if kind == "tenant_match":
+                label, var, vector = args
+                _check_label(label, VECTOR_LABELS)
+                if not var.isidentifier():
+                    raise ValueError(f"@tenant_match variable must be an identifier, got {var!r}")
+                return self.tenant_match(label, var, vector)
             label, query = args
             _check_label(label, tuple(FULLTEXT_LABELS))
             return self.fulltext_search(label, query)
 
-        return _MARKER.sub(expand, template)
+        rendered = _MARKER.sub(expand, template)
+        if self.statement_prefix and "@tenant_match(" in template:
+            rendered = self.statement_prefix + rendered
+        return rendered
+
+    #: Text put before a statement that uses ``@tenant_match`` (a Cypher version clause where one is needed).
+    statement_prefix: str = ""
+
+    def tenant_match(self, label: str, var: str, vector: str) -> str:
+        """A MATCH binding ``var`` to the tenant's candidate nodes (default: all of them, an exact scan)."""
+        return f"MATCH ({var}:{label} {{user_id: $user_id}}) WHERE {var}.channel IN $channels"
 
     @abstractmethod
     def vector_value(self, expr: str) -> str:
@@ -198,6 +220,14 @@ class GraphStore(ABC):
     @abstractmethod
     async def read(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a read-only statement and return its rows."""
+
+    async def read_vectors(self, query: LiteralString | str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run a read statement built on ``@tenant_match`` that returns at most ``params["k"]`` ranked rows.
+
+        The default is :meth:`read` (an exact scan of the tenant's nodes). A database with in-index tenant filtering
+        searches the index for a few times ``k`` candidates and falls back to the exact scan when fewer than ``k``
+        rows survive the statement's own filters, so the answer never loses rows to the index."""
+        return await self.read(query, params)
 
     @abstractmethod
     async def write(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

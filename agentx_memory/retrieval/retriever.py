@@ -132,13 +132,13 @@ class MemoryRetriever:
 
     async def _facts_vector(self, plan: SearchPlan, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
         start, end = plan.window
-        return await self.ctx.graph.read(cypher.SEARCH_FACTS, {
+        return await self.ctx.graph.read_vectors(cypher.SEARCH_FACTS, {
             "user_id": plan.user_id, "channels": plan.channels, "embedding": vector.tolist(), "k": limit,
             "start": to_ms(start), "end": to_ms(end),
         })
 
     async def _entities_vector(self, plan: SearchPlan, vector: np.ndarray, limit: int) -> list[dict[str, Any]]:
-        return await self.ctx.graph.read(cypher.SEARCH_ENTITIES, {
+        return await self.ctx.graph.read_vectors(cypher.SEARCH_ENTITIES, {
             "user_id": plan.user_id, "channels": plan.channels, "embedding": vector.tolist(), "k": limit,
         })
 

@@ -216,3 +216,32 @@ def test_falkordb_schema_has_the_configured_dimension_and_every_index():
 def test_schema_dimension_must_be_an_integer(dialect):
     with pytest.raises((ValueError, TypeError)):
         dialect.schema_statements("384) DETACH DELETE n //")
+
+
+# --- @tenant_match ---------------------------------------------------------------------------------------------------
+
+def test_tenant_match_is_an_exact_scan_of_the_tenants_nodes_by_default():
+    template = "WITH @vec($embedding) AS query_vector @tenant_match(Fact, f, query_vector) RETURN f"
+    assert NEO4J.render(template) == (
+        "WITH $embedding AS query_vector MATCH (f:Fact {user_id: $user_id}) WHERE f.channel IN $channels RETURN f")
+    assert FALKOR.render(template) == (
+        "WITH vecf32($embedding) AS query_vector MATCH (f:Fact {user_id: $user_id}) WHERE f.channel IN $channels RETURN f")
+
+
+def test_tenant_match_with_the_search_clause_filters_by_tenant_inside_the_index():
+    search = Neo4jDialect(search_clause=True)
+    rendered = search.render("WITH @vec($embedding) AS query_vector @tenant_match(Entity, e, query_vector) RETURN e")
+    assert rendered == (
+        "CYPHER 25 WITH $embedding AS query_vector MATCH (e:Entity) SEARCH e IN (VECTOR INDEX entity_embeddings "
+        "FOR query_vector WHERE e.user_id = $user_id AND e.channel IN $channels LIMIT $fetch) SCORE AS _index_score "
+        "RETURN e")
+    assert search.render("MATCH (n) RETURN n") == "MATCH (n) RETURN n"  # the version clause only where SEARCH is
+    ddl = " ".join(search.schema_statements(384))
+    assert "CYPHER 25 CREATE VECTOR INDEX fact_embeddings IF NOT EXISTS FOR (n:Fact) ON n.embedding " \
+           "WITH [n.user_id, n.channel]" in ddl
+
+
+@pytest.mark.parametrize("bad", ["@tenant_match(Conversation, c, v)", "@tenant_match(Fact, f x, v)"])
+def test_tenant_match_refuses_unknown_labels_and_odd_variables(bad):
+    with pytest.raises(ValueError):
+        NEO4J.render(bad)

@@ -1,0 +1,132 @@
+"""Vector search through Neo4j's ``SEARCH`` clause (2026.06+): tenant-filtered inside the index, exact in the end.
+
+These cases need a Neo4j with the clause, so this module starts its own server of :data:`SEARCH_VERSION` (the
+suite's main Neo4j is the 5.26 LTS, which has no SEARCH). On 5.26 and on FalkorDB the same statements are exact scans,
+covered by every retrieval test of the suite.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from agentx_memory.graph import cypher
+from agentx_memory.graph.neo4j import SEARCH_CLAUSE_VERSION, Neo4jGraphStore
+from tests.conftest import neo4j_unavailable, run
+
+SEARCH_VERSION = "2026.08.1"
+DIM = 16
+MODEL = "hash:search-test"
+
+
+@pytest.fixture(scope="module")
+def search_server():
+    """A Neo4j with the SEARCH clause, for this module only."""
+    from tests.neo4j import server
+
+    version = os.environ.get("AGENTX_TEST_NEO4J_SEARCH_VERSION", SEARCH_VERSION)
+    problem = server.missing_tools(version)
+    if problem:
+        neo4j_unavailable(f"the SEARCH tests need Neo4j {version}: {problem}")
+    running = server.start_neo4j(version)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def with_store(search_server):
+    """Runs ``body(store)`` on a store over an emptied database with the schema applied (one event loop per test:
+    the async driver's connections belong to the loop that opened them)."""
+
+    def runner(body):
+        async def go():
+            s = Neo4jGraphStore(uri=search_server.uri, max_transaction_retry_time=5)
+            try:
+                await s.drop_all()
+                await s.apply_schema(dimension=DIM, model=MODEL)
+                await body(s)
+            finally:
+                await s.close()
+
+        run(go())
+
+    return runner
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, DIM))
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+async def _store_facts(store, user: str, vectors: np.ndarray, *, superseded_every: int = 0, channel="_global"):
+    rows = [{"id": f"{user}-{i:04d}", "embedding": [float(x) for x in v],
+             "superseded": bool(superseded_every) and i % superseded_every != 0} for i, v in enumerate(vectors)]
+    await store.write(
+        "UNWIND $rows AS row CREATE (f:Fact {id: row.id, user_id: $user, channel: $channel, claim: row.id, "
+        "superseded: row.superseded, created_at: 0, embedding: row.embedding})",
+        {"rows": rows, "user": user, "channel": channel})
+
+
+def _params(query, k=10):
+    return {"user_id": "alice", "channels": ["_global"], "embedding": [float(x) for x in query], "k": k,
+            "start": None, "end": None}
+
+
+def test_the_server_has_search_and_the_indexes_carry_the_tenant_filters(with_store):
+    async def body(store):
+        assert store.server_version >= SEARCH_CLAUSE_VERSION
+        rows = await store.read(cypher.SHOW_VECTOR_INDEXES)
+        assert rows and all({"user_id", "channel"} <= set(r["properties"]) for r in rows), rows
+        assert store._search_dialect is not None
+
+    with_store(body)
+
+
+def test_search_gives_the_exact_ranking_and_never_another_tenants_rows(with_store):
+    async def body(store):
+        await _store_facts(store, "alice", _vectors(300, 1))
+        for n in range(20):  # near-duplicates of alice's vectors crowd any global top-k
+            await _store_facts(store, f"user{n:02d}", _vectors(300, 1) + 0.01 * _vectors(300, 100 + n))
+        for query in _vectors(8, 7):
+            via_index = await store.read_vectors(cypher.SEARCH_FACTS, _params(query))
+            exact = await store.read(cypher.SEARCH_FACTS, _params(query))
+            assert [r["fact"]["id"] for r in via_index] == [r["fact"]["id"] for r in exact]
+            assert len(via_index) == 10 and all(r["fact"]["user_id"] == "alice" for r in via_index)
+        # it really went through the index: the SEARCH rendering alone returns the same rows
+        rendered = store._search_dialect.render(cypher.SEARCH_FACTS)
+        assert rendered.startswith("CYPHER 25") and "SEARCH f IN (VECTOR INDEX fact_embeddings" in rendered
+        plain = await store._read_rendered(rendered, {**_params(_vectors(1, 7)[0]), "fetch": 40})
+        assert len(plain) == 10
+
+    with_store(body)
+
+
+def test_when_filters_leave_too_few_index_candidates_the_exact_scan_answers(with_store):
+    async def body(store):
+        # 9 of every 10 of alice's facts are superseded: the index's 40 nearest hold about 4 live ones
+        await _store_facts(store, "alice", _vectors(500, 3), superseded_every=10)
+        for query in _vectors(5, 11):
+            got = await store.read_vectors(cypher.SEARCH_FACTS, _params(query))
+            exact = await store.read(cypher.SEARCH_FACTS, _params(query))
+            assert len(got) == 10 and [r["fact"]["id"] for r in got] == [r["fact"]["id"] for r in exact]
+
+    with_store(body)
+
+
+def test_an_old_vector_index_without_tenant_filters_is_rebuilt(search_server):
+    async def body():
+        s = Neo4jGraphStore(uri=search_server.uri, max_transaction_retry_time=5)
+        try:
+            await s.drop_all()
+            await s.write("CREATE VECTOR INDEX fact_embeddings FOR (n:Fact) ON (n.embedding) OPTIONS {indexConfig: "
+                          "{`vector.dimensions`: 16, `vector.similarity_function`: 'cosine'}}")
+            await s.apply_schema(dimension=DIM, model=MODEL)
+            rows = {r["name"]: r["properties"] for r in await s.read(cypher.SHOW_VECTOR_INDEXES)}
+            assert {"user_id", "channel"} <= set(rows["fact_embeddings"])
+        finally:
+            await s.drop_all()
+            await s.close()
+
+    run(body())
