@@ -363,7 +363,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Ca
     "status": (cmd_status, "show servers and schema version", lambda p: p.add_argument("--json", action="store_true")),
     "migrate": (cmd_migrate, "apply pending schema migrations", lambda p: None),
     "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", lambda p: None),
-    "bench": (cmd_bench, "run a benchmark (locomo)", _bench_args),
+    "bench": (cmd_bench, "run a benchmark (locomo, scale)", _bench_args),
     "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
     "remember": (cmd_remember, "recall memories for a query", _remember_args),
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
