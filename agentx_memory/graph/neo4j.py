@@ -181,6 +181,10 @@ class Neo4jGraphStore(GraphStore):
         await self._connect()
         return await self._read_rendered(self.dialect.render(query), params)
 
+    @property
+    def tenant_vector_index(self) -> bool:
+        return self._search_dialect is not None
+
     async def read_vectors(self, query, params):
         await self._connect()
         if self._search_dialect is None:

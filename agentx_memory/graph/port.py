@@ -221,6 +221,11 @@ class GraphStore(ABC):
     async def read(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a read-only statement and return its rows."""
 
+    @property
+    def tenant_vector_index(self) -> bool:
+        """True when :meth:`read_vectors` searches a vector index filtered by tenant (else it scans exactly)."""
+        return False
+
     async def read_vectors(self, query: LiteralString | str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run a read statement built on ``@tenant_match`` that returns at most ``params["k"]`` ranked rows.
 

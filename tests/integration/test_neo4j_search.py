@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from agentx_memory.graph import cypher
+from agentx_memory.graph.dialects import Neo4jDialect
 from agentx_memory.graph.neo4j import SEARCH_CLAUSE_VERSION, Neo4jGraphStore
 from tests.conftest import neo4j_unavailable, run
 
@@ -79,7 +80,7 @@ def test_the_server_has_search_and_the_indexes_carry_the_tenant_filters(with_sto
         assert store.server_version >= SEARCH_CLAUSE_VERSION
         rows = await store.read(cypher.SHOW_VECTOR_INDEXES)
         assert rows and all({"user_id", "channel"} <= set(r["properties"]) for r in rows), rows
-        assert store._search_dialect is not None
+        assert store.tenant_vector_index
 
     with_store(body)
 
@@ -95,7 +96,7 @@ def test_search_gives_the_exact_ranking_and_never_another_tenants_rows(with_stor
             assert [r["fact"]["id"] for r in via_index] == [r["fact"]["id"] for r in exact]
             assert len(via_index) == 10 and all(r["fact"]["user_id"] == "alice" for r in via_index)
         # it really went through the index: the SEARCH rendering alone returns the same rows
-        rendered = store._search_dialect.render(cypher.SEARCH_FACTS)
+        rendered = Neo4jDialect(search_clause=True).render(cypher.SEARCH_FACTS)
         assert rendered.startswith("CYPHER 25") and "SEARCH f IN (VECTOR INDEX fact_embeddings" in rendered
         plain = await store._read_rendered(rendered, {**_params(_vectors(1, 7)[0]), "fetch": 40})
         assert len(plain) == 10
