@@ -31,7 +31,7 @@ import pytest
 import redis.asyncio as aioredis
 from psycopg import sql as pgsql
 
-from agentx_memory.graph.falkordb import FalkorGraphStore
+from agentx_memory.backends import make_graph_store
 from agentx_memory.graph.port import GraphStore
 from agentx_memory.runtime import EmbeddedStack
 from agentx_memory.settings import Settings, load_settings
@@ -156,13 +156,8 @@ class Namespaces:
         return load_settings(**base)
 
     def graph_store(self, settings: Settings) -> GraphStore:
-        """A raw graph store on the namespace's graph."""
-        if self.neo4j is not None:
-            from agentx_memory.graph.neo4j import Neo4jGraphStore
-
-            return Neo4jGraphStore(uri=self.neo4j.uri, user=self.neo4j.user, password=self.neo4j.password,
-                                   database="neo4j", max_transaction_retry_time=5)
-        return FalkorGraphStore(graph_name=settings.graph.name, unix_socket_path=str(self.endpoints.falkordb_socket))
+        """A raw graph store on the namespace's graph (the adapter the settings select, as the engine opens it)."""
+        return make_graph_store(settings, falkordb_socket=str(self.endpoints.falkordb_socket))
 
     async def drop_graph(self, settings: Settings) -> None:
         """Empty the namespace's graph (on Neo4j: the shared database, see :func:`wipe_neo4j`)."""

@@ -1,8 +1,8 @@
 """Neo4j adapter of the graph port (the official ``neo4j`` async driver).
 
-Reads and writes run in managed transactions (``execute_read`` / ``execute_write``), so the driver retries transient
-errors and routes reads to replicas in a cluster (``neo4j://`` URIs). Every session of a store shares one bookmark
-manager, so a read always sees the store's earlier writes (causal consistency), even when a cluster or Aura routes it
+Writes run in managed transactions (``execute_write``), so the driver retries transient errors; reads run auto-commit
+in READ access mode (routed to readers in a cluster, ``neo4j://`` URIs) with a bounded retry of their own. Every
+session of a store shares one bookmark manager, so a read always sees the store's earlier writes (causal consistency), even when a cluster or Aura routes it
 to another member.
 
 On first use the store asks the server its version (``dbms.components()``) and refuses one older than
@@ -130,18 +130,24 @@ class Neo4jGraphStore(GraphStore):
         self._uri = uri
         self._retry_seconds = 30.0 if max_transaction_retry_time is None else max_transaction_retry_time
         self.server_version: tuple[int, ...] | None = None
-        self._search_capable = False
         #: The dialect whose @tenant_match searches the tenant-filtered vector indexes (set by apply_schema on
         #: servers that have the SEARCH clause); None means every vector search is an exact scan.
         self._search_dialect: Neo4jDialect | None = None
 
-    def _session(self):
-        return self._driver.session(database=self._database, bookmark_manager=self._bookmarks)
+    def _session(self, access_mode: str = neo4j.WRITE_ACCESS):
+        return self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
+                                    default_access_mode=access_mode)
+
+    @property
+    def _search_capable(self) -> bool:
+        """The server has the SEARCH clause with IN filters (known after the first call)."""
+        return self.server_version is not None and self.server_version >= SEARCH_CLAUSE_VERSION
 
     async def _connect(self) -> None:
         """Check the server version once (the first call of any operation)."""
         if self.server_version is not None:
             return
+
         async def work(tx):
             return await (await tx.run(cypher.SERVER_VERSION)).data()
 
@@ -158,7 +164,6 @@ class Neo4jGraphStore(GraphStore):
                 f"{'.'.join(map(str, MIN_VERSION))} or newer (CALL (n) {{...}} subqueries). Use 5.26 LTS or a 2025+ release."
             )
         self.server_version = version
-        self._search_capable = version >= SEARCH_CLAUSE_VERSION
 
     async def _managed_write(self, query: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """One statement in a managed write transaction (the driver retries transient errors)."""
@@ -186,9 +191,8 @@ class Neo4jGraphStore(GraphStore):
         return self._search_dialect is not None
 
     async def read_vectors(self, query, params):
-        await self._connect()
         if self._search_dialect is None:
-            return await self._read_rendered(self.dialect.render(query), params)
+            return await self.read(query, params)
         k = int(params["k"])
         # The index's nearest few times k, filtered by tenant inside the index, then the statement's own filters and
         # exact ranking; too few rows left (a small tenant, many superseded facts, a time window) means the index
@@ -208,8 +212,7 @@ class Neo4jGraphStore(GraphStore):
         delay = 0.05
         while True:
             try:
-                async with self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
-                                                default_access_mode=neo4j.READ_ACCESS) as session:
+                async with self._session(neo4j.READ_ACCESS) as session:
                     result = await session.run(rendered, dict(params or {}))
                     return [{key: _plain(value) for key, value in record.items()} async for record in result]
             except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
