@@ -33,8 +33,8 @@ from .models import (
     UserProfile,
 )
 from .procedural import StrategyMatch
-from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
 from .providers.embeddings import Embedder, make_embedder
+from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
 from .semantic import EntityGraph
 from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
 from .working import WorkingMemory
@@ -42,6 +42,8 @@ from .working import WorkingMemory
 __version__ = "0.1.0"
 
 __all__ = [
+    "GLOBAL_CHANNEL",
+    "RELATIONSHIP_TYPES",
     "AgentMemory",
     "AgentXMemoryError",
     "AsyncAgentMemory",
@@ -52,17 +54,14 @@ __all__ = [
     "Entity",
     "EntityGraph",
     "Fact",
-    "GLOBAL_CHANNEL",
     "Goal",
     "MemoryBundle",
     "NotFoundError",
-    "RELATIONSHIP_TYPES",
     "RecallMetrics",
     "RecallSettings",
     "Relationship",
     "RetrievalSettings",
     "RuntimeServerError",
-    "StrategyMatch",
     "ScoredEntity",
     "ScoredFact",
     "ScoredStrategy",
@@ -72,6 +71,7 @@ __all__ = [
     "StorageError",
     "StorageUnavailableError",
     "Strategy",
+    "StrategyMatch",
     "ToolInvocation",
     "Turn",
     "UserProfile",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -64,7 +64,7 @@ class MemoryAuditLogger:
 
     async def _insert(self, entry: dict[str, Any]) -> None:
         row = {
-            "timestamp": datetime.now(timezone.utc),
+            "timestamp": datetime.now(UTC),
             "user_id": None, "session_id": None, "conversation_id": None, "source_channel": None,
             "target_channels": None, "query_text": None, "result_count": None, "latency_ms": None,
             "success": True, "error_message": None, "promoted_from_channel": None, "promotion_confidence": None,

@@ -16,7 +16,7 @@ from .settings import Settings
 from .sql.postgres import PostgresStore, migrate
 from .working import WorkingStore
 
-__all__ = ["Backends", "open_backends", "make_graph_store"]
+__all__ = ["Backends", "make_graph_store", "open_backends"]
 
 
 @dataclass

@@ -19,7 +19,7 @@ from rich.table import Table
 from .errors import AgentXMemoryError, ConfigurationError
 from .settings import Settings, load_settings
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["COMMANDS", "main"]
 
 console = Console()
 

@@ -10,7 +10,7 @@ bundle with its explanation and the prompt block. Re-running it is idempotent.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 
 from rich.console import Console
@@ -21,7 +21,7 @@ from .memory import AsyncAgentMemory
 from .models import Entity, Fact, Goal
 from .settings import Settings
 
-__all__ = ["run_demo", "DEMO_USER"]
+__all__ = ["DEMO_USER", "run_demo"]
 
 DEMO_USER = "sam"
 
@@ -58,7 +58,7 @@ async def run_demo(settings: Settings, console: Console, *, explain: bool = True
         await memory.update_profile(**knowledge["profile"])
         console.print(f"[green]learned[/green] {len(entities)} entities, {len(knowledge['facts'])} facts "
                       "(one of them changed: Porto → Lisbon), a goal, a strategy and a profile")
-        now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)  # fixed, so "last month" is always October 2026
+        now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)  # fixed, so "last month" is always October 2026
         for question, _ in knowledge["questions"]:
             bundle = await memory.remember(question, top_k=5, reference_time=now)
             console.rule(f"[bold]{question}")

@@ -22,7 +22,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from .timeutil import to_ms
 from .tokens import count_tokens
 from .validation import check_channel, check_channels, check_id, check_json, check_text
 
-__all__ = ["EpisodicMemory", "ROLES"]
+__all__ = ["ROLES", "EpisodicMemory"]
 
 log = logging.getLogger(__name__)
 
@@ -394,7 +394,7 @@ class EpisodicMemory:
             raise ValidationError("hours", f"must be > 0 and at most 100 years, got {hours}")
         if not (1 <= limit <= 10_000):
             raise ValidationError("limit", f"must be between 1 and 10000, got {limit}")
-        now = reference_time or datetime.now(timezone.utc)
+        now = reference_time or datetime.now(UTC)
         rows = await self.ctx.postgres.fetch(
             f"SELECT {_TURN_COLUMNS} FROM conversation_logs"
             " WHERE user_id = %s AND channel = ANY(%s) AND timestamp >= %s AND timestamp <= %s"

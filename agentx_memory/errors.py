@@ -20,13 +20,13 @@ from __future__ import annotations
 __all__ = [
     "AgentXMemoryError",
     "ConfigurationError",
-    "EmbeddingDimensionMismatchError",
-    "ValidationError",
-    "NotFoundError",
     "ConflictError",
+    "EmbeddingDimensionMismatchError",
+    "NotFoundError",
+    "RuntimeServerError",
     "StorageError",
     "StorageUnavailableError",
-    "RuntimeServerError",
+    "ValidationError",
 ]
 
 

@@ -20,7 +20,7 @@ from .errors import AgentXMemoryError, ConflictError, ValidationError
 from .memory import AsyncAgentMemory
 from .models import Turn
 
-__all__ = ["IngestReport", "read_turns", "ingest_file"]
+__all__ = ["IngestReport", "ingest_file", "read_turns"]
 
 _REQUIRED = ("user_id", "conversation_id", "role", "content", "timestamp")
 

@@ -34,7 +34,7 @@ from .settings import RecallSettings, Settings, load_settings
 from .validation import check_channel, check_id
 from .working import WorkingMemory
 
-__all__ = ["AsyncAgentMemory", "AgentMemory"]
+__all__ = ["AgentMemory", "AsyncAgentMemory"]
 
 
 class AsyncAgentMemory:

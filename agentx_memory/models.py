@@ -9,23 +9,23 @@ checked when the model is stored, and raise :class:`~agentx_memory.errors.Valida
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
-    "Turn",
+    "GLOBAL_CHANNEL",
+    "GOAL_STATUSES",
+    "RELATIONSHIP_TYPES",
     "Entity",
     "Fact",
     "Goal",
+    "Relationship",
     "Strategy",
     "ToolInvocation",
-    "Relationship",
+    "Turn",
     "UserProfile",
-    "GLOBAL_CHANNEL",
-    "RELATIONSHIP_TYPES",
-    "GOAL_STATUSES",
     "new_id",
     "utcnow",
 ]
@@ -47,7 +47,7 @@ def new_id() -> str:
 
 def utcnow() -> datetime:
     """The current time, timezone-aware (UTC)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class _Model(BaseModel):
@@ -58,7 +58,7 @@ class _Model(BaseModel):
     def _aware(cls, value: Any) -> Any:
         # Naive datetimes are taken as UTC so that epoch-millisecond storage is unambiguous.
         if isinstance(value, datetime) and value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
+            return value.replace(tzinfo=UTC)
         return value
 
 

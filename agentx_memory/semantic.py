@@ -29,7 +29,7 @@ from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationsh
 from .timeutil import from_ms, now_ms, to_ms
 from .validation import check_channel, check_id, check_json, check_range, check_text
 
-__all__ = ["SemanticMemory", "EntityGraph", "normalize_name"]
+__all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
 
 _SPACES = re.compile(r"\s+")
 #: How many times an entity upsert re-reads and retries when concurrent upserts of the same entity overtake it.

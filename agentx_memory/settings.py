@@ -23,22 +23,22 @@ from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 from .errors import ConfigurationError
 
 __all__ = [
-    "Settings",
-    "GraphSettings",
-    "PostgresSettings",
-    "RedisSettings",
+    "AuditSettings",
+    "DecaySettings",
     "EmbeddedSettings",
     "EmbeddingSettings",
+    "GraphSettings",
     "LLMSettings",
-    "RetrievalSettings",
-    "RecallSettings",
-    "PromotionSettings",
-    "DecaySettings",
-    "RetentionSettings",
-    "WorkingMemorySettings",
-    "AuditSettings",
-    "WorkerSettings",
     "LimitsSettings",
+    "PostgresSettings",
+    "PromotionSettings",
+    "RecallSettings",
+    "RedisSettings",
+    "RetentionSettings",
+    "RetrievalSettings",
+    "Settings",
+    "WorkerSettings",
+    "WorkingMemorySettings",
     "load_settings",
 ]
 
@@ -60,7 +60,7 @@ class GraphSettings(_Section):
     @field_validator("uri")
     @classmethod
     def _known_scheme(cls, value: str) -> str:
-        if value and not value.split("://", 1)[0] in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "falkor", "falkors", "redis", "rediss", "unix"}:
+        if value and value.split("://", 1)[0] not in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "falkor", "falkors", "redis", "rediss", "unix"}:
             raise ValueError("must start with bolt://, neo4j://, falkor://, redis:// or unix:// (or be empty for the embedded server)")
         return value
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-__all__ = ["to_ms", "from_ms", "now_ms"]
+__all__ = ["from_ms", "now_ms", "to_ms"]
 
 
 def to_ms(value: datetime | None) -> int | None:
@@ -12,7 +12,7 @@ def to_ms(value: datetime | None) -> int | None:
     if value is None:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return int(value.timestamp() * 1000)
 
 
@@ -20,9 +20,9 @@ def from_ms(value: int | float | None) -> datetime | None:
     """Epoch milliseconds to an aware UTC datetime."""
     if value is None:
         return None
-    return datetime.fromtimestamp(value / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(value / 1000, tz=UTC)
 
 
 def now_ms() -> int:
     """The current time in epoch milliseconds."""
-    return to_ms(datetime.now(timezone.utc))
+    return to_ms(datetime.now(UTC))

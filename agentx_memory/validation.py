@@ -10,7 +10,7 @@ from typing import Any
 from .errors import ValidationError
 from .models import GLOBAL_CHANNEL
 
-__all__ = ["check_channel", "check_channels", "check_id", "check_text", "check_json", "check_range"]
+__all__ = ["check_channel", "check_channels", "check_id", "check_json", "check_range", "check_text"]
 
 _CHANNEL = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$")
 _ID_MAX = 100

@@ -29,7 +29,7 @@ import redis.exceptions
 from .errors import StorageUnavailableError, ValidationError
 from .settings import WorkingMemorySettings
 
-__all__ = ["WorkingStore", "WorkingMemory"]
+__all__ = ["WorkingMemory", "WorkingStore"]
 
 # Atomic "delete only if I still hold the lock".
 _RELEASE_LOCK = """

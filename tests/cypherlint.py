@@ -21,12 +21,13 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 __all__ = [
-    "CypherLintUnavailable",
     "PARAMETER_NOT_DEFINED",
+    "CypherLintUnavailable",
     "errors_of",
     "is_parameter_notice",
     "lint_statements",

@@ -18,7 +18,7 @@ from agentx_memory.settings import Settings
 
 from .jobs import audit_partitions, reconcile
 
-__all__ = ["JOBS", "run_worker", "run_once"]
+__all__ = ["JOBS", "run_once", "run_worker"]
 
 log = logging.getLogger("agentx_memory.worker")
 

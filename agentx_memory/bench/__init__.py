@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-__all__ = ["pyplot", "git_commit"]
+__all__ = ["git_commit", "pyplot"]
 
 
 def git_commit() -> str:

@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +30,17 @@ from dateutil import parser as dateparser
 from tqdm import tqdm
 
 from ..memory import AsyncAgentMemory
-from . import git_commit, pyplot
 from ..models import Turn
 from ..settings import Settings
+from . import git_commit, pyplot
 
-__all__ = ["LocomoSample", "load_locomo", "run_locomo", "CATEGORIES", "KS"]
+__all__ = ["CATEGORIES", "KS", "LocomoSample", "load_locomo", "run_locomo"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20, 50)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    "a an the and or but if of at by for with about against between into through during before after above below to "
-    "from up down in out on off over under again further then once here there when where why how all any both each "
-    "few more most other some such no nor not only own same so than too very s t can will just don should now i me "
-    "my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it "
-    "its itself they them their theirs themselves what which who whom this that these those am is are was were be "
-    "been being have has had having do does did doing would could".split()
+    ["a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against", "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don", "should", "now", "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "would", "could"]
 )
 
 
@@ -60,7 +55,7 @@ class LocomoSample:
 
 
 def _session_time(text: str) -> datetime:
-    return dateparser.parse(text.replace(" on ", " ")).replace(tzinfo=timezone.utc)
+    return dateparser.parse(text.replace(" on ", " ")).replace(tzinfo=UTC)
 
 
 def load_locomo(path: Path) -> list[LocomoSample]:
@@ -87,7 +82,7 @@ def load_locomo(path: Path) -> list[LocomoSample]:
                 ))
             n += 1
         questions = [q for q in raw["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
-        samples.append(LocomoSample(sample_id, turns, questions, last or datetime.now(timezone.utc)))
+        samples.append(LocomoSample(sample_id, turns, questions, last or datetime.now(UTC)))
     return samples
 
 
@@ -215,7 +210,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
     report = {
         "benchmark": "locomo evidence recall",
         "data": str(data),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": _cpus()},
         "embedding_model": settings.embedding.model,

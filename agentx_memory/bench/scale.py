@@ -47,7 +47,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,50 +59,29 @@ from ..models import RELATIONSHIP_TYPES
 from . import git_commit, pyplot
 
 __all__ = [
+    "HYBRID_ONLY",
+    "VECTOR_ONLY",
     "Corpus",
     "generate_corpus",
-    "scale_sizes",
-    "run_scale",
     "markdown_report",
-    "VECTOR_ONLY",
-    "HYBRID_ONLY",
+    "run_scale",
+    "scale_sizes",
 ]
 
 # ======================================================================================================= vocabulary
 
-FIRST_NAMES = """Ana Maria Joao Lucas Sofia Mateo Emma Liam Olivia Noah Amara Kenji Yuki Priya Arjun Fatima Omar Leila
-Hassan Chloe Daniel Grace Ethan Isabel Diego Camila Santiago Valentina Elena Marco Giulia Luca Hannah Jonas Lena Felix
-Clara Max Freya Oskar Ingrid Mikael Aino Nora Henrik Astrid Tomasz Zofia Pavel Katya Dmitri Irina Mehmet Elif Selin
-Kwame Ama Kofi Chidi Ngozi Tunde Zainab Ibrahim Aisha Samuel Ruth Miriam David Sarah Rebecca Nathan Julia Oliver
-Amelia Harry Isla George Ava Jack Mia Charlie Ella Thomas Lily James Zoe William Ruby Henry Alice Leo Evie Oscar Rosa
-Pedro Ines Tiago Beatriz Rafael Marta Hugo Alba Pablo Lucia Javier Carmen Andres Paula Wei Mei Jun Hui Min Jae Soo
-Hiro Aiko Ren Sakura Ravi Anika Vikram Deepa Rohan Meera Nikhil Tara""".split()
+FIRST_NAMES = ["Ana", "Maria", "Joao", "Lucas", "Sofia", "Mateo", "Emma", "Liam", "Olivia", "Noah", "Amara", "Kenji", "Yuki", "Priya", "Arjun", "Fatima", "Omar", "Leila", "Hassan", "Chloe", "Daniel", "Grace", "Ethan", "Isabel", "Diego", "Camila", "Santiago", "Valentina", "Elena", "Marco", "Giulia", "Luca", "Hannah", "Jonas", "Lena", "Felix", "Clara", "Max", "Freya", "Oskar", "Ingrid", "Mikael", "Aino", "Nora", "Henrik", "Astrid", "Tomasz", "Zofia", "Pavel", "Katya", "Dmitri", "Irina", "Mehmet", "Elif", "Selin", "Kwame", "Ama", "Kofi", "Chidi", "Ngozi", "Tunde", "Zainab", "Ibrahim", "Aisha", "Samuel", "Ruth", "Miriam", "David", "Sarah", "Rebecca", "Nathan", "Julia", "Oliver", "Amelia", "Harry", "Isla", "George", "Ava", "Jack", "Mia", "Charlie", "Ella", "Thomas", "Lily", "James", "Zoe", "William", "Ruby", "Henry", "Alice", "Leo", "Evie", "Oscar", "Rosa", "Pedro", "Ines", "Tiago", "Beatriz", "Rafael", "Marta", "Hugo", "Alba", "Pablo", "Lucia", "Javier", "Carmen", "Andres", "Paula", "Wei", "Mei", "Jun", "Hui", "Min", "Jae", "Soo", "Hiro", "Aiko", "Ren", "Sakura", "Ravi", "Anika", "Vikram", "Deepa", "Rohan", "Meera", "Nikhil", "Tara"]
 
-LAST_NAMES = """Silva Santos Ferreira Costa Oliveira Rodrigues Garcia Martinez Lopez Gonzalez Hernandez Perez Rossi Russo
-Bianchi Romano Colombo Ricci Muller Schmidt Schneider Fischer Weber Becker Wagner Hoffmann Dubois Laurent Moreau
-Lefebvre Girard Bonnet Novak Kowalski Nowak Wojcik Horvath Nagy Ivanov Petrov Smirnov Popescu Yilmaz Kaya Demir
-Okafor Mensah Adeyemi Nwosu Diallo Traore Kamau Otieno Haddad Khalil Nasser Cohen Levi Friedman Tanaka Suzuki Sato
-Takahashi Watanabe Kim Lee Park Choi Chen Wang Zhang Liu Nguyen Tran Pham Patel Sharma Singh Gupta Iyer Reddy Smith
-Johnson Brown Taylor Wilson Davies Evans Thomas Roberts Walker Wright Clarke Hughes Murphy Kelly Byrne Ryan OBrien
-Andersen Jensen Nielsen Hansen Larsen Berg Lindqvist Johansson Virtanen Korhonen""".split()
+LAST_NAMES = ["Silva", "Santos", "Ferreira", "Costa", "Oliveira", "Rodrigues", "Garcia", "Martinez", "Lopez", "Gonzalez", "Hernandez", "Perez", "Rossi", "Russo", "Bianchi", "Romano", "Colombo", "Ricci", "Muller", "Schmidt", "Schneider", "Fischer", "Weber", "Becker", "Wagner", "Hoffmann", "Dubois", "Laurent", "Moreau", "Lefebvre", "Girard", "Bonnet", "Novak", "Kowalski", "Nowak", "Wojcik", "Horvath", "Nagy", "Ivanov", "Petrov", "Smirnov", "Popescu", "Yilmaz", "Kaya", "Demir", "Okafor", "Mensah", "Adeyemi", "Nwosu", "Diallo", "Traore", "Kamau", "Otieno", "Haddad", "Khalil", "Nasser", "Cohen", "Levi", "Friedman", "Tanaka", "Suzuki", "Sato", "Takahashi", "Watanabe", "Kim", "Lee", "Park", "Choi", "Chen", "Wang", "Zhang", "Liu", "Nguyen", "Tran", "Pham", "Patel", "Sharma", "Singh", "Gupta", "Iyer", "Reddy", "Smith", "Johnson", "Brown", "Taylor", "Wilson", "Davies", "Evans", "Thomas", "Roberts", "Walker", "Wright", "Clarke", "Hughes", "Murphy", "Kelly", "Byrne", "Ryan", "OBrien", "Andersen", "Jensen", "Nielsen", "Hansen", "Larsen", "Berg", "Lindqvist", "Johansson", "Virtanen", "Korhonen"]
 
-CITIES = """Lisbon Porto Madrid Barcelona Valencia Seville Paris Lyon Marseille Bordeaux Berlin Munich Hamburg Cologne
-Vienna Zurich Geneva Milan Rome Naples Florence Turin Bologna Amsterdam Rotterdam Brussels Antwerp Copenhagen
-Stockholm Oslo Helsinki Reykjavik Dublin Edinburgh Glasgow London Manchester Bristol Prague Krakow Warsaw Budapest
-Athens Istanbul Tbilisi Cairo Marrakesh Nairobi Accra Lagos Cape_Town Dubai Mumbai Delhi Bangalore Kathmandu Bangkok
-Hanoi Singapore Jakarta Manila Seoul Busan Tokyo Kyoto Osaka Taipei Shanghai Sydney Melbourne Auckland Vancouver
-Toronto Montreal Boston Chicago Denver Seattle Portland Austin New_Orleans Mexico_City Oaxaca Bogota Lima Cusco
-Santiago Buenos_Aires Montevideo Havana""".split()  # "_" keeps a name one token; _city() restores the space
+CITIES = ["Lisbon", "Porto", "Madrid", "Barcelona", "Valencia", "Seville", "Paris", "Lyon", "Marseille", "Bordeaux", "Berlin", "Munich", "Hamburg", "Cologne", "Vienna", "Zurich", "Geneva", "Milan", "Rome", "Naples", "Florence", "Turin", "Bologna", "Amsterdam", "Rotterdam", "Brussels", "Antwerp", "Copenhagen", "Stockholm", "Oslo", "Helsinki", "Reykjavik", "Dublin", "Edinburgh", "Glasgow", "London", "Manchester", "Bristol", "Prague", "Krakow", "Warsaw", "Budapest", "Athens", "Istanbul", "Tbilisi", "Cairo", "Marrakesh", "Nairobi", "Accra", "Lagos", "Cape_Town", "Dubai", "Mumbai", "Delhi", "Bangalore", "Kathmandu", "Bangkok", "Hanoi", "Singapore", "Jakarta", "Manila", "Seoul", "Busan", "Tokyo", "Kyoto", "Osaka", "Taipei", "Shanghai", "Sydney", "Melbourne", "Auckland", "Vancouver", "Toronto", "Montreal", "Boston", "Chicago", "Denver", "Seattle", "Portland", "Austin", "New_Orleans", "Mexico_City", "Oaxaca", "Bogota", "Lima", "Cusco", "Santiago", "Buenos_Aires", "Montevideo", "Havana"]  # "_" keeps a name one token; _city() restores the space
 
-VENUE_WORDS = """Blue Golden Little Old Green Copper Silver Red Lazy Happy Wild Corner Hidden Salty Sunny Velvet Iron
-Paper Quiet Crooked Lucky Northern Secret Rusty""".split()
-VENUE_NOUNS = """Fig Lemon Anchor Fox Owl Pine Harbor Bicycle Lantern Spoon Whale Olive Mill Garden Kettle Sparrow
-Compass Tiger Moon Orchard Barrel Pigeon Tulip Cactus""".split()
+VENUE_WORDS = ["Blue", "Golden", "Little", "Old", "Green", "Copper", "Silver", "Red", "Lazy", "Happy", "Wild", "Corner", "Hidden", "Salty", "Sunny", "Velvet", "Iron", "Paper", "Quiet", "Crooked", "Lucky", "Northern", "Secret", "Rusty"]
+VENUE_NOUNS = ["Fig", "Lemon", "Anchor", "Fox", "Owl", "Pine", "Harbor", "Bicycle", "Lantern", "Spoon", "Whale", "Olive", "Mill", "Garden", "Kettle", "Sparrow", "Compass", "Tiger", "Moon", "Orchard", "Barrel", "Pigeon", "Tulip", "Cactus"]
 VENUE_KINDS = ["café", "bakery", "bistro", "wine bar", "ramen place", "taqueria", "climbing gym", "bookshop",
                "pizzeria", "tea house", "record store", "yoga studio", "brewery", "noodle bar", "food market"]
 
-ORG_WORDS = """North Bright Blue Clear Swift Green Silver Summit River Cedar Orbit Quantum Harbor Atlas Nova Maple
-Vertex Lumen Pioneer Copper""".split()
+ORG_WORDS = ["North", "Bright", "Blue", "Clear", "Swift", "Green", "Silver", "Summit", "River", "Cedar", "Orbit", "Quantum", "Harbor", "Atlas", "Nova", "Maple", "Vertex", "Lumen", "Pioneer", "Copper"]
 ORG_KINDS = ["Labs", "Systems", "Foods", "Studio", "Partners", "Health", "Logistics", "Robotics", "Media",
              "Analytics", "Energy", "Works", "Bank", "Games", "Mobility"]
 PRODUCTS = ["solar chargers", "plant-based snacks", "scheduling software", "bike parts", "language-learning apps",
@@ -423,7 +402,7 @@ class Corpus:
     facts: list[CorpusFact] = field(default_factory=list)
     # Where each conversation ends: (turn count, entity count, relationship count, fact count) after it.
     marks: list[tuple[int, int, int, int]] = field(default_factory=list)
-    end_time: datetime = datetime(2024, 6, 30, tzinfo=timezone.utc)
+    end_time: datetime = datetime(2024, 6, 30, tzinfo=UTC)
 
     def prefix(self, turns: int) -> tuple[int, int, int, int]:
         """Counts of (turns, entities, relationships, facts) in the prefix that holds ``turns`` turns."""
@@ -1033,7 +1012,7 @@ class FloorStore:
                      "embedding": turn_vectors[i].tolist()} for k, (i, t) in enumerate(turns[start:stop], start)]
 
         pairs = [[a.id, b.id] for (_, a), (_, b) in zip(turns, turns[1:]) if a.conversation_id == b.conversation_id]
-        now = to_ms(datetime.now(timezone.utc))
+        now = to_ms(datetime.now(UTC))
         entity_rows = [{"key": entity_key(e.user_id, e.channel, e.type, e.name), "id": e.id, "user_id": e.user_id,
                         "channel": e.channel, "type": e.type, "name": e.name, "normalized_name": normalize_name(e.name),
                         "aliases": e.aliases, "description": e.description, "now": now,
@@ -1497,7 +1476,7 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
 
     report = {
         "benchmark": "scale",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                     "load_average_before": [round(x, 2) for x in load_before],

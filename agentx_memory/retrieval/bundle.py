@@ -13,8 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Entity, Fact, Goal, Strategy, Turn, UserProfile
 
-__all__ = ["Signal", "Scored", "ScoredTurn", "ScoredFact", "ScoredEntity", "ScoredStrategy", "RecallMetrics",
-           "TechniqueMetric", "MemoryBundle"]
+__all__ = [
+    "MemoryBundle",
+    "RecallMetrics",
+    "Scored",
+    "ScoredEntity",
+    "ScoredFact",
+    "ScoredStrategy",
+    "ScoredTurn",
+    "Signal",
+    "TechniqueMetric",
+]
 
 T = TypeVar("T", Turn, Fact, Entity, Strategy)
 

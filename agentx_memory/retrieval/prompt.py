@@ -30,7 +30,7 @@ from ..tokens import count_tokens
 if TYPE_CHECKING:
     from .bundle import MemoryBundle
 
-__all__ = ["render_prompt", "SECTION_TITLES"]
+__all__ = ["SECTION_TITLES", "render_prompt"]
 
 SECTION_TITLES = {
     "turn": "[Episodic Memory -- Relevant Past Conversations]",

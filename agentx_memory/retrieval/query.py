@@ -10,7 +10,7 @@ from datetime import datetime
 
 from .timeparse import TimeRange, parse_time_phrases
 
-__all__ = ["QueryAnalysis", "analyze", "rewrite_as_statement", "mentioned_names", "ABOUT_PATTERNS"]
+__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "mentioned_names", "rewrite_as_statement"]
 
 _QUESTION_HEAD = re.compile(
     r"^\s*(?:what|which|who|whom|whose|when|where|why|how(?: many| much| long| often| old)?)\b"

@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, Sco
 from .fusion import rrf_ranks
 from .timeparse import TimeRange
 
-__all__ = ["MemoryRetriever", "SearchPlan", "Candidates"]
+__all__ = ["Candidates", "MemoryRetriever", "SearchPlan"]
 
 TEMPORAL_TAG = {"current": "temporal_boost_current", "past": "temporal_boost_past"}
 
@@ -478,7 +478,7 @@ class MemoryRetriever:
 class _Draft:
     """A turn candidate being scored: its row and its signals as plain tuples (cheap for hundreds of candidates)."""
 
-    __slots__ = ("row", "signals", "score")
+    __slots__ = ("row", "score", "signals")
 
     def __init__(self, row: dict[str, Any]):
         self.row = row
@@ -512,8 +512,8 @@ def _combined(vectors: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
 def utc(moment: datetime | None) -> datetime:
     """An aware UTC datetime (naive input is taken as UTC; None is now)."""
     if moment is None:
-        return datetime.now(timezone.utc)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return datetime.now(UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def window_from_hours(hours: float | None, reference: datetime) -> tuple[datetime | None, datetime | None]:

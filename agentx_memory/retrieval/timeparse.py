@@ -21,7 +21,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from dateutil.relativedelta import relativedelta
 
@@ -91,7 +91,7 @@ def _ago(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
 
 def _month_range(month: int, year: int) -> tuple[datetime, datetime]:
     """A named month, and the week after it (things get mentioned a little after they happen)."""
-    start = datetime(year, month, 1, tzinfo=timezone.utc)
+    start = datetime(year, month, 1, tzinfo=UTC)
     return start, start + relativedelta(months=1) + timedelta(days=7)
 
 
@@ -117,7 +117,7 @@ def _named_day(day: datetime) -> tuple[datetime, datetime]:
 
 @_rule(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 def _iso(now, m):
-    return _named_day(datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=timezone.utc))
+    return _named_day(datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC))
 
 
 @_rule(r"\bthe day before yesterday\b")
@@ -183,7 +183,7 @@ def _month_day(now, m):
     year = int(m[3]) if m[3] else _year_for_month(now, month)
     if day > calendar.monthrange(year, month)[1]:
         return None
-    return _named_day(datetime(year, month, day, tzinfo=timezone.utc))
+    return _named_day(datetime(year, month, day, tzinfo=UTC))
 
 
 @_rule(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH},? (\d{{4}})\b")
@@ -191,7 +191,7 @@ def _day_month_year(now, m):
     day, month, year = int(m[1]), _MONTHS[m[2].lower()], int(m[3])
     if day > calendar.monthrange(year, month)[1]:
         return None
-    return _named_day(datetime(year, month, day, tzinfo=timezone.utc))
+    return _named_day(datetime(year, month, day, tzinfo=UTC))
 
 
 @_rule(rf"\b(?:in|during|since|by|of|from|around|early|late|mid|mid-) ?(?:the )?(?:month of )?{_MONTH},? (\d{{4}})\b|\b{_MONTH} (\d{{4}})\b")
@@ -209,7 +209,7 @@ def _month_only(now, m):
 
 @_rule(r"\b(?:in|during|since) (19\d\d|20\d\d)\b")
 def _year(now, m):
-    start = datetime(int(m[1]), 1, 1, tzinfo=timezone.utc)
+    start = datetime(int(m[1]), 1, 1, tzinfo=UTC)
     return start, start + relativedelta(years=1)
 
 
@@ -218,9 +218,9 @@ def parse_time_phrases(text: str, reference_time: datetime | None = None) -> lis
 
     Overlapping matches keep the first (most specific) rule's reading.
     """
-    now = reference_time or datetime.now(timezone.utc)
+    now = reference_time or datetime.now(UTC)
     if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
+        now = now.replace(tzinfo=UTC)
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, TimeRange]] = []
     for pattern, func in _RULES:

@@ -38,7 +38,7 @@ from .processes import (
     wait_gone,
 )
 
-__all__ = ["FalkorDBServer", "FalkorDBProbe", "falkordb_binaries"]
+__all__ = ["FalkorDBProbe", "FalkorDBServer", "falkordb_binaries"]
 
 _NAMES = ("redis-server",)
 

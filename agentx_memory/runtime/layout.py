@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import RuntimeServerError
 
-__all__ = ["DataLayout", "directory_size", "MAX_SOCKET_PATH_BYTES", "POSTGRES_PORT", "FALKORDB_SOCKET_NAME", "POSTGRES_SOCKET_NAME"]
+__all__ = ["FALKORDB_SOCKET_NAME", "MAX_SOCKET_PATH_BYTES", "POSTGRES_PORT", "POSTGRES_SOCKET_NAME", "DataLayout", "directory_size"]
 
 #: Longest usable unix socket path (bytes, without the terminating NUL) on Linux.
 MAX_SOCKET_PATH_BYTES = 107
@@ -52,7 +52,7 @@ class DataLayout:
     home: Path
 
     @classmethod
-    def for_home(cls, home: Path | str) -> "DataLayout":
+    def for_home(cls, home: Path | str) -> DataLayout:
         """The layout of ``home`` made absolute (symlinks resolved so every process hashes the same path)."""
         return cls(Path(home).expanduser().resolve())
 

@@ -46,7 +46,7 @@ from .processes import (
     wait_gone,
 )
 
-__all__ = ["PostgresServer", "PostgresProbe", "postgres_bin_dir", "postgres_os_user", "conninfo", "DATABASE", "SUPERUSER"]
+__all__ = ["DATABASE", "SUPERUSER", "PostgresProbe", "PostgresServer", "conninfo", "postgres_bin_dir", "postgres_os_user"]
 
 _log = logging.getLogger(__name__)
 

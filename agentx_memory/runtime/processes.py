@@ -22,22 +22,22 @@ from pathlib import Path
 import psutil
 
 __all__ = [
-    "OsUser",
     "CommandResult",
-    "pid_alive",
-    "owned_server_pid",
-    "server_processes",
-    "wait_gone",
-    "kill_processes",
-    "unix_socket_state",
-    "unix_socket_owner",
-    "tcp_port_owner",
-    "tcp_port_free",
-    "describe_process",
+    "OsUser",
     "current_user",
-    "run_command",
+    "describe_process",
+    "kill_processes",
+    "owned_server_pid",
+    "pid_alive",
     "read_pid_file",
+    "run_command",
+    "server_processes",
     "tail",
+    "tcp_port_free",
+    "tcp_port_owner",
+    "unix_socket_owner",
+    "unix_socket_state",
+    "wait_gone",
 ]
 
 

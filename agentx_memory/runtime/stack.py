@@ -23,7 +23,7 @@ from .locks import runtime_lock
 from .postgres import PostgresServer, postgres_os_user
 from .processes import current_user
 
-__all__ = ["Endpoints", "EmbeddedStack"]
+__all__ = ["EmbeddedStack", "Endpoints"]
 
 
 @dataclass(frozen=True)

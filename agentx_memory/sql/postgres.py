@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..errors import EmbeddingDimensionMismatchError, StorageError, StorageUnavailableError
 
-__all__ = ["PostgresStore", "migrate", "schema_dir", "pending_migrations", "wrap_pg_error"]
+__all__ = ["PostgresStore", "migrate", "pending_migrations", "schema_dir", "wrap_pg_error"]
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _LOCK_KEY = 0x61677478  # "agtx": one advisory lock id for migrations

@@ -18,14 +18,14 @@ from __future__ import annotations
 from typing import Final, LiteralString
 
 __all__ = [
+    "COUNT_USER_TURNS",
+    "LEXICAL_TIMELINE",
     "OR_QUERY",
+    "SPEAKERS_AMONG",
+    "TURNS_AROUND",
+    "TURNS_BY_IDS",
     "TURN_CANDIDATES_EXACT",
     "TURN_CANDIDATES_INDEX",
-    "TURNS_AROUND",
-    "SPEAKERS_AMONG",
-    "COUNT_USER_TURNS",
-    "TURNS_BY_IDS",
-    "LEXICAL_TIMELINE",
     "UPDATE_CONTEXT_TSV",
 ]
 

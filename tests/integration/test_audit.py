@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -98,7 +98,7 @@ def test_level_verbose_adds_payloads_and_traces(open_memory):
 
 def test_a_trace_with_non_json_values_is_still_logged(open_memory):
     memory = open_memory(audit={"level": "verbose"})
-    at = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+    at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
     log_read(memory, trace={"at": at, "ids": {"x"}})
     rows = sql(memory, "SELECT metadata FROM memory_audit_log")
     assert rows[0]["metadata"]["trace"] == {"at": str(at), "ids": str({"x"})}
@@ -139,7 +139,7 @@ def test_audit_failure_never_loses_the_memory_write(open_memory, caplog):
 
 def test_missing_partition_is_created_on_demand(open_memory):
     memory = open_memory()
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     memory._portal.run(memory.core.ctx.postgres.execute(f"DROP TABLE memory_audit_log_{today:%Y%m%d}"))
     memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="hello"))
     rows = sql(memory, "SELECT tableoid::regclass::text AS part FROM memory_audit_log")
@@ -155,7 +155,7 @@ def _partitions(memory) -> list[str]:
 
 def test_partition_functions_create_ahead_and_drop_past_retention(open_memory):
     memory = open_memory()
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     name = lambda d: f"memory_audit_log_{d:%Y%m%d}"  # noqa: E731
     # the migration created yesterday .. today + 6
     assert _partitions(memory) == [name(today + timedelta(days=i)) for i in range(-1, 7)]
@@ -166,7 +166,7 @@ def test_partition_functions_create_ahead_and_drop_past_retention(open_memory):
     future = today + timedelta(days=31)
     assert name(future) in _partitions(memory)
     # rows are routed to their day's partition
-    at = datetime(future.year, future.month, future.day, 23, 59, tzinfo=timezone.utc)
+    at = datetime(future.year, future.month, future.day, 23, 59, tzinfo=UTC)
     memory._portal.run(memory.core.ctx.postgres.execute(
         "INSERT INTO memory_audit_log (timestamp, operation, memory_type) VALUES (%s, 'store', 'episodic')", (at,)))
     assert sql(memory, "SELECT tableoid::regclass::text AS p FROM memory_audit_log")[0]["p"] == name(future)
@@ -175,7 +175,7 @@ def test_partition_functions_create_ahead_and_drop_past_retention(open_memory):
     assert sql(memory, "SELECT create_audit_partitions(1, %s::date) AS n", (old,))[0]["n"] == 2
     memory._portal.run(memory.core.ctx.postgres.execute(
         "INSERT INTO memory_audit_log (timestamp, operation, memory_type) VALUES (%s, 'store', 'episodic')",
-        (datetime(old.year, old.month, old.day, 12, tzinfo=timezone.utc),)))
+        (datetime(old.year, old.month, old.day, 12, tzinfo=UTC),)))
     dropped = sql(memory, "SELECT drop_old_audit_partitions(365) AS n")[0]["n"]
     assert dropped == 2
     parts = _partitions(memory)

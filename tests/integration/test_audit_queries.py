@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -94,7 +94,7 @@ def _check_2(rows, data):
     counts = {(r["user_id"], r["memory_type"]): r["writes"] for r in rows}
     assert counts == {("alice", "episodic"): 2, ("bob", "episodic"): 1, ("alice", "semantic"): 3,
                       ("alice", "procedural"): 1}
-    assert {r["day"] for r in rows} == {datetime.now(timezone.utc).date()}
+    assert {r["day"] for r in rows} == {datetime.now(UTC).date()}
 
 
 def _check_3(rows, data):
@@ -169,7 +169,7 @@ def _check_12(rows, data):
 
 
 def _check_13(rows, data):
-    today = datetime.now(timezone.utc).date()
+    today = datetime.now(UTC).date()
     assert [r["partition"] for r in rows] == [f"memory_audit_log_{today:%Y%m%d}"]
     assert rows[0]["entries"] == 11  # 6 writes + 1 failed write + 1 strategy search + 3 reads
 

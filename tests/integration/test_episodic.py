@@ -7,7 +7,7 @@ import os
 import signal
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -128,7 +128,7 @@ def test_two_users_with_identical_content_never_see_each_other(memory):
 
 
 def test_get_recent_turns_filters_by_time_and_channel(memory):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     memory.store_turns([
         Turn(conversation_id="c1", user_id="alice", content="old", timestamp=now - timedelta(hours=30)),
         Turn(conversation_id="c1", user_id="alice", content="new", timestamp=now - timedelta(minutes=5)),

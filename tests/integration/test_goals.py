@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -12,7 +12,7 @@ from tests.conftest import gread
 
 
 def test_add_and_get_goal_with_parent_and_blockers(memory):
-    deadline = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    deadline = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
     parent = memory.add_goal(Goal(user_id="alice", description="Ship v1", priority=5, deadline=deadline,
                                   metadata={"owner": "team \"core\"", "tags": ["a", "b"]}))
     assert parent.deadline == deadline and parent.priority == 5
@@ -59,11 +59,11 @@ def test_block_goal(memory):
 
 def test_complete_goal_sets_status_completed_at_and_result(memory):
     goal = memory.add_goal(Goal(user_id="alice", description="Book flights"))
-    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    before = datetime.now(UTC) - timedelta(seconds=1)
     done = memory.complete_goal(goal.id, result="Booked TAP 123, seat 4A")
     assert done.status == "completed"
     assert done.result == "Booked TAP 123, seat 4A"
-    assert done.completed_at is not None and before <= done.completed_at <= datetime.now(timezone.utc)
+    assert done.completed_at is not None and before <= done.completed_at <= datetime.now(UTC)
     assert memory.get_goal(goal.id) == done
 
     other = memory.add_goal(Goal(user_id="alice", description="Learn Rust"))

@@ -8,7 +8,6 @@ from agentx_memory import ToolInvocation, Turn
 from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
 from tests.conftest import gread, sql
 
-
 # --- tool invocations -------------------------------------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ models (metadata, channel) that round-trip, the token-budgeted prompt block, and
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -14,7 +14,7 @@ from agentx_memory.retrieval.prompt import SECTION_TITLES
 from agentx_memory.tokens import count_tokens
 from tests.conftest import run
 
-REF = datetime(2024, 5, 10, 12, 0, tzinfo=timezone.utc)
+REF = datetime(2024, 5, 10, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ import pytest
 from agentx_memory import AgentMemory, Entity, Fact, Turn
 from tests.conftest import cli_env
 
-REF = datetime(2024, 5, 10, 12, 0, tzinfo=timezone.utc)
+REF = datetime(2024, 5, 10, 12, 0, tzinfo=UTC)
 
 
 def agentx(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:

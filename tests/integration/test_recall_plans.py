@@ -6,7 +6,7 @@ Plans are read with EXPLAIN on the memory's own connections, with the parameters
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -15,7 +15,7 @@ from agentx_memory.graph import cypher
 from agentx_memory.sql import search
 from tests.conftest import run
 
-REF = datetime(2024, 3, 20, 12, 0, tzinfo=timezone.utc)
+REF = datetime(2024, 3, 20, 12, 0, tzinfo=UTC)
 WORDS = ["apple", "river", "engine", "violin", "garden", "rocket", "pillow", "market", "canyon", "lantern"]
 # alice has a few hundred turns; zoe is one of many small users
 USERS = {**{f"user{n:02d}": 20 for n in range(10)}, "zoe": 30, "alice": 300}

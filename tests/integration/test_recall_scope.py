@@ -5,7 +5,7 @@ identical content, and tenant-correct vector search (a user's results do not dep
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ from agentx_memory import AgentMemory, ConflictError, Entity, Fact, Goal, NotFou
 from agentx_memory.models import GLOBAL_CHANNEL
 from tests.conftest import run, sql
 
-REF = datetime(2024, 3, 20, 12, 0, tzinfo=timezone.utc)
+REF = datetime(2024, 3, 20, 12, 0, tzinfo=UTC)
 
 
 def scored_lists(bundle) -> dict[str, list]:
@@ -196,7 +196,7 @@ def test_returned_facts_and_entities_are_reinforced(memory):
     other_fact = memory.learn_fact(Fact(user_id="bob", claim="Bob lives in Lisbon", entity_ids=[other_user.id]))
     assert memory.get_fact(fact.id).access_count == 0 and memory.get_fact(fact.id).last_accessed is None
 
-    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    before = datetime.now(UTC) - timedelta(seconds=1)
     bundle = memory.remember("Tell me about Lisbon", include_episodic=False)
     memory.drain()
     assert fact.id in {f.id for f in bundle.facts} and lisbon.id in {e.id for e in bundle.entities}

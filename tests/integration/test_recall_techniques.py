@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -17,7 +17,7 @@ import pytest
 from agentx_memory import AgentMemory, Entity, Fact, Turn
 from agentx_memory.retrieval.query import rewrite_as_statement
 
-REF = datetime(2023, 6, 15, 12, 0, tzinfo=timezone.utc)
+REF = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)
 
 
 def store(memory, content: str, conversation: str, *, when: datetime = REF - timedelta(days=3), **extra) -> Turn:
@@ -202,7 +202,7 @@ class _FakeOpenAI(BaseHTTPRequestHandler):
 
     requests: list[dict] = []
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "body": body})
         system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
@@ -274,7 +274,7 @@ def test_hyde_with_an_llm_records_the_hypothesis_and_searches_with_it(settings, 
 def hikes(memory):
     """The same kind of memory at three moments before the reference time 2023-06-15 (and unrelated turns)."""
     def at(*args):
-        return datetime(*args, tzinfo=timezone.utc)
+        return datetime(*args, tzinfo=UTC)
 
     found = {
         "january": store(memory, "We went hiking in the hills, trail one", "c-jan", when=at(2023, 1, 20, 10)),
@@ -288,8 +288,8 @@ def hikes(memory):
 
 
 @pytest.mark.parametrize(("question", "phrase", "expected", "start"), [
-    ("Where did we go hiking in May 2023?", "in May 2023", "may", datetime(2023, 5, 1, tzinfo=timezone.utc)),
-    ("Where did we go hiking in January?", "in January", "january", datetime(2023, 1, 1, tzinfo=timezone.utc)),
+    ("Where did we go hiking in May 2023?", "in May 2023", "may", datetime(2023, 5, 1, tzinfo=UTC)),
+    ("Where did we go hiking in January?", "in January", "january", datetime(2023, 1, 1, tzinfo=UTC)),
     ("Where did we go hiking last week?", "last week", "last_week", None),
 ])
 def test_self_query_time_phrases_boost_turns_in_range(memory, hikes, question, phrase, expected, start):
@@ -314,6 +314,6 @@ def test_self_query_time_phrases_boost_turns_in_range(memory, hikes, question, p
 def test_self_query_is_relative_to_the_reference_time(memory, hikes):
     # "last week" seen from 2023-01-25 is the week of the January hike
     bundle = memory.remember("Where did we go hiking last week?", top_k=4,
-                             reference_time=datetime(2023, 1, 25, 12, tzinfo=timezone.utc))
+                             reference_time=datetime(2023, 1, 25, 12, tzinfo=UTC))
     assert bundle.turns[0].id == hikes["january"].id
     assert "time" in bundle.turns[0].signals

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from agentx_memory import AsyncAgentMemory, Turn
 from tests.conftest import run
@@ -26,7 +26,7 @@ def test_worker_once_reprojects_lost_turns_and_manages_audit_partitions(settings
         memory = await AsyncAgentMemory.open(s)
         try:
             nodes = await memory.ctx.graph.read("MATCH (t:Turn {conversation_id: 'c'}) RETURN count(t) AS n")
-            day = (datetime.now(timezone.utc) + timedelta(days=s.audit.partitions_ahead_days)).strftime("%Y%m%d")
+            day = (datetime.now(UTC) + timedelta(days=s.audit.partitions_ahead_days)).strftime("%Y%m%d")
             part = await memory.ctx.postgres.fetch("SELECT to_regclass(%s) IS NOT NULL AS present", (f"memory_audit_log_{day}",))
         finally:
             await memory.close()

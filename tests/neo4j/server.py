@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 import weakref
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 DEFAULT_VERSION = "5.26.30"
@@ -88,7 +88,7 @@ def _check_version(version: str) -> str:
     return version
 
 
-@lru_cache(maxsize=None)
+@cache
 def _java_major(java: str) -> int | None:
     """The major version of the ``java`` binary at that path, or None when it does not run."""
     try:

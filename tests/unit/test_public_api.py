@@ -24,7 +24,7 @@ def test_all_lists_every_public_name_of_the_package():
     public = {name for name in vars(agentx_memory) if not name.startswith("_")}
     modules = {name for name, value in vars(agentx_memory).items() if inspect.ismodule(value)}
     assert public - modules - {"annotations"} == set(agentx_memory.__all__)
-    assert CONTRACT <= set(agentx_memory.__all__)
+    assert set(agentx_memory.__all__) >= CONTRACT
 
 
 def test_sync_and_async_facades_offer_the_same_methods():
