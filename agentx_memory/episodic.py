@@ -33,6 +33,7 @@ from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .graph import cypher
 from .models import Turn
+from .rows import turn_from_row
 from .sql import search
 from .sql.postgres import wrap_pg_error
 from .timeutil import to_ms
@@ -65,17 +66,6 @@ _INSERT_TIMELINE = (
     " %(metadata)s)"
     " ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING"
 )
-
-
-def row_to_turn(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
-    """A :class:`Turn` from a ``conversation_logs`` row (the embedding only when asked for)."""
-    embedding = row.get("embedding")
-    return Turn(
-        id=row["turn_id"], conversation_id=row["conversation_id"], user_id=row["user_id"], channel=row["channel"],
-        index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
-        token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
-        embedding=embedding.to_list() if (with_embedding and embedding is not None) else None,
-    )
 
 
 class EpisodicMemory:
@@ -370,7 +360,7 @@ class EpisodicMemory:
             if not rows:
                 return total
             last_id = rows[-1]["id"]
-            turns = [row_to_turn(r, with_embedding=True) for r in rows]
+            turns = [turn_from_row(r, with_embedding=True) for r in rows]
             await self._project(turns)
             await self._timeline(turns)
             total += len(turns)
@@ -385,7 +375,7 @@ class EpisodicMemory:
         )
         if not rows:
             raise NotFoundError("conversation", conversation_id)
-        return [row_to_turn(r, with_embedding=with_embeddings) for r in rows]
+        return [turn_from_row(r, with_embedding=with_embeddings) for r in rows]
 
     async def get_recent_turns(self, user_id: str, channels: Sequence[str] | str | None = None, hours: float = 24,
                                limit: int = 50, *, reference_time: datetime | None = None) -> list[Turn]:
@@ -401,7 +391,7 @@ class EpisodicMemory:
             " ORDER BY timestamp DESC, turn_index DESC LIMIT %s",
             (user_id, check_channels(channels), now - timedelta(hours=hours), now, limit),
         )
-        return [row_to_turn(r) for r in rows]
+        return [turn_from_row(r) for r in rows]
 
     async def turns_by_ids(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, Turn]:
         """The user's turns with these ids (others' ids are simply absent)."""
@@ -409,7 +399,7 @@ class EpisodicMemory:
             f"SELECT {_TURN_COLUMNS} FROM conversation_logs WHERE user_id = %s AND turn_id = ANY(%s)",
             (user_id, list(turn_ids)),
         )
-        return {r["turn_id"]: row_to_turn(r) for r in rows}
+        return {r["turn_id"]: turn_from_row(r) for r in rows}
 
 
 def _in_context(previous: str | None, content: str) -> str:

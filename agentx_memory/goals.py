@@ -6,29 +6,17 @@ active, completed, abandoned, blocked. ``complete_goal`` sets ``completed_at`` a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import GOAL_STATUSES, Goal, utcnow
-from .timeutil import from_ms, to_ms
+from .rows import goal_from_row
+from .timeutil import to_ms
 from .validation import check_channel, check_channels, check_id, check_json, check_text
 
 __all__ = ["GoalMemory"]
-
-
-def _goal(row: dict[str, Any], parent_id: str | None, blocked_by: Sequence[str]) -> Goal:
-    g = row
-    return Goal(
-        id=g["id"], user_id=g["user_id"], channel=g["channel"], description=g["description"], status=g["status"],
-        priority=g.get("priority") or 0, created_at=from_ms(g.get("created_at")),
-        completed_at=from_ms(g.get("completed_at")), result=g.get("result"), deadline=from_ms(g.get("deadline")),
-        parent_id=parent_id, blocked_by=sorted(b for b in blocked_by if b),
-        metadata=json.loads(g.get("metadata") or "{}"),
-    )
 
 
 class GoalMemory:
@@ -79,7 +67,7 @@ class GoalMemory:
     async def get_goals(self, user_id: str, goal_ids: Sequence[str]) -> list[Goal]:
         """The user's goals with these ids (unknown ids left out)."""
         rows = await self.ctx.graph.read(cypher.GET_GOALS, {"ids": list(goal_ids), "user_id": user_id})
-        return [_goal(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
+        return [goal_from_row(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
 
     async def get_goal(self, goal_id: str, user_id: str) -> Goal:
         """One goal with its parent id and blockers, or NotFoundError."""
@@ -126,6 +114,6 @@ class GoalMemory:
         rows = await self.ctx.graph.read(cypher.LIST_GOALS, {
             "user_id": user_id, "channels": check_channels(channels), "status": status, "limit": limit,
         })
-        goals = [_goal(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
+        goals = [goal_from_row(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
         # the aggregation of blockers does not keep the statement's order: sort here
         return sorted(goals, key=lambda g: (-g.priority, g.created_at, g.id))

@@ -19,22 +19,14 @@ from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import Strategy, ToolInvocation
+from .rows import strategy_from_row
 from .semantic import normalize_name
-from .timeutil import from_ms, now_ms, to_ms
+from .timeutil import now_ms, to_ms
 from .validation import check_channel, check_channels, check_id, check_json, check_text
 
 __all__ = ["ProceduralMemory", "StrategyMatch"]
 
 SIMILARITY_SHARE = 0.7
-
-
-def _strategy(row: dict[str, Any]) -> Strategy:
-    return Strategy(
-        id=row["id"], user_id=row["user_id"], channel=row["channel"], description=row["description"],
-        context_pattern=row.get("context_pattern") or "", tool_sequence=list(row.get("tool_sequence") or []),
-        success_count=row.get("success_count") or 0, failure_count=row.get("failure_count") or 0,
-        created_at=from_ms(row.get("created_at")), last_used=from_ms(row.get("last_used")),
-    )
 
 
 class StrategyMatch(Strategy):
@@ -139,7 +131,7 @@ class ProceduralMemory:
             "tool_sequence": tools, "embedding": embedding, "now": now_ms(), "success": bool(success),
             "conversation_id": from_conversation_id,
         })
-        strategy = _strategy(rows[0]["strategy"])
+        strategy = strategy_from_row(rows[0]["strategy"])
         await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"}, user_id=user_id)
         return strategy
 
@@ -148,7 +140,7 @@ class ProceduralMemory:
         rows = await self.ctx.graph.read(cypher.GET_STRATEGY, {"id": strategy_id, "user_id": user_id})
         if not rows:
             raise NotFoundError("strategy", strategy_id)
-        return _strategy(rows[0]["strategy"])
+        return strategy_from_row(rows[0]["strategy"])
 
     async def reinforce_strategy(self, strategy_id: str, success: bool, *, user_id: str) -> Strategy:
         """Count one more success or failure of a strategy."""
@@ -157,7 +149,7 @@ class ProceduralMemory:
         })
         if not rows:
             raise NotFoundError("strategy", strategy_id)
-        strategy = _strategy(rows[0]["strategy"])
+        strategy = strategy_from_row(rows[0]["strategy"])
         await self.ctx.audit.log_write("reinforce", "procedural", strategy.channel, [strategy_id],
                                        {"kind": "strategy", "success": bool(success)}, user_id=user_id)
         return strategy
@@ -177,7 +169,7 @@ class ProceduralMemory:
         })
         found = []
         for row in rows:
-            strategy = _strategy(row["strategy"])
+            strategy = strategy_from_row(row["strategy"])
             similarity = float(row["similarity"])
             score = SIMILARITY_SHARE * similarity + (1 - SIMILARITY_SHARE) * strategy.success_rate
             found.append(StrategyMatch(**strategy.model_dump(), similarity=similarity, score=score))

@@ -26,7 +26,8 @@ from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
-from .timeutil import from_ms, now_ms, to_ms
+from .rows import entity_from_row, fact_from_row
+from .timeutil import now_ms, to_ms
 from .validation import check_channel, check_id, check_json, check_range, check_text
 
 __all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
@@ -54,30 +55,6 @@ class EntityGraph(BaseModel):
     entities: list[Entity] = Field(default_factory=list)
     relationships: list[Relationship] = Field(default_factory=list)
     facts: list[Fact] = Field(default_factory=list)
-
-
-def entity_from_row(row: dict[str, Any]) -> Entity:
-    """An :class:`Entity` from a graph projection row."""
-    return Entity(
-        id=row["id"], user_id=row["user_id"], channel=row["channel"], name=row["name"], type=row["type"],
-        aliases=list(row.get("aliases") or []), description=row.get("description") or "",
-        salience=row.get("salience") if row.get("salience") is not None else 0.5,
-        first_seen=from_ms(row.get("first_seen")), last_accessed=from_ms(row.get("last_accessed")),
-        access_count=row.get("access_count") or 0, properties=json.loads(row.get("properties") or "{}"),
-    )
-
-
-def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
-    """A :class:`Fact` from a graph projection row."""
-    return Fact(
-        id=row["id"], user_id=row["user_id"], channel=row["channel"], claim=row["claim"],
-        confidence=row.get("confidence") if row.get("confidence") is not None else 0.7,
-        source=row.get("source") or "conversation", source_turn_id=row.get("source_turn_id"),
-        conversation_id=row.get("conversation_id"), entity_ids=[e for e in entity_ids if e],
-        temporal=row.get("temporal"), created_at=from_ms(row.get("created_at")),
-        last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
-        metadata=json.loads(row.get("metadata") or "{}"),
-    )
 
 
 class SemanticMemory:

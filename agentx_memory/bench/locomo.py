@@ -175,7 +175,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
         ingest_seconds = time.perf_counter() - ingest_started
         progress(f"ingested {len(turns)} turns of {len(samples)} samples in {ingest_seconds:.1f}s "
                  f"(document vectors cached in {memory.settings.embedding.cache_path or 'memory'})")
-        vectors = {r["turn_id"]: r["embedding"].to_numpy() for r in await memory.ctx.postgres.fetch(
+        vectors = {r["turn_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in await memory.ctx.postgres.fetch(
             "SELECT turn_id, embedding FROM conversation_logs")}
 
         methods = dict(ABLATIONS) if ablations else {"agentx (full)": None}

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from ..context import MemoryContext
-from ..episodic import row_to_turn
 from ..graph import cypher
-from ..semantic import SemanticMemory, entity_from_row, fact_from_row
+from ..rows import entity_from_row, fact_from_row, turn_from_row
+from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
 from ..sql import search
 from ..timeutil import to_ms
@@ -496,7 +496,7 @@ class _Draft:
     def materialize(self) -> ScoredTurn:
         """The :class:`ScoredTurn` the caller gets (its score recomputed from the signals)."""
         cosine = self.row.get("cosine")
-        item = ScoredTurn(item=row_to_turn(self.row), cosine=float(cosine) if cosine is not None else None)
+        item = ScoredTurn(item=turn_from_row(self.row), cosine=float(cosine) if cosine is not None else None)
         for name, (value, weight, detail) in self.signals.items():
             item.add(name, value, weight, detail)
         return item

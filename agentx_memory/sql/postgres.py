@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from pgvector import Vector
 from pgvector.psycopg import register_vector_async
+from pgvector.psycopg.vector import VectorLoader
 from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
@@ -126,6 +128,15 @@ async def _check_embedding_meta(conn: psycopg.AsyncConnection, *, dimension: int
         )
 
 
+class _VectorAsList(VectorLoader):
+    """Loads a pgvector ``vector`` as ``list[float]``: no pgvector type leaves this adapter."""
+
+    def load(self, data):  # type: ignore[no-untyped-def]
+        if isinstance(data, memoryview):
+            data = data.tobytes()
+        return Vector.from_text(data.decode("utf8")).to_list()
+
+
 class PostgresStore:
     """A pooled async connection to the agentx schema (``psycopg_pool``), with pgvector types registered.
 
@@ -138,6 +149,7 @@ class PostgresStore:
 
         async def configure(conn: psycopg.AsyncConnection) -> None:
             await register_vector_async(conn)
+            conn.adapters.register_loader("vector", _VectorAsList)
             # HNSW scans with a WHERE filter keep going until enough rows pass it (pgvector 0.8): a user filter
             # must never starve the result of a shared index.
             await conn.execute("SET hnsw.iterative_scan = relaxed_order")

@@ -50,7 +50,7 @@ def test_write_flow_reaches_every_store(memory):
     log = memory._portal.run(memory.core.ctx.postgres.fetch(
         "SELECT projected, embedding, content_tsv::text AS tsv, metadata FROM conversation_logs WHERE turn_id = %s", (turn.id,)))[0]
     assert log["projected"] is True
-    assert len(log["embedding"].to_list()) == memory.settings.embedding.dimension
+    assert len(log["embedding"]) == memory.settings.embedding.dimension
     assert "miso" in log["tsv"]
     assert log["metadata"] == turn.metadata
     node = gread(memory, "MATCH (t:Turn {id: $id}) RETURN t.metadata AS metadata, t.timestamp AS ts", {"id": turn.id})[0]
@@ -213,7 +213,7 @@ def test_default_local_embedder_end_to_end(settings):
         ])
         rows = memory._portal.run(memory.core.ctx.postgres.fetch(
             "SELECT turn_id, embedding FROM conversation_logs ORDER BY turn_index"))
-        vectors = {r["turn_id"]: r["embedding"].to_numpy() for r in rows}
+        vectors = {r["turn_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
         assert all(v.shape == (384,) for v in vectors.values())
         query = memory._portal.run(memory.core.ctx.embedder.embed_query("what pets does alice have?"))
         assert float(vectors[pet.id] @ query) > float(vectors[job.id] @ query)
@@ -223,7 +223,7 @@ def test_a_turn_is_embedded_with_the_stored_turn_before_it(memory):
     memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Where did you travel in May?"))
     memory.store_turns([Turn(conversation_id="c1", user_id="alice", content="Lisbon, for the robotics fair."),
                         Turn(conversation_id="c2", user_id="alice", content="A first turn has no context.")])
-    rows = {r["content"]: r["embedding"].to_numpy()
+    rows = {r["content"]: np.asarray(r["embedding"], dtype=np.float32)
             for r in sql(memory, "SELECT content, embedding FROM conversation_logs")}
     embed = memory._portal.run(memory.core.ctx.embedder.embed_documents([
         "Where did you travel in May?\nLisbon, for the robotics fair.", "A first turn has no context."]))

@@ -1,0 +1,73 @@
+"""Row mapping: stored rows (PostgreSQL log rows, graph projection rows) into the public models.
+
+One place knows the column and property names of each store, so retrieval and the memory subsystems build models the
+same way. Rows arrive here as plain Python values: the repositories in ``sql/`` and the graph adapters convert driver
+types (pgvector vectors, timestamps in milliseconds stay as the graph stores them) before a row leaves them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .models import Entity, Fact, Goal, Strategy, Turn
+from .timeutil import from_ms
+
+__all__ = ["entity_from_row", "fact_from_row", "goal_from_row", "strategy_from_row", "turn_from_row"]
+
+
+def turn_from_row(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
+    """A :class:`Turn` from a ``conversation_logs`` row (the embedding, a list of floats, only when asked for)."""
+    embedding = row.get("embedding")
+    return Turn(
+        id=row["turn_id"], conversation_id=row["conversation_id"], user_id=row["user_id"], channel=row["channel"],
+        index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
+        token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
+        embedding=[float(x) for x in embedding] if (with_embedding and embedding is not None) else None,
+    )
+
+
+def entity_from_row(row: dict[str, Any]) -> Entity:
+    """An :class:`Entity` from a graph projection row."""
+    return Entity(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], name=row["name"], type=row["type"],
+        aliases=list(row.get("aliases") or []), description=row.get("description") or "",
+        salience=row.get("salience") if row.get("salience") is not None else 0.5,
+        first_seen=from_ms(row.get("first_seen")), last_accessed=from_ms(row.get("last_accessed")),
+        access_count=row.get("access_count") or 0, properties=json.loads(row.get("properties") or "{}"),
+    )
+
+
+def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
+    """A :class:`Fact` from a graph projection row and the ids of the entities it is about."""
+    return Fact(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], claim=row["claim"],
+        confidence=row.get("confidence") if row.get("confidence") is not None else 0.7,
+        source=row.get("source") or "conversation", source_turn_id=row.get("source_turn_id"),
+        conversation_id=row.get("conversation_id"), entity_ids=[e for e in entity_ids if e],
+        temporal=row.get("temporal"), created_at=from_ms(row.get("created_at")),
+        last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
+        metadata=json.loads(row.get("metadata") or "{}"),
+    )
+
+
+def goal_from_row(row: dict[str, Any], parent_id: str | None, blocked_by: Sequence[str]) -> Goal:
+    """A :class:`Goal` from a graph projection row, its parent's id and the ids of the goals blocking it."""
+    return Goal(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], description=row["description"],
+        status=row["status"], priority=row.get("priority") or 0, created_at=from_ms(row.get("created_at")),
+        completed_at=from_ms(row.get("completed_at")), result=row.get("result"), deadline=from_ms(row.get("deadline")),
+        parent_id=parent_id, blocked_by=sorted(b for b in blocked_by if b),
+        metadata=json.loads(row.get("metadata") or "{}"),
+    )
+
+
+def strategy_from_row(row: dict[str, Any]) -> Strategy:
+    """A :class:`Strategy` from a graph projection row."""
+    return Strategy(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], description=row["description"],
+        context_pattern=row.get("context_pattern") or "", tool_sequence=list(row.get("tool_sequence") or []),
+        success_count=row.get("success_count") or 0, failure_count=row.get("failure_count") or 0,
+        created_at=from_ms(row.get("created_at")), last_used=from_ms(row.get("last_used")),
+    )
