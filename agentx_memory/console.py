@@ -32,7 +32,9 @@ def print_bundle(console: Console, bundle: MemoryBundle, *, explain: bool = Fals
                                         ("strategy", bundle.strategies)) for s in items}
     for scored in bundle.all_scored():
         item = scored.item
-        when = getattr(item, "timestamp", None) or getattr(item, "created_at", None) or getattr(item, "first_seen", None)
+        when = (
+            getattr(item, "timestamp", None) or getattr(item, "created_at", None) or getattr(item, "first_seen", None)
+        )
         row = [kinds[id(scored)], f"{scored.score:.3f}", scored.channel, f"{when:%Y-%m-%d}" if when else "",
                _item_text(scored)[:300]]
         if explain:
@@ -44,7 +46,9 @@ def print_bundle(console: Console, bundle: MemoryBundle, *, explain: bool = Fals
         console.print("active goals: " + "; ".join(g.description for g in bundle.goals))
     timing = ", ".join(f"{name} {m.latency_ms:.1f} ms ({m.results})" + (f" skipped: {m.skipped}" if m.skipped else "")
                        for name, m in bundle.metrics.techniques.items())
-    console.print(f"[dim]{bundle.metrics.total_ms:.1f} ms total (embedding {bundle.metrics.embed_ms:.1f} ms); {timing}[/dim]")
+    console.print(
+        f"[dim]{bundle.metrics.total_ms:.1f} ms total (embedding {bundle.metrics.embed_ms:.1f} ms); {timing}[/dim]"
+    )
     if bundle.filters.get("time_ranges"):
         console.print(f"[dim]time phrases: {bundle.filters['time_ranges']}[/dim]")
     if prompt_tokens:

@@ -34,14 +34,23 @@ async def run_demo(settings: Settings, console: Console, *, explain: bool = True
     try:
         with resources.as_file(data / "demo_conversation.jsonl") as path:
             report = await ingest_file(memory, path)
-        console.print(f"[green]stored[/green] {report.stored} turns of 5 sessions (Sept-Nov 2026) for user {DEMO_USER!r}")
+        console.print(
+            f"[green]stored[/green] {report.stored} turns of 5 sessions (Sept-Nov 2026) for user {DEMO_USER!r}"
+        )
         turn_ids = {}
         for turn in await memory.get_recent_turns(hours=24 * 365 * 10, limit=1000):
             turn_ids[(turn.conversation_id, turn.index)] = turn.id
         entities = {}
         for spec in knowledge["entities"]:
-            entity = await memory.upsert_entity(Entity(user_id=DEMO_USER, name=spec["name"], type=spec["type"],
-                                                       aliases=spec.get("aliases", []), description=spec["description"]))
+            entity = await memory.upsert_entity(
+                Entity(
+                    user_id=DEMO_USER,
+                    name=spec["name"],
+                    type=spec["type"],
+                    aliases=spec.get("aliases", []),
+                    description=spec["description"],
+                )
+            )
             entities[spec["key"]] = entity.id
         for source, rel, target in knowledge["relationships"]:
             await memory.create_relationship(entities[source], entities[target], rel)
@@ -54,7 +63,9 @@ async def run_demo(settings: Settings, console: Console, *, explain: bool = True
             await memory.add_goal(Goal(id=f"demo-goal-{i}", user_id=DEMO_USER, description=spec["description"],
                                        priority=spec["priority"]))
         for spec in knowledge["strategies"]:
-            await memory.learn_strategy(spec["description"], tool_sequence=spec["tools"], from_conversation_id="demo-s3")
+            await memory.learn_strategy(
+                spec["description"], tool_sequence=spec["tools"], from_conversation_id="demo-s3"
+            )
         await memory.update_profile(**knowledge["profile"])
         console.print(f"[green]learned[/green] {len(entities)} entities, {len(knowledge['facts'])} facts "
                       "(one of them changed: Porto → Lisbon), a goal, a strategy and a profile")

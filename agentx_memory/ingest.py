@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import pydantic
 
@@ -33,16 +34,19 @@ class IngestReport:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
 
+def _open(path: Path) -> TextIO:
+    try:
+        return path.open(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError("file", f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+
+
 def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
     """``(line number, Turn)`` parsed from a JSONL file; malformed lines are added to ``report.skipped``.
 
     A file that cannot be read raises :class:`~agentx_memory.errors.ValidationError` (field ``file``).
     """
-    try:
-        handle = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError("file", f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
-    with handle:
+    with _open(path) as handle:
         for number, line in enumerate(_lines(handle, path), start=1):
             if not line.strip():
                 continue

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
 __all__ = ["from_ms", "now_ms", "to_ms"]
 
 
+@overload
+def to_ms(value: datetime) -> int: ...
+@overload
+def to_ms(value: None) -> None: ...
+@overload
+def to_ms(value: datetime | None) -> int | None: ...
+
+
 def to_ms(value: datetime | None) -> int | None:
-    """Aware (or naive = UTC) datetime to epoch milliseconds."""
+    """Aware (or naive = UTC) datetime to epoch milliseconds (None stays None)."""
     if value is None:
         return None
     if value.tzinfo is None:
@@ -16,7 +25,15 @@ def to_ms(value: datetime | None) -> int | None:
     return int(value.timestamp() * 1000)
 
 
-def from_ms(value: int | float | None) -> datetime | None:
+@overload
+def from_ms(value: float) -> datetime: ...
+@overload
+def from_ms(value: None) -> None: ...
+@overload
+def from_ms(value: float | None) -> datetime | None: ...
+
+
+def from_ms(value: float | None) -> datetime | None:
     """Epoch milliseconds to an aware UTC datetime."""
     if value is None:
         return None

@@ -71,7 +71,9 @@ def check_json(value: Any, field: str, *, max_bytes: int) -> str:
         raise ValidationError(field, f"must be JSON-serializable: {exc}") from exc
     size = len(text.encode("utf-8"))
     if size > max_bytes:
-        raise ValidationError(field, f"is {size} bytes as JSON; the limit is {max_bytes} bytes (limits.max_metadata_bytes)")
+        raise ValidationError(
+            field, f"is {size} bytes as JSON; the limit is {max_bytes} bytes (limits.max_metadata_bytes)"
+        )
     return text
 
 

@@ -7,7 +7,8 @@ Key patterns (every key also carries the configured ``redis.key_prefix``)::
     working:{user_id}:{channel}:{conversation_id}:goal       string (JSON): the active goal
     working:{user_id}:{channel}:{conversation_id}:thoughts   list, newest first, capped at working.max_thoughts
     consolidation:job:{job_id}                               hash: consolidation job tracking
-    consolidation:lock:{conversation_id}                     string: consolidation lock (SET NX PX, token-checked release)
+    consolidation:lock:{conversation_id}                     string: consolidation lock (SET NX PX, token-checked
+                                                             release)
     session:{session_id}:{key}                               string: session-scoped ephemeral data
 
 Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on write. Values are JSON. Nothing
@@ -93,7 +94,9 @@ class WorkingStore:
         """Take ``consolidation:lock:{conversation_id}``; return a token, or None if someone else holds it."""
         token = uuid.uuid4().hex
         ok = await self._call(
-            self.client.set(self.key("consolidation", "lock", conversation_id), token, nx=True, px=int(ttl_seconds * 1000))
+            self.client.set(
+                self.key("consolidation", "lock", conversation_id), token, nx=True, px=int(ttl_seconds * 1000)
+            )
         )
         return token if ok else None
 
@@ -107,7 +110,7 @@ class WorkingStore:
     async def record_job(self, job_id: str, fields: dict[str, Any], ttl_seconds: int = 86400) -> None:
         """Write (merge) fields of ``consolidation:job:{job_id}``."""
         key = self.key("consolidation", "job", job_id)
-        mapping = {k: json.dumps(v, default=str) for k, v in fields.items()}
+        mapping: dict[Any, str] = {k: json.dumps(v, default=str) for k, v in fields.items()}
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=mapping)
             pipe.expire(key, ttl_seconds)
@@ -123,7 +126,9 @@ class WorkingStore:
     async def session_set(self, session_id: str, key: str, value: Any, ttl_seconds: int | None = None) -> None:
         """Set ``session:{session_id}:{key}`` with a TTL (default working.ttl_seconds)."""
         text = _dump(value, self.settings.max_value_bytes, "value")
-        await self._call(self.client.set(self.key("session", session_id, key), text, ex=ttl_seconds or self.settings.ttl_seconds))
+        await self._call(
+            self.client.set(self.key("session", session_id, key), text, ex=ttl_seconds or self.settings.ttl_seconds)
+        )
 
     async def session_get(self, session_id: str, key: str) -> Any:
         """Value of ``session:{session_id}:{key}``, or None."""

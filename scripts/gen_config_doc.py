@@ -99,7 +99,7 @@ def allowed(field: FieldInfo) -> str:
     kind = _type_name(annotation)
     if low or high:
         return f"{kind} in {low or '(-∞'}, {high or '∞)'}"
-    return ", ".join([kind] + parts) if parts else kind
+    return ", ".join([kind, *parts]) if parts else kind
 
 
 def env_name(section: str, field: str) -> str:

@@ -40,7 +40,8 @@ PACKAGE = LINT_DIR / "node_modules" / "@neo4j-cypher" / "language-support" / "pa
 INSTALL_HINT = "run `npm ci --prefix tests/cypher_lint` (from the repository root; needs node >= 20 and npm)"
 
 #: The linter's message for a ``$param`` it was not told about (from ``errorOnUndeclaredParameters``); the only
-#: error :func:`errors_of` drops. Matches ``Parameter $user_id is not defined.`` and ``Parameter $`a b` is not defined.``
+#: error :func:`errors_of` drops. Matches ``Parameter $user_id is not defined.`` and
+#: ``Parameter $`a b` is not defined.``
 PARAMETER_NOT_DEFINED = re.compile(r"\AParameter \$.+ is not defined\.\Z", re.DOTALL)
 
 # statement text -> diagnostics, so statements linted by several tests go through node once per test session.
@@ -93,7 +94,9 @@ def lint_statements(statements: Iterable[str], *, timeout: float | None = None) 
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise CypherLintUnavailable(f"the Cypher linter took more than {timeout:.0f} s for {len(todo)} statements") from exc
+            raise CypherLintUnavailable(
+                f"the Cypher linter took more than {timeout:.0f} s for {len(todo)} statements"
+            ) from exc
         if proc.returncode != 0:
             raise CypherLintUnavailable(
                 f"the Cypher linter exited with {proc.returncode}: {proc.stderr.strip()[-2000:]}"
@@ -102,10 +105,12 @@ def lint_statements(statements: Iterable[str], *, timeout: float | None = None) 
         try:
             results = json.loads(proc.stdout)
         except json.JSONDecodeError as exc:
-            raise CypherLintUnavailable(f"the Cypher linter printed no JSON: {proc.stdout[:500]!r} {proc.stderr[-1000:]!r}") from exc
+            raise CypherLintUnavailable(
+                f"the Cypher linter printed no JSON: {proc.stdout[:500]!r} {proc.stderr[-1000:]!r}"
+            ) from exc
         if not isinstance(results, list) or len(results) != len(todo):
             raise CypherLintUnavailable(f"the Cypher linter returned {len(results)} results for {len(todo)} statements")
-        _cache.update(zip(todo, results))
+        _cache.update(zip(todo, results, strict=True))
     return [[dict(d) for d in _cache[s]] for s in statements]
 
 

@@ -57,7 +57,9 @@ def all_statements() -> dict[str, str]:
 
 async def check_embedding_meta(store: GraphStore, *, dimension: int, model: str) -> None:
     """Record the embedding model and dimension on first use; refuse a store created with different ones."""
-    rows = await store.write(EMBEDDING_META, {"model": model, "dimension": int(dimension), "now": int(time.time() * 1000)})
+    rows = await store.write(
+        EMBEDDING_META, {"model": model, "dimension": int(dimension), "now": int(time.time() * 1000)}
+    )
     stored_model, stored_dim = rows[0]["model"], rows[0]["dimension"]
     if stored_dim != dimension or stored_model != model:
         raise EmbeddingDimensionMismatchError(
@@ -219,7 +221,11 @@ WHERE n.user_id = $user_id AND NOT n.id IN $ids
 WITH n.id AS id, min(length(p)) AS hops
 RETURN id, hops ORDER BY hops, id LIMIT $limit
 """
-ENTITY_NEIGHBOURS: Final[dict[int, LiteralString]] = {1: ENTITY_NEIGHBOURS_1, 2: ENTITY_NEIGHBOURS_2, 3: ENTITY_NEIGHBOURS_3}
+ENTITY_NEIGHBOURS: Final[dict[int, LiteralString]] = {
+    1: ENTITY_NEIGHBOURS_1,
+    2: ENTITY_NEIGHBOURS_2,
+    3: ENTITY_NEIGHBOURS_3,
+}
 
 ENTITY_EDGES: Final[LiteralString] = """
 MATCH (a:Entity)-[r]->(b:Entity)

@@ -107,7 +107,9 @@ class Neo4jDialect(Dialect):
             name = index_name(spec.label, spec.props, spec.kind)
             on = ", ".join(f"n.{p}" for p in spec.props)
             if spec.kind == "unique":
-                out.append(f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{spec.label}) REQUIRE n.{spec.props[0]} IS UNIQUE")
+                out.append(
+                    f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{spec.label}) REQUIRE n.{spec.props[0]} IS UNIQUE"
+                )
             elif spec.kind == "range":
                 out.append(f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON ({on})")
             elif spec.kind == "vector" and self.search_clause:
@@ -115,14 +117,14 @@ class Neo4jDialect(Dialect):
                 out.append(
                     f"CYPHER 25 CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON n.embedding "
                     f"WITH [{filters}] "
-                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, `vector.similarity_function`: 'cosine', "
-                    f"`vector.quantization.enabled`: false}}}}"
+                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, "
+                    f"`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}}}"
                 )
             elif spec.kind == "vector":
                 out.append(
                     f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) "
-                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, `vector.similarity_function`: 'cosine', "
-                    f"`vector.quantization.enabled`: false}}}}"
+                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, "
+                    f"`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}}}"
                 )
             else:
                 out.append(f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}]")
@@ -179,7 +181,14 @@ class FalkorDialect(Dialect):
                 plan.append((spec.label, prop, kind, statement))
             if spec.kind == "fulltext":
                 on = ", ".join(f"n.{p}" for p in spec.props)
-                plan.append((spec.label, ",".join(spec.props), "fulltext", f"CREATE FULLTEXT INDEX FOR (n:{spec.label}) ON ({on})"))
+                plan.append(
+                    (
+                        spec.label,
+                        ",".join(spec.props),
+                        "fulltext",
+                        f"CREATE FULLTEXT INDEX FOR (n:{spec.label}) ON ({on})",
+                    )
+                )
         return plan
 
     def schema_statements(self, dimension: int) -> list[str]:

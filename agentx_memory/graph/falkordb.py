@@ -100,7 +100,7 @@ class FalkorGraphStore(GraphStore):
         except Exception as exc:  # the client raises plain redis errors
             raise _wrap(exc, rendered) from exc
         names = [column[1] for column in result.header]
-        return [{name: _plain(value) for name, value in zip(names, row)} for row in result.result_set]
+        return [{name: _plain(value) for name, value in zip(names, row, strict=True)} for row in result.result_set]
 
     async def read(self, query, params=None):
         return await self._run(query, params, read_only=True)

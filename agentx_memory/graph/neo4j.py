@@ -2,8 +2,8 @@
 
 Writes run in managed transactions (``execute_write``), so the driver retries transient errors; reads run auto-commit
 in READ access mode (routed to readers in a cluster, ``neo4j://`` URIs) with a bounded retry of their own. Every
-session of a store shares one bookmark manager, so a read always sees the store's earlier writes (causal consistency), even when a cluster or Aura routes it
-to another member.
+session of a store shares one bookmark manager, so a read always sees the store's earlier writes (causal consistency),
+even when a cluster or Aura routes it to another member.
 
 On first use the store asks the server its version (``dbms.components()``) and refuses one older than
 :data:`MIN_VERSION` with a :class:`~agentx_memory.errors.ConfigurationError` that names both versions. From
@@ -91,7 +91,7 @@ def _plain(value: Any) -> Any:
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, neo4j.graph.Path):
         out: list[Any] = [_plain(value.nodes[0])]
-        for rel, node in zip(value.relationships, value.nodes[1:]):
+        for rel, node in zip(value.relationships, value.nodes[1:], strict=True):
             out += [_plain(rel), _plain(node)]
         return out
     if isinstance(value, Mapping):
@@ -120,7 +120,9 @@ class Neo4jGraphStore(GraphStore):
                  max_transaction_retry_time: float | None = None):
         # The driver retries managed transactions on transient errors -- including an unreachable server -- for
         # max_transaction_retry_time seconds (driver default 30 s) before giving up.
-        config = {} if max_transaction_retry_time is None else {"max_transaction_retry_time": max_transaction_retry_time}
+        config: dict[str, Any] = (
+            {} if max_transaction_retry_time is None else {"max_transaction_retry_time": max_transaction_retry_time}
+        )
         # "Unrecognized" notifications (a relationship type no edge has yet) are routine for a sparse graph: not logged.
         self._driver = AsyncGraphDatabase.driver(uri, auth=(user, password) if password else None,
                                                  notifications_disabled_classifications=["UNRECOGNIZED"], **config)
@@ -161,7 +163,8 @@ class Neo4jGraphStore(GraphStore):
         if version < MIN_VERSION:
             raise ConfigurationError(
                 f"the Neo4j server at {self._uri} is version {text or 'unknown'}; agentx-memory needs Neo4j "
-                f"{'.'.join(map(str, MIN_VERSION))} or newer (CALL (n) {{...}} subqueries). Use 5.26 LTS or a 2025+ release."
+                f"{'.'.join(map(str, MIN_VERSION))} or newer (CALL (n) {{...}} subqueries). "
+                "Use 5.26 LTS or a 2025+ release."
             )
         self.server_version = version
 

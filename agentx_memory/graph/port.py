@@ -188,7 +188,9 @@ class Dialect(ABC):
 
 
 def _split_args(raw: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in raw:
         if ch == "," and depth == 0:
             parts.append("".join(current))

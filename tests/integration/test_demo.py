@@ -28,7 +28,7 @@ def test_demo_brief_runs_end_to_end_and_is_idempotent(settings, embedded_home):
     positions = [out.index(q) for q in questions]
     assert positions == sorted(positions)
     sections = out.split(questions[0], 1)[1]
-    for question in questions[1:] + [None]:
+    for question in [*questions[1:], None]:
         block, sections = sections.split(question, 1) if question else (sections, "")
         assert "to_prompt(max_tokens=" in block, question
         assert "[Episodic Memory -- Relevant Past Conversations]" in block, question

@@ -21,7 +21,9 @@ def test_docs_have_examples():
     assert {doc for doc, _ in _python_blocks()} == set(DOCS), "README.md and docs/api.md should hold runnable examples"
 
 
-@pytest.mark.parametrize(("doc", "block"), _python_blocks(), ids=lambda v: v.name if isinstance(v, Path) else v.splitlines()[0][:40])
+@pytest.mark.parametrize(
+    ("doc", "block"), _python_blocks(), ids=lambda v: v.name if isinstance(v, Path) else v.splitlines()[0][:40]
+)
 def test_doc_example_runs(doc, block, settings, embedded_home, monkeypatch):
     s = settings()
     # The example opens AgentMemory() with default settings: point the defaults at this test's namespace.

@@ -155,7 +155,9 @@ class Neo4jBackend:
         for row in await store.read("SHOW INDEXES YIELD name, type, labelsOrTypes, properties, owningConstraint, state "
                                     "WHERE type <> 'LOOKUP' RETURN *"):
             if row["owningConstraint"] is None:
-                out.add((row["type"].lower(), row["labelsOrTypes"][0], tuple(row["properties"]), row["name"], row["state"]))
+                out.add(
+                    (row["type"].lower(), row["labelsOrTypes"][0], tuple(row["properties"]), row["name"], row["state"])
+                )
         for row in await store.read("SHOW CONSTRAINTS YIELD name, type, labelsOrTypes, properties RETURN *"):
             kind = "unique" if "UNIQUE" in row["type"].upper() else row["type"].lower()  # UNIQUENESS (5.x)
             out.add((kind, row["labelsOrTypes"][0], tuple(row["properties"]), row["name"]))
@@ -189,7 +191,9 @@ class GraphBackend:
         return self.backend.namespace()
 
     @asynccontextmanager
-    async def store(self, namespace: str | None = None, *, dimension: int = DIM, model: str = MODEL, apply: bool = True):
+    async def store(
+        self, namespace: str | None = None, *, dimension: int = DIM, model: str = MODEL, apply: bool = True
+    ):
         store = self.backend.connect(namespace or self.namespace())
         try:
             if apply:
@@ -253,7 +257,9 @@ def assert_plain(value: Any, where: str = "row") -> None:
             assert_plain(v, f"{where}[{i}]")
 
 
-CREATE_TURN = "CREATE (t:Turn {id: $id, user_id: $user_id, channel: $channel, content: $content, embedding: @vec($embedding)})"
+CREATE_TURN = (
+    "CREATE (t:Turn {id: $id, user_id: $user_id, channel: $channel, content: $content, embedding: @vec($embedding)})"
+)
 
 NASTY_STRINGS = [
     "it's", 'say "hi"', "back\\slash", "trailing backslash\\", "\\'", '\\"', "\\\\", "new\nline", "tab\there",
@@ -275,7 +281,9 @@ def test_apply_schema_creates_every_index_and_twice_is_a_no_op(graph_backend):
             assert await graph_backend.schema(store) == first
         async with graph_backend.store(namespace) as again:  # a new connection applying it once more
             assert await graph_backend.schema(again) == first
-            meta = await again.read("MATCH (m:AgentxMeta) RETURN m.key AS key, m.model AS model, m.dimension AS dimension")
+            meta = await again.read(
+                "MATCH (m:AgentxMeta) RETURN m.key AS key, m.model AS model, m.dimension AS dimension"
+            )
             assert meta == [{"key": "embedding", "model": MODEL, "dimension": DIM}]
 
     run(body())
@@ -390,7 +398,9 @@ def test_cosine_marker_agrees_with_numpy(graph_backend):
                 assert [r["id"] for r in rows] == sorted(vectors, key=lambda k: -cosine(vectors[k], query))
                 for r in rows:
                     assert r["similarity"] == pytest.approx(cosine(vectors[r["id"]], query), abs=1e-5), r["id"]
-            rows = await store.read("MATCH (t:Turn {id: 'opposite'}) RETURN @cosine(t.embedding, @vec($e)) AS s", {"e": unit(1)})
+            rows = await store.read(
+                "MATCH (t:Turn {id: 'opposite'}) RETURN @cosine(t.embedding, @vec($e)) AS s", {"e": unit(1)}
+            )
             assert rows[0]["s"] == pytest.approx(-1.0, abs=1e-5)
 
     run(body())
@@ -426,7 +436,9 @@ def test_fulltext_search_finds_nodes_containing_a_word(graph_backend):
 
             async def search(label: str, words: list[str]) -> set[str]:
                 query = store.dialect.fulltext_query(words)
-                rows = await store.read(f"@fulltext_search({label}, $query) RETURN node.id AS id, score", {"query": query})
+                rows = await store.read(
+                    f"@fulltext_search({label}, $query) RETURN node.id AS id, score", {"query": query}
+                )
                 for r in rows:
                     assert isinstance(r["score"], (int, float))
                 return {r["id"] for r in rows}
@@ -436,7 +448,10 @@ def test_fulltext_search_finds_nodes_containing_a_word(graph_backend):
             assert await search("Turn", ["porto", "pastries"]) == {"t2", "t3"}  # any of the words
             assert await search("Turn", ["zanzibar"]) == set()
             # operator characters and keywords in user text are defused, not interpreted
-            assert await search("Turn", ["Lisbon)", "|", "AND", "-weather", "@content:x", '"', "*", "OR"]) >= {"t1", "t3"}
+            assert await search("Turn", ["Lisbon)", "|", "AND", "-weather", "@content:x", '"', "*", "OR"]) >= {
+                "t1",
+                "t3",
+            }
             assert await search("Entity", ["lisbon"]) == {"e1"}  # description is indexed
             assert await search("Entity", ["ana"]) == {"e1"}  # and name
 
@@ -453,10 +468,16 @@ def test_batch_runs_several_statements(graph_backend):
                                                   "content": f"turn {i}", "embedding": unit(1, i)}) for i in range(3)]
             statements.append(Statement(
                 "MATCH (a:Turn {id: $a}), (b:Turn {id: $b}) CREATE (a)-[:FOLLOWED_BY]->(b)", {"a": "b0", "b": "b1"}))
-            statements.append(Statement("MATCH (t:Turn {id: $id}) SET t.content = $content", {"id": "b2", "content": "edited"}))
+            statements.append(
+                Statement("MATCH (t:Turn {id: $id}) SET t.content = $content", {"id": "b2", "content": "edited"})
+            )
             assert await store.batch(statements) is None
             rows = await store.read("MATCH (t:Turn) RETURN t.id AS id, t.content AS content ORDER BY id")
-            assert rows == [{"id": "b0", "content": "turn 0"}, {"id": "b1", "content": "turn 1"}, {"id": "b2", "content": "edited"}]
+            assert rows == [
+                {"id": "b0", "content": "turn 0"},
+                {"id": "b1", "content": "turn 1"},
+                {"id": "b2", "content": "edited"},
+            ]
             rows = await store.read("MATCH (:Turn {id: 'b0'})-[:FOLLOWED_BY]->(t:Turn) RETURN t.id AS id")
             assert rows == [{"id": "b1"}]
 
@@ -483,12 +504,24 @@ def test_rows_are_plain_dicts_and_lists(graph_backend):
             row = rows[0]
             assert type(row) is dict
             assert_plain(row)
-            assert row["a"] == {"id": "a", "key": "ka", "name": "A", "aliases": ["x", "y"], "salience": 0.5, "n": 3, "ok": True}
+            assert row["a"] == {
+                "id": "a",
+                "key": "ka",
+                "name": "A",
+                "aliases": ["x", "y"],
+                "salience": 0.5,
+                "n": 3,
+                "ok": True,
+            }
             assert row["r"] == {"weight": 2}
             assert row["p"] == [row["a"], {"weight": 2}, {"id": "b", "key": "kb", "name": "B"}]
             assert row["name"] == "B" and row["aliases"] == ["x", "y"]
             assert row["nodes"] == [{"id": "b", "key": "kb", "name": "B"}]
-            assert row["map"] == {"node": row["a"], "list": [row["nodes"][0], 1, "two", None], "nested": {"deep": [[1, 2], [3]]}}
+            assert row["map"] == {
+                "node": row["a"],
+                "list": [row["nodes"][0], 1, "two", None],
+                "nested": {"deep": [[1, 2], [3]]},
+            }
             assert (row["salience"], row["n"], row["ok"], row["missing"]) == (0.5, 3, True, None)
             assert type(row["n"]) is int and type(row["salience"]) is float and type(row["ok"]) is bool
             assert row["projection"] == {"id": "a", "name": "A"}
@@ -519,8 +552,10 @@ def test_strings_round_trip_exactly(graph_backend):
                     assert row["tags"] == [text, "plain"], (prefix, text)
                     assert row["equal_in_db"] is True, (prefix, text)
             # as a parameter echoed straight back, inside maps and lists too
-            rows = await store.read("RETURN $texts AS texts, $map AS map",
-                                    {"texts": NASTY_STRINGS, "map": {"k'\"\\": NASTY_STRINGS[0], "nested": NASTY_STRINGS}})
+            rows = await store.read(
+                "RETURN $texts AS texts, $map AS map",
+                {"texts": NASTY_STRINGS, "map": {"k'\"\\": NASTY_STRINGS[0], "nested": NASTY_STRINGS}},
+            )
             assert rows == [{"texts": NASTY_STRINGS, "map": {"k'\"\\": NASTY_STRINGS[0], "nested": NASTY_STRINGS}}]
 
     run(body())

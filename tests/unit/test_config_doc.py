@@ -73,8 +73,19 @@ def test_allowed_values_of_odd_fields(gen):
 
 def test_the_doc_explains_home_dotenv_and_service_uris():
     text = DOC.read_text(encoding="utf-8")
-    for needle in ("AGENTX_HOME", ".env", "AGENTX_GRAPH__URI", "AGENTX_POSTGRES__DSN", "AGENTX_REDIS__URL",
-                   "bolt://", "neo4j://", "falkor://", "redis://", "EmbeddingDimensionMismatchError", "ConfigurationError"):
+    for needle in (
+        "AGENTX_HOME",
+        ".env",
+        "AGENTX_GRAPH__URI",
+        "AGENTX_POSTGRES__DSN",
+        "AGENTX_REDIS__URL",
+        "bolt://",
+        "neo4j://",
+        "falkor://",
+        "redis://",
+        "EmbeddingDimensionMismatchError",
+        "ConfigurationError",
+    ):
         assert needle in text, needle
 
 
@@ -90,5 +101,7 @@ def test_check_mode_fails_on_a_stale_doc(tmp_path, gen, monkeypatch):
 
 
 def test_script_runs_as_a_command():
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--check"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr

@@ -14,7 +14,10 @@ from tests.cypherlint import CypherLintUnavailable, errors_of, is_parameter_noti
 
 VALID = {
     "constraint_unique": "CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
-    "constraint_node_key": "CREATE CONSTRAINT entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE (e.user_id, e.project_id, e.name) IS NODE KEY",
+    "constraint_node_key": (
+        "CREATE CONSTRAINT entity_key IF NOT EXISTS FOR (e:Entity) "
+        "REQUIRE (e.user_id, e.project_id, e.name) IS NODE KEY"
+    ),
     "vector_index": (
         "CREATE VECTOR INDEX turn_embedding IF NOT EXISTS FOR (t:Turn) ON (t.embedding) "
         "OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}}"
@@ -55,8 +58,7 @@ VALID = {
     ),
     "set_vector_property": "MATCH (t:Turn {id: $id}) CALL db.create.setNodeVectorProperty(t, 'embedding', $vector)",
     "in_transactions": (
-        "MATCH (t:Turn) WHERE t.created_at < $cutoff "
-        "CALL (t) { DETACH DELETE t } IN TRANSACTIONS OF 1000 ROWS"
+        "MATCH (t:Turn) WHERE t.created_at < $cutoff CALL (t) { DETACH DELETE t } IN TRANSACTIONS OF 1000 ROWS"
     ),
     "subquery_union": (
         "CALL () { MATCH (f:Fact {user_id: $user_id}) RETURN f.id AS id UNION "
@@ -81,7 +83,10 @@ INVALID = {
     # further classes it catches
     "misspelled_keyword": ("MATCH (n:Entity) RETRN n", "Invalid input 'RETRN'"),
     "unknown_function": ("RETURN nosuchfn(1) AS x", "Function nosuchfn is not present in the database"),
-    "apoc_not_installed": ("RETURN apoc.coll.sum([1, 2]) AS x", "Function apoc.coll.sum is not present in the database"),
+    "apoc_not_installed": (
+        "RETURN apoc.coll.sum([1, 2]) AS x",
+        "Function apoc.coll.sum is not present in the database",
+    ),
     "procedure_arity": (
         "CALL db.index.vector.queryNodes('turn_embedding', 10) YIELD node RETURN node",
         "Procedure call does not provide the required number of arguments",
@@ -90,12 +95,18 @@ INVALID = {
         "CALL db.index.vector.queryNodes('turn_embedding', 10, $v) YIELD nodes RETURN nodes",
         "Unknown procedure output: `nodes`",
     ),
-    "variable_not_imported_into_subquery": ("MATCH (n) CALL () { RETURN n.x AS y } RETURN y", "Variable `n` not defined"),
+    "variable_not_imported_into_subquery": (
+        "MATCH (n) CALL () { RETURN n.x AS y } RETURN y",
+        "Variable `n` not defined",
+    ),
     "aggregation_scope": (
         "MATCH (n:Entity) WITH n.name AS name, count(*) AS c ORDER BY n.salience RETURN name",
         "it is not possible to access variables declared before the WITH/RETURN",
     ),
-    "undirected_create": ("CREATE (a:Entity)-[:RELATES]-(b:Entity)", "Only directed relationships are supported in CREATE"),
+    "undirected_create": (
+        "CREATE (a:Entity)-[:RELATES]-(b:Entity)",
+        "Only directed relationships are supported in CREATE",
+    ),
     "type_mismatch": ("RETURN 'a' * 3 AS x", "Type mismatch"),
     "return_not_last": ("MATCH (n) RETURN n MATCH (m) RETURN m", "RETURN can only be used at the end of the query"),
     "second_statement_checked": ("MATCH (n) RETURN n; MATCH (m) RETURN q", "Variable `q` not defined"),
@@ -111,7 +122,7 @@ DEPRECATED = "MATCH (n) CALL { WITH n RETURN n.x AS y } RETURN y"
 def linted() -> dict[str, list[dict]]:
     names = list(VALID) + list(INVALID) + ["deprecated"]
     statements = list(VALID.values()) + [statement for statement, _ in INVALID.values()] + [DEPRECATED]
-    return dict(zip(names, lint_statements(statements)))
+    return dict(zip(names, lint_statements(statements), strict=True))
 
 
 @pytest.mark.parametrize("name", list(VALID))

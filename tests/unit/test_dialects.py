@@ -32,7 +32,9 @@ def test_vec_marker_with_a_nested_call():
 def test_cosine_marker():
     template = "WITH s, @cosine(s.embedding, query_vector) AS similarity"
     # Neo4j's vector.similarity.cosine is (1 + cos) / 2 in [0, 1]: mapped back to [-1, 1]
-    assert NEO4J.render(template) == "WITH s, (2 * vector.similarity.cosine(s.embedding, query_vector) - 1) AS similarity"
+    assert (
+        NEO4J.render(template) == "WITH s, (2 * vector.similarity.cosine(s.embedding, query_vector) - 1) AS similarity"
+    )
     # FalkorDB's vec.cosineDistance is 1 - cos; the query vector is bound once with @vec (a vecf32)
     assert FALKOR.render(template) == "WITH s, (1 - vec.cosineDistance(s.embedding, query_vector)) AS similarity"
     assert FALKOR.render("WITH @vec($embedding) AS query_vector") == "WITH vecf32($embedding) AS query_vector"
@@ -70,14 +72,20 @@ def test_fulltext_search_marker(label):
     assert NEO4J.render(template) == (
         f"CALL db.index.fulltext.queryNodes('{label.lower()}_fulltext', $query) YIELD node, score RETURN node, score"
     )
-    assert FALKOR.render(template) == f"CALL db.idx.fulltext.queryNodes('{label}', $query) YIELD node, score RETURN node, score"
+    assert (
+        FALKOR.render(template)
+        == f"CALL db.idx.fulltext.queryNodes('{label}', $query) YIELD node, score RETURN node, score"
+    )
 
 
 def test_fulltext_index_name_matches_the_schema():
     created = " ".join(NEO4J.schema_statements(384))
     for label, props in FULLTEXT_LABELS.items():
         on = ", ".join(f"n.{p}" for p in props)
-        assert f"CREATE FULLTEXT INDEX {index_name(label, props, 'fulltext')} IF NOT EXISTS FOR (n:{label}) ON EACH [{on}]" in created
+        assert (
+            f"CREATE FULLTEXT INDEX {index_name(label, props, 'fulltext')} IF NOT EXISTS FOR (n:{label}) ON EACH [{on}]"
+            in created
+        )
 
 
 @DIALECTS
@@ -195,7 +203,9 @@ def test_neo4j_schema_is_idempotent_ddl_with_the_configured_dimension():
     vector = [s for s in statements if s.startswith("CREATE VECTOR INDEX")]
     assert len(vector) == len(VECTOR_LABELS)
     assert all("`vector.dimensions`: 256" in s and "'cosine'" in s for s in vector)
-    assert sum(s.startswith("CREATE CONSTRAINT") for s in statements) == sum(1 for s in schema_specs() if s.kind == "unique")
+    assert sum(s.startswith("CREATE CONSTRAINT") for s in statements) == sum(
+        1 for s in schema_specs() if s.kind == "unique"
+    )
     assert "CREATE INDEX turn_user_id_channel IF NOT EXISTS FOR (n:Turn) ON (n.user_id, n.channel)" in statements
 
 
@@ -225,7 +235,9 @@ def test_tenant_match_is_an_exact_scan_of_the_tenants_nodes_by_default():
     assert NEO4J.render(template) == (
         "WITH $embedding AS query_vector MATCH (f:Fact {user_id: $user_id}) WHERE f.channel IN $channels RETURN f")
     assert FALKOR.render(template) == (
-        "WITH vecf32($embedding) AS query_vector MATCH (f:Fact {user_id: $user_id}) WHERE f.channel IN $channels RETURN f")
+        "WITH vecf32($embedding) AS query_vector MATCH (f:Fact {user_id: $user_id}) "
+        "WHERE f.channel IN $channels RETURN f"
+    )
 
 
 def test_tenant_match_with_the_search_clause_filters_by_tenant_inside_the_index():

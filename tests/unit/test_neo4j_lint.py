@@ -68,13 +68,15 @@ def diagnostics() -> dict[str, list[dict]]:
         pytest.fail(f"the Neo4j Cypher linter cannot run: {reason}")
     names = list(STATEMENTS)
     results = lint_statements([STATEMENTS[n] for n in names] + _negative_statements())
-    return dict(zip(names, results))
+    return dict(zip(names, results, strict=False))  # the negative statements come after the named ones
 
 
 @pytest.mark.parametrize("name", list(STATEMENTS))
 def test_statement_passes_neo4j_lint(name, diagnostics):
     errors = errors_of(diagnostics[name])
-    assert not errors, f"{name} fails Neo4j's Cypher lint:\n" + "\n".join(errors) + f"\n--- statement ---\n{STATEMENTS[name]}"
+    assert not errors, (
+        f"{name} fails Neo4j's Cypher lint:\n" + "\n".join(errors) + f"\n--- statement ---\n{STATEMENTS[name]}"
+    )
 
 
 def test_every_statement_is_fully_rendered():
@@ -90,7 +92,13 @@ def test_collection_covers_the_module_and_its_dicts():
         assert f"CREATE_RELATIONSHIP[{rel_type!r}]" in names
     for depth in cypher.ENTITY_NEIGHBOURS:
         assert f"ENTITY_NEIGHBOURS[{depth!r}]" in names
-    for required in ("AWAIT_INDEXES", "EMBEDDING_META", "DELETE_ALL_NODES", "SHOW_CONSTRAINT_NAMES", "SHOW_INDEX_NAMES"):
+    for required in (
+        "AWAIT_INDEXES",
+        "EMBEDDING_META",
+        "DELETE_ALL_NODES",
+        "SHOW_CONSTRAINT_NAMES",
+        "SHOW_INDEX_NAMES",
+    ):
         assert required in names
     assert sum(n.startswith("schema[") for n in STATEMENTS) == len(DIALECT.schema_statements(SCHEMA_DIMENSION))
 
@@ -104,7 +112,9 @@ def test_a_new_constant_is_collected_and_linted_automatically(monkeypatch):
     monkeypatch.setattr(cypher, "SOME_FUTURE_DICT", FUTURE_DICT, raising=False)
     collected = cypher_module_statements()
     assert "SOME_FUTURE_STATEMENT" in collected and "SOME_FUTURE_DICT['a']" in collected
-    results = lint_statements([DIALECT.render(collected["SOME_FUTURE_STATEMENT"]), DIALECT.render(collected["SOME_FUTURE_DICT['a']"])])
+    results = lint_statements(
+        [DIALECT.render(collected["SOME_FUTURE_STATEMENT"]), DIALECT.render(collected["SOME_FUTURE_DICT['a']"])]
+    )
     assert all(errors_of(d) for d in results)
 
 
@@ -114,7 +124,9 @@ BROKEN = {
     "syntax error": "@vector_search(Turn, $k, $embedding) WHERE node.user_id = $user_id RETRUN node, similarity",
     "unclosed pattern": "MATCH (t:Turn {id: $id RETURN t",
     "undefined variable": "MATCH (t:Turn {user_id: $user_id}) RETURN t.id AS id, x.name AS name",
-    "unknown procedure": "CALL db.index.vector.queryNode('turn_embeddings', $k, $embedding) YIELD node, score RETURN node",
+    "unknown procedure": (
+        "CALL db.index.vector.queryNode('turn_embeddings', $k, $embedding) YIELD node, score RETURN node"
+    ),
     "unknown function": "MATCH (s:Strategy) RETURN vector.similarity.cosin(s.embedding, $embedding) AS similarity",
     "wrong yield column": "CALL db.index.fulltext.queryNodes('turn_fulltext', $q) YIELD node, similarity RETURN node",
 }
@@ -143,7 +155,7 @@ def _negative_statements() -> list[str]:
 
 
 def test_falkordb_rendering_is_not_neo4j_cypher():
-    for text, diags in zip(FALKOR_RENDERED, lint_statements(FALKOR_RENDERED)):
+    for text, diags in zip(FALKOR_RENDERED, lint_statements(FALKOR_RENDERED), strict=True):
         assert errors_of(diags), f"not flagged: {text}"
 
 
@@ -175,7 +187,9 @@ def _inline_cypher_calls(path: Path) -> list[str]:
             isinstance(func, ast.Attribute) and func.attr == "Statement"
         )
         first = node.args[0]
-        literal = isinstance(first, (ast.JoinedStr, ast.BinOp)) or (isinstance(first, ast.Constant) and isinstance(first.value, str))
+        literal = isinstance(first, (ast.JoinedStr, ast.BinOp)) or (
+            isinstance(first, ast.Constant) and isinstance(first.value, str)
+        )
         if (is_graph_call or is_statement) and literal:
             found.append(f"{path.relative_to(REPO)}:{node.lineno}")
     return found
@@ -189,4 +203,6 @@ def test_domain_code_runs_only_statements_from_the_cypher_module():
             if path.parent.name == "graph" and path.parent.parent.name == "agentx_memory":
                 continue
             offenders += _inline_cypher_calls(path)
-    assert not offenders, "inline Cypher passed to the graph store (move it to graph/cypher.py): " + ", ".join(offenders)
+    assert not offenders, "inline Cypher passed to the graph store (move it to graph/cypher.py): " + ", ".join(
+        offenders
+    )

@@ -120,7 +120,9 @@ def test_a_bad_value_names_the_setting_its_variable_and_the_allowed_range(monkey
 
 
 def test_a_bad_keyword_override_is_a_configuration_error_too():
-    with pytest.raises(ConfigurationError, match=r"worker\.consolidate_minutes \(AGENTX_WORKER__CONSOLIDATE_MINUTES\).*ge 1"):
+    with pytest.raises(
+        ConfigurationError, match=r"worker\.consolidate_minutes \(AGENTX_WORKER__CONSOLIDATE_MINUTES\).*ge 1"
+    ):
         load_settings(worker={"consolidate_minutes": 0})
 
 
@@ -161,7 +163,7 @@ def test_nothing_is_read_from_a_dotenv_file(tmp_path):
 
 
 def test_settings_reject_unknown_fields():
-    with pytest.raises(ConfigurationError, match="retrieval.no_such_weight"):
+    with pytest.raises(ConfigurationError, match=r"retrieval\.no_such_weight"):
         load_settings(retrieval={"no_such_weight": 1})
 
 
