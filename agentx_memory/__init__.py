@@ -19,7 +19,7 @@ from .errors import (
     StorageUnavailableError,
     ValidationError,
 )
-from .memory import AgentMemory, AsyncAgentMemory
+from .memory import AgentMemory, AsyncAgentMemory, SyncWorkingMemory
 from .models import (
     GLOBAL_CHANNEL,
     RELATIONSHIP_TYPES,
@@ -72,6 +72,7 @@ __all__ = [
     "StorageUnavailableError",
     "Strategy",
     "StrategyMatch",
+    "SyncWorkingMemory",
     "ToolInvocation",
     "Turn",
     "UserProfile",

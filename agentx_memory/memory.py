@@ -1,8 +1,14 @@
 """The public facades: :class:`AsyncAgentMemory` (the async core) and :class:`AgentMemory` (its sync twin).
 
-``AgentMemory`` holds no logic of its own: every public coroutine method of ``AsyncAgentMemory`` is exposed as a
-blocking method that runs the coroutine on a private event loop in a background thread (a "portal"). That also
-makes it usable from code that already runs an event loop, such as a notebook.
+``AgentMemory`` holds no logic of its own: every public coroutine method of ``AsyncAgentMemory`` has an explicit,
+typed blocking twin that runs the coroutine on a private event loop in a background thread (a "portal"). That also
+makes it usable from code that already runs an event loop, such as a notebook. :class:`SyncWorkingMemory` is the
+blocking twin of :class:`~agentx_memory.working.WorkingMemory` that ``AgentMemory.working`` returns.
+
+The twins are generated, not written: ``python scripts/gen_sync_facade.py`` reads ``AsyncAgentMemory`` and
+``WorkingMemory`` (their ``async def`` methods: parameters, defaults, annotations, docstrings) and rewrites the
+regions between the ``BEGIN GENERATED`` and ``END GENERATED`` markers below. Change the async method, then rerun
+the script; ``tests/unit/test_sync_facade.py`` fails (in CI too) when a region is stale or a signature differs.
 
 Every method scoped to a user takes ``user_id``; a memory opened with ``user_id=`` uses it as the default.
 """
@@ -13,9 +19,9 @@ import asyncio
 import functools
 import inspect
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
@@ -23,7 +29,7 @@ from .context import MemoryContext
 from .episodic import EpisodicMemory
 from .errors import ValidationError
 from .goals import GoalMemory
-from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Strategy, ToolInvocation, Turn, UserProfile
+from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .providers.embeddings import Embedder, make_embedder
@@ -34,7 +40,9 @@ from .settings import RecallSettings, Settings, load_settings
 from .validation import check_channel, check_id
 from .working import WorkingMemory
 
-__all__ = ["AgentMemory", "AsyncAgentMemory"]
+__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncProxy", "SyncWorkingMemory"]
+
+T = TypeVar("T")
 
 
 class AsyncAgentMemory:
@@ -131,9 +139,11 @@ class AsyncAgentMemory:
         return await self.semantic.get_fact(fact_id, self._user(user_id))
 
     async def create_relationship(self, source_id: str, target_id: str, rel_type: str,
-                                  properties: dict[str, Any] | None = None, user_id: str | None = None):
+                                  properties: dict[str, Any] | None = None,
+                                  user_id: str | None = None) -> Relationship:
         """Link two entities: RELATED_TO, PART_OF, LOCATED_IN, WORKS_FOR, KNOWS, CREATED_BY or REFERENCES."""
-        return await self.semantic.create_relationship(source_id, target_id, rel_type, properties, user_id=self._user(user_id))
+        return await self.semantic.create_relationship(source_id, target_id, rel_type, properties,
+                                                       user_id=self._user(user_id))
 
     async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None,
                                limit: int | None = None) -> EntityGraph:
@@ -244,7 +254,8 @@ class AsyncAgentMemory:
         return await self.profiles.get_profile(self._user(user_id))
 
     async def update_profile(self, user_id: str | None = None, *, preferences: dict[str, Any] | None = None,
-                             expertise_areas: list[Any] | None = None, communication_style: dict[str, Any] | None = None,
+                             expertise_areas: list[Any] | None = None,
+                             communication_style: dict[str, Any] | None = None,
                              metadata: dict[str, Any] | None = None) -> UserProfile:
         """Merge into the user's profile (dicts key by key, expertise areas as a set)."""
         return await self.profiles.update_profile(self._user(user_id), preferences=preferences,
@@ -260,19 +271,25 @@ class _Portal:
         self._thread = threading.Thread(target=self.loop.run_forever, name="agentx-memory-portal", daemon=True)
         self._thread.start()
 
-    def run(self, coro):
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the portal's loop and block until it finishes; its result or exception comes back."""
         if threading.current_thread() is self._thread:
-            raise RuntimeError("a synchronous AgentMemory method was called from its own event loop; use AsyncAgentMemory")
+            coro.close()
+            raise RuntimeError(
+                "a synchronous AgentMemory method was called from its own event loop; use AsyncAgentMemory")
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
+        """Stop the loop, join its thread and close the loop."""
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
         self.loop.close()
 
 
 class SyncProxy:
-    """Blocking view of an async object: its coroutine methods run on the portal; other attributes pass through."""
+    """Untyped blocking view of an internal async object: its coroutine methods run on the portal, other attributes
+    pass through. The public objects have typed twins instead (:class:`AgentMemory`, :class:`SyncWorkingMemory`);
+    this serves tests and tools that drive internals such as the :class:`~agentx_memory.working.WorkingStore`."""
 
     def __init__(self, target: Any, portal: _Portal):
         self._target = target
@@ -281,11 +298,94 @@ class SyncProxy:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
         if inspect.iscoroutinefunction(attr):
-            @functools.wraps(attr)
-            def blocking(*args, **kwargs):
-                return self._portal.run(attr(*args, **kwargs))
+            method: Callable[..., Coroutine[Any, Any, Any]] = attr
+
+            @functools.wraps(method)
+            def blocking(*args: Any, **kwargs: Any) -> Any:
+                return self._portal.run(method(*args, **kwargs))
             return blocking
         return attr
+
+
+class SyncWorkingMemory:
+    """One session's working memory with blocking methods: the twin of
+    :class:`~agentx_memory.working.WorkingMemory` that :meth:`AgentMemory.working` returns.
+
+    >>> wm = memory.working("alice", "trip-1")   # doctest: +SKIP
+    >>> wm.set("topic", "travel"); wm.get("topic")   # doctest: +SKIP
+    'travel'
+    """
+
+    def __init__(self, core: WorkingMemory, portal: _Portal):
+        self._core = core
+        self._portal = portal
+
+    @property
+    def core(self) -> WorkingMemory:
+        """The async working memory this view drives."""
+        return self._core
+
+    @property
+    def user_id(self) -> str:
+        """The session's user."""
+        return self._core.user_id
+
+    @property
+    def conversation_id(self) -> str:
+        """The session's conversation."""
+        return self._core.conversation_id
+
+    @property
+    def channel(self) -> str:
+        """The session's channel."""
+        return self._core.channel
+
+    # BEGIN GENERATED from WorkingMemory by scripts/gen_sync_facade.py: do not edit, rerun the script
+
+    def add_turn(self, turn: Any) -> None:
+        """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
+        self._portal.run(self._core.add_turn(turn))
+
+    def get_recent_turns(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The most recent cached turns, oldest first."""
+        return self._portal.run(self._core.get_recent_turns(limit))
+
+    def set(self, key: str, value: Any, ttl_seconds: int | None = None) -> None:
+        """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds)."""
+        self._portal.run(self._core.set(key, value, ttl_seconds))
+
+    def get(self, key: str) -> Any:
+        """A context value, or None when absent or expired."""
+        return self._portal.run(self._core.get(key))
+
+    def delete(self, key: str) -> bool:
+        """Delete a context value; True if it existed."""
+        return self._portal.run(self._core.delete(key))
+
+    def set_active_goal(self, goal_id: str, goal_description: str) -> None:
+        """Remember the goal the agent is working on in this session."""
+        self._portal.run(self._core.set_active_goal(goal_id, goal_description))
+
+    def get_active_goal(self) -> dict[str, Any] | None:
+        """The active goal ``{goal_id, description, set_at}``, or None."""
+        return self._portal.run(self._core.get_active_goal())
+
+    def push_thought(self, thought: str | dict[str, Any]) -> None:
+        """Append a thought (reasoning scratchpad entry)."""
+        self._portal.run(self._core.push_thought(thought))
+
+    def get_thoughts(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The most recent thoughts, oldest first."""
+        return self._portal.run(self._core.get_thoughts(limit))
+
+    def get_context(self) -> dict[str, Any]:
+        """Everything in this session: context values, recent turns, active goal and recent thoughts."""
+        return self._portal.run(self._core.get_context())
+
+    def clear_session(self) -> int:
+        """Delete every key of this session; return how many existed."""
+        return self._portal.run(self._core.clear_session())
+    # END GENERATED from WorkingMemory
 
 
 class AgentMemory:
@@ -293,9 +393,13 @@ class AgentMemory:
 
     >>> with AgentMemory(user_id="alice") as memory:   # doctest: +SKIP
     ...     memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I live in Lisbon"))
+
+    Opening, closing and :meth:`working` are written here; every other method is a generated twin of the
+    ``AsyncAgentMemory`` coroutine of the same name (see the module docstring).
     """
 
-    def __init__(self, settings: Settings | None = None, *, user_id: str | None = None, embedder: Embedder | None = None):
+    def __init__(self, settings: Settings | None = None, *, user_id: str | None = None,
+                 embedder: Embedder | None = None):
         self._portal = _Portal()
         try:
             self._core = self._portal.run(AsyncAgentMemory.open(settings, user_id=user_id, embedder=embedder))
@@ -304,7 +408,8 @@ class AgentMemory:
             raise
 
     @classmethod
-    def open(cls, settings: Settings | None = None, *, user_id: str | None = None, embedder: Embedder | None = None) -> AgentMemory:
+    def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
+             embedder: Embedder | None = None) -> AgentMemory:
         """Open a memory (embedded default when ``settings`` configure no services)."""
         return cls(settings, user_id=user_id, embedder=embedder)
 
@@ -318,9 +423,9 @@ class AgentMemory:
         """The settings in use."""
         return self._core.settings
 
-    def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> SyncProxy:
+    def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> SyncWorkingMemory:
         """The working memory of one session, with blocking methods."""
-        return SyncProxy(self._core.working(user_id, conversation_id, channel), self._portal)
+        return SyncWorkingMemory(self._core.working(user_id, conversation_id, channel), self._portal)
 
     def close(self) -> None:
         """Close connections and stop the background loop."""
@@ -337,15 +442,145 @@ class AgentMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # BEGIN GENERATED from AsyncAgentMemory by scripts/gen_sync_facade.py: do not edit, rerun the script
 
-def _blocking(name: str, method):
-    @functools.wraps(method)
-    def call(self: AgentMemory, *args, **kwargs):
-        return self._portal.run(getattr(self._core, name)(*args, **kwargs))
-    call.__doc__ = (method.__doc__ or "") + "\n\n(Blocking twin of the AsyncAgentMemory method.)"
-    return call
+    def store_turn(self, turn: Turn, channel: str | None = None) -> Turn:
+        """Store one conversation turn: durable log, graph, working memory, timeline, audit. Returns it as stored."""
+        return self._portal.run(self._core.store_turn(turn, channel))
 
+    def store_turns(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
+        """Store many turns with one embedding batch and one transaction per store."""
+        return self._portal.run(self._core.store_turns(turns, channel))
 
-for _name, _method in inspect.getmembers(AsyncAgentMemory, inspect.iscoroutinefunction):
-    if not _name.startswith("_") and _name not in {"open", "close"}:
-        setattr(AgentMemory, _name, _blocking(_name, _method))
+    def get_conversation(self, conversation_id: str, user_id: str | None = None) -> list[Turn]:
+        """Every turn of one of the user's conversations, in order."""
+        return self._portal.run(self._core.get_conversation(conversation_id, user_id))
+
+    def get_recent_turns(self, user_id: str | None = None, channels: Sequence[str] | str | None = None,
+                         hours: float = 24, limit: int = 50) -> list[Turn]:
+        """The user's turns of the last ``hours`` in ``channels`` (always with ``_global``), newest first."""
+        return self._portal.run(self._core.get_recent_turns(user_id, channels, hours, limit))
+
+    def reconcile(self) -> int:
+        """Project every durable-log turn that the graph is missing; returns how many."""
+        return self._portal.run(self._core.reconcile())
+
+    def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
+        """Create or merge an entity (by normalized name + type + user + channel); aliases are merged."""
+        return self._portal.run(self._core.upsert_entity(entity, channel))
+
+    def get_entity(self, entity_id: str, user_id: str | None = None) -> Entity:
+        """One of the user's entities."""
+        return self._portal.run(self._core.get_entity(entity_id, user_id))
+
+    def learn_fact(self, fact: Fact, channel: str | None = None) -> Fact:
+        """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities."""
+        return self._portal.run(self._core.learn_fact(fact, channel))
+
+    def store_fact(self, fact: Fact, channel: str | None = None) -> Fact:
+        """Same as :meth:`learn_fact` (spec 003's name)."""
+        return self._portal.run(self._core.store_fact(fact, channel))
+
+    def get_fact(self, fact_id: str, user_id: str | None = None) -> Fact:
+        """One of the user's facts."""
+        return self._portal.run(self._core.get_fact(fact_id, user_id))
+
+    def create_relationship(self, source_id: str, target_id: str, rel_type: str,
+                            properties: dict[str, Any] | None = None, user_id: str | None = None) -> Relationship:
+        """Link two entities: RELATED_TO, PART_OF, LOCATED_IN, WORKS_FOR, KNOWS, CREATED_BY or REFERENCES."""
+        return self._portal.run(self._core.create_relationship(source_id, target_id, rel_type, properties, user_id))
+
+    def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None,
+                         limit: int | None = None) -> EntityGraph:
+        """Entities within ``depth`` (1-3) hops, the edges among them and facts about them; at most ``limit``
+        neighbours (default retrieval.graph_expansion_limit)."""
+        return self._portal.run(self._core.get_entity_graph(entity_ids, depth, user_id, limit))
+
+    def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:
+        """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
+        return self._portal.run(self._core.promote_to_global(fact_id, reason, user_id))
+
+    def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
+                          tool_output: Any, success: bool | None, latency_ms: int | None, channel: str = GLOBAL_CHANNEL,
+                          *, user_id: str | None = None, task_type: str | None = None, error_message: str | None = None,
+                          invocation_id: str | None = None, timestamp: datetime | None = None) -> ToolInvocation:
+        """Record a tool call (PostgreSQL tool_invocations + graph Tool/ToolInvocation). Pass ``invocation_id`` to
+        make retries of the same call idempotent."""
+        return self._portal.run(self._core.record_invocation(conversation_id, turn_id, tool_name, tool_input,
+                                                             tool_output, success, latency_ms, channel, user_id=user_id,
+                                                             task_type=task_type, error_message=error_message,
+                                                             invocation_id=invocation_id, timestamp=timestamp))
+
+    def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
+                       from_conversation_id: str | None = None, success: bool = True, channel: str = GLOBAL_CHANNEL,
+                       user_id: str | None = None) -> Strategy:
+        """Record a strategy, or reinforce it if the user already has the same one in the channel."""
+        return self._portal.run(self._core.learn_strategy(description, context_pattern, tool_sequence,
+                                                          from_conversation_id, success, channel, user_id))
+
+    def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
+                        user_id: str | None = None) -> list[StrategyMatch]:
+        """Strategies for a task, ranked by similarity and success rate."""
+        return self._portal.run(self._core.find_strategies(task_description, channels, top_k, user_id))
+
+    def reinforce_strategy(self, strategy_id: str, success: bool, user_id: str | None = None) -> Strategy:
+        """Count a success or failure of a strategy."""
+        return self._portal.run(self._core.reinforce_strategy(strategy_id, success, user_id))
+
+    def get_tool_stats(self, task_type: str | None = None, channel: str | None = None,
+                       user_id: str | None = None) -> list[dict[str, Any]]:
+        """Per-tool usage, success rate and latency for the user (optionally one task type / channel)."""
+        return self._portal.run(self._core.get_tool_stats(task_type, channel, user_id))
+
+    def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
+        """Store a goal (with optional parent_id → SUBGOAL_OF and blocked_by → BLOCKED_BY)."""
+        return self._portal.run(self._core.add_goal(goal, channel))
+
+    def get_goal(self, goal_id: str, user_id: str | None = None) -> Goal:
+        """A goal with its parent id and blockers."""
+        return self._portal.run(self._core.get_goal(goal_id, user_id))
+
+    def complete_goal(self, goal_id: str, status: str = "completed", result: str | None = None,
+                      user_id: str | None = None) -> Goal:
+        """Finish a goal: sets status, completed_at and result."""
+        return self._portal.run(self._core.complete_goal(goal_id, status, result, user_id))
+
+    def block_goal(self, goal_id: str, blocker_id: str, user_id: str | None = None) -> Goal:
+        """Record that a goal is BLOCKED_BY another."""
+        return self._portal.run(self._core.block_goal(goal_id, blocker_id, user_id))
+
+    def list_goals(self, user_id: str | None = None, status: str | None = None,
+                   channels: Sequence[str] | str | None = None) -> list[Goal]:
+        """The user's goals (optionally of one status) in ``channels`` plus ``_global``."""
+        return self._portal.run(self._core.list_goals(user_id, status, channels))
+
+    def remember(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, top_k: int = 10,
+                 time_window_hours: float | None = None, include_episodic: bool = True, include_semantic: bool = True,
+                 include_procedural: bool = True, reference_time: datetime | None = None,
+                 recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
+        """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood) and
+        strategies from ``channel`` and ``_global``, plus active goals and the user's profile.
+
+        ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
+        settings for this call, e.g. ``recall={"hybrid": False}``. See :class:`MemoryBundle` (``explain()``,
+        ``to_prompt(max_tokens)``).
+        """
+        return self._portal.run(self._core.remember(query, user_id, channel, top_k, time_window_hours, include_episodic,
+                                                    include_semantic, include_procedural, reference_time, recall))
+
+    def drain(self) -> None:
+        """Wait for background writes that follow a recall (reinforcement, audit)."""
+        self._portal.run(self._core.drain())
+
+    def get_profile(self, user_id: str | None = None) -> UserProfile:
+        """The user's profile (empty when nothing was stored)."""
+        return self._portal.run(self._core.get_profile(user_id))
+
+    def update_profile(self, user_id: str | None = None, *, preferences: dict[str, Any] | None = None,
+                       expertise_areas: list[Any] | None = None, communication_style: dict[str, Any] | None = None,
+                       metadata: dict[str, Any] | None = None) -> UserProfile:
+        """Merge into the user's profile (dicts key by key, expertise areas as a set)."""
+        return self._portal.run(self._core.update_profile(user_id, preferences=preferences,
+                                                          expertise_areas=expertise_areas,
+                                                          communication_style=communication_style, metadata=metadata))
+    # END GENERATED from AsyncAgentMemory
