@@ -13,44 +13,26 @@ failure never loses the memory write it describes: it is logged with ``logging``
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from .settings import Settings
+from .sql.audit_log import AuditLog
 from .sql.postgres import PostgresStore
 
 __all__ = ["MemoryAuditLogger"]
 
 log = logging.getLogger(__name__)
 
-_INSERT = (
-    "INSERT INTO memory_audit_log (timestamp, operation, memory_type, user_id, session_id, conversation_id,"
-    " source_channel, target_channels, query_text, result_count, latency_ms, success, error_message,"
-    " promoted_from_channel, promotion_confidence, promotion_access_count, promotion_conversation_count,"
-    " config_snapshot, metadata)"
-    " VALUES (%(timestamp)s, %(operation)s, %(memory_type)s, %(user_id)s, %(session_id)s, %(conversation_id)s,"
-    " %(source_channel)s, %(target_channels)s, %(query_text)s, %(result_count)s, %(latency_ms)s, %(success)s,"
-    " %(error_message)s, %(promoted_from_channel)s, %(promotion_confidence)s, %(promotion_access_count)s,"
-    " %(promotion_conversation_count)s, %(config_snapshot)s, %(metadata)s)"
-)
-
 _LEVELS = {"off": 0, "writes": 1, "reads": 2, "verbose": 3}
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 class MemoryAuditLogger:
     """Writes audit entries for memory operations, according to the configured level."""
 
     def __init__(self, postgres: PostgresStore, settings: Settings):
-        self.postgres = postgres
+        self._entries = AuditLog(postgres)
         self.settings = settings
 
     @property
@@ -63,31 +45,15 @@ class MemoryAuditLogger:
         return _LEVELS[self.level] >= _LEVELS[kind]
 
     async def _insert(self, entry: dict[str, Any]) -> None:
-        row = {
-            "timestamp": datetime.now(UTC),
-            "user_id": None, "session_id": None, "conversation_id": None, "source_channel": None,
-            "target_channels": None, "query_text": None, "result_count": None, "latency_ms": None,
-            "success": True, "error_message": None, "promoted_from_channel": None, "promotion_confidence": None,
-            "promotion_access_count": None, "promotion_conversation_count": None,
-        }
-        row.update(entry)
-        # default=str: a trace or payload holding a value JSON has no type for must not cost the whole entry
-        row["config_snapshot"] = Jsonb(self.settings.snapshot(), dumps=_dumps)
-        row["metadata"] = Jsonb(entry.get("metadata") or {}, dumps=_dumps)
         try:
-            try:
-                await self.postgres.execute(_INSERT, row)
-            except Exception as exc:
-                if "no partition" not in str(exc):
-                    raise
-                # The worker creates partitions ahead; if it has not run, create today's and retry once.
-                try:
-                    await self.postgres.execute("SELECT create_audit_partitions(1, %s::date)", (row["timestamp"].date(),))
-                except Exception:  # another process created it at the same moment: the insert below succeeds
-                    log.debug("creating today's audit partition failed; retrying the insert", exc_info=True)
-                await self.postgres.execute(_INSERT, row)
+            await self._entries.insert({**entry, "config_snapshot": self.settings.snapshot()})
         except Exception:  # an audit failure must never fail the memory operation
             log.exception("audit entry could not be written: %s %s", entry.get("operation"), entry.get("memory_type"))
+
+    async def maintain_partitions(self, *, ahead_days: int, retention_days: int) -> tuple[int, int]:
+        """Create the audit log's daily partitions for the next ``ahead_days`` days and drop those older than
+        ``retention_days`` days; return (created, dropped). Unlike entries, a failure here raises."""
+        return await self._entries.maintain_partitions(ahead_days=ahead_days, retention_days=retention_days)
 
     async def log_write(
         self,

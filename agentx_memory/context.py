@@ -1,13 +1,14 @@
-"""What every memory subsystem shares: settings, the three stores, the embedder and the audit logger."""
+"""What every memory subsystem shares: settings, the stores, the SQL repositories, the embedder and the audit logger."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .audit import MemoryAuditLogger
 from .graph.port import GraphStore
 from .providers.embeddings import Embedder
 from .settings import Settings
+from .sql import Repositories
 from .sql.postgres import PostgresStore
 from .working import WorkingStore
 
@@ -16,7 +17,11 @@ __all__ = ["MemoryContext"]
 
 @dataclass
 class MemoryContext:
-    """The open resources of one memory instance, handed to each subsystem."""
+    """The open resources of one memory instance, handed to each subsystem.
+
+    ``sql`` holds the PostgreSQL repositories (conversation log, timeline, tool invocations, profiles), built on
+    ``postgres``; subsystems go through them, never through ``postgres`` itself.
+    """
 
     settings: Settings
     graph: GraphStore
@@ -24,3 +29,7 @@ class MemoryContext:
     working: WorkingStore
     embedder: Embedder
     audit: MemoryAuditLogger
+    sql: Repositories = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sql = Repositories.on(self.postgres)

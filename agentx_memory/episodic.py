@@ -16,26 +16,18 @@ contiguous, unique indexes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import numpy as np
-import psycopg
-from psycopg.types.json import Jsonb
 
 from .context import MemoryContext
-from .errors import ConflictError, NotFoundError, StorageError, ValidationError
+from .errors import NotFoundError, StorageError, ValidationError
 from .graph import cypher
 from .models import Turn
-from .rows import turn_from_row
-from .sql import search
-from .sql.postgres import wrap_pg_error
+from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .tokens import count_tokens
 from .validation import check_channel, check_channels, check_id, check_json, check_text
@@ -45,28 +37,6 @@ __all__ = ["ROLES", "EpisodicMemory"]
 log = logging.getLogger(__name__)
 
 ROLES = ("user", "assistant", "system", "tool")
-
-_TURN_COLUMNS = (
-    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, content_hash, token_count, model,"
-    " channel, metadata"
-)
-
-_INSERT_LOG = (
-    "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content,"
-    " content_hash, token_count, model, channel, metadata, embedding)"
-    " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
-    " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s)"
-    " ON CONFLICT DO NOTHING RETURNING turn_id"
-)
-
-_INSERT_TIMELINE = (
-    "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
-    " channel, metadata)"
-    " VALUES (%(user_id)s, %(memory_type)s, %(node_id)s, %(event_time)s, %(summary)s, %(importance)s, %(channel)s,"
-    " %(metadata)s)"
-    " ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING"
-)
-
 
 class EpisodicMemory:
     """Stores and reads conversation turns."""
@@ -138,16 +108,7 @@ class EpisodicMemory:
             for before, turn in zip(ordered, ordered[1:]):
                 previous[turn.id] = before.content
         # One round trip for every conversation of the batch: the stored turn just before each group's first turn.
-        rows = await self.ctx.postgres.fetch(
-            "SELECT hit.turn_id, (SELECT c.content FROM conversation_logs c"
-            "  WHERE c.conversation_id = hit.conversation_id AND c.user_id = hit.user_id"
-            "    AND (hit.turn_index IS NULL OR c.turn_index < hit.turn_index)"
-            "  ORDER BY c.turn_index DESC LIMIT 1) AS content"
-            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[]) AS hit(turn_id, conversation_id, user_id, turn_index)",
-            ([t.id for t in firsts], [t.conversation_id for t in firsts], [t.user_id for t in firsts],
-             [t.index for t in firsts]),
-        )
-        previous.update({r["turn_id"]: r["content"] for r in rows})
+        previous.update(await self.ctx.sql.conversations.previous_contents(firsts))
         return previous
 
     async def _fix_context(self, turns: list[Turn], previous: dict[str, str | None], embedded: set[str]) -> None:
@@ -156,116 +117,26 @@ class EpisodicMemory:
         candidates = [t for t in turns if t.id in embedded]
         if not candidates:
             return
-        rows = await self.ctx.postgres.fetch(
-            "SELECT hit.turn_id, p.content FROM unnest(%s::text[], %s::text[], %s::int[]) AS hit(turn_id, conversation_id, turn_index)"
-            " LEFT JOIN conversation_logs p ON p.conversation_id = hit.conversation_id AND p.turn_index = hit.turn_index - 1",
-            ([t.id for t in candidates], [t.conversation_id for t in candidates], [t.index for t in candidates]),
-        )
-        actual = {r["turn_id"]: r["content"] for r in rows}
+        actual = await self.ctx.sql.conversations.predecessors(candidates)
         wrong = [t for t in candidates if actual.get(t.id) != previous.get(t.id)]
         if not wrong:
             return
         vectors = await self.ctx.embedder.embed_documents([_in_context(actual.get(t.id), t.content) for t in wrong])
-        async with self.ctx.postgres.connection() as conn, conn.cursor() as cur:
-            for turn, vector in zip(wrong, vectors):
-                turn.embedding = vector.tolist()
-            await cur.executemany(
-                "UPDATE conversation_logs SET embedding = %s WHERE turn_id = %s",
-                [(np.asarray(t.embedding, dtype=np.float32), t.id) for t in wrong],
-            )
+        for turn, vector in zip(wrong, vectors, strict=True):
+            turn.embedding = vector.tolist()
+        await self.ctx.sql.conversations.set_embeddings(wrong)
 
     # --- the durable log ----------------------------------------------------------------------------------------
 
     async def _log(self, turns: list[Turn]) -> list[Turn]:
-        """Insert into conversation_logs in one transaction; assign indexes; return the turns as stored."""
-        groups: dict[str, list[Turn]] = defaultdict(list)
+        """Append to conversation_logs in one transaction; return the turns as stored (indexes assigned, ids
+        adopted: the repository updates them in place)."""
+        owners: dict[str, str] = {}
         for turn in turns:
-            groups[turn.conversation_id].append(turn)
-        try:
-            async with self.ctx.postgres.connection() as conn, conn.transaction():
-                for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
-                    await self._log_conversation(conn, conversation_id, groups[conversation_id])
-        except (ConflictError, ValidationError):
-            raise
-        except psycopg.Error as exc:
-            raise wrap_pg_error(exc, "writing conversation_logs") from exc
-        return turns  # updated in place: assigned indexes, adopted ids
-
-    async def _log_conversation(self, conn, conversation_id: str, group: list[Turn]) -> None:
-        user_id = group[0].user_id
-        if any(t.user_id != user_id for t in group):
-            raise ValidationError("turns", f"conversation {conversation_id!r} has turns of several users in one batch")
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (conversation_id,))
-        owner = await (await conn.execute(
-            "SELECT user_id FROM conversation_logs WHERE conversation_id = %s LIMIT 1", (conversation_id,)
-        )).fetchone()
-        if owner and owner["user_id"] != user_id:
-            raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
-        existing = {
-            row["turn_id"]: row
-            for row in await (await conn.execute(
-                "SELECT turn_id, conversation_id, turn_index FROM conversation_logs WHERE turn_id = ANY(%s)",
-                ([t.id for t in group],),
-            )).fetchall()
-        }
-        next_row = await (await conn.execute(
-            "SELECT coalesce(max(turn_index) + 1, 0) AS next FROM conversation_logs WHERE conversation_id = %s",
-            (conversation_id,),
-        )).fetchone()
-        next_index = max([next_row["next"], *[(t.index or 0) + 1 for t in group if t.index is not None]])
-        to_insert: list[Turn] = []
-        for turn in group:
-            if turn.id in existing:
-                row = existing[turn.id]
-                if row["conversation_id"] != conversation_id:
-                    raise ConflictError(f"turn id {turn.id!r} is already stored in another conversation")
-                turn.index = row["turn_index"]  # already stored: idempotent
-                continue
-            if turn.index is None:
-                turn.index = next_index
-                next_index += 1
-            to_insert.append(turn)
-        if to_insert:
-            params = [self._log_params(t) for t in to_insert]
-            async with conn.cursor() as cur:
-                await cur.executemany(_INSERT_LOG, params, returning=True)
-                inserted = set()
-                while True:
-                    row = await cur.fetchone()
-                    if row:
-                        inserted.add(row["turn_id"])
-                    if not cur.nextset():
-                        break
-            for turn in to_insert:
-                if turn.id not in inserted:
-                    await self._adopt_occupant(conn, turn)
-            indexes = [t.index for t in to_insert]
-            await conn.execute(search.UPDATE_CONTEXT_TSV, {
-                "conversation_id": conversation_id, "low": min(indexes) - 1, "high": max(indexes) + 1,
-            })
-
-    async def _adopt_occupant(self, conn, turn: Turn) -> None:
-        """(conversation_id, index) is taken: the same content is an idempotent re-store; anything else conflicts."""
-        row = await (await conn.execute(
-            "SELECT turn_id, content_hash FROM conversation_logs WHERE conversation_id = %s AND turn_index = %s",
-            (turn.conversation_id, turn.index),
-        )).fetchone()
-        if row and row["content_hash"] == _hash(turn.content):
-            turn.id = row["turn_id"]
-            return
-        raise ConflictError(
-            f"turn index {turn.index} of conversation {turn.conversation_id!r} is already taken by a different turn"
-        )
-
-    @staticmethod
-    def _log_params(turn: Turn) -> dict[str, Any]:
-        return {
-            "turn_id": turn.id, "user_id": turn.user_id, "conversation_id": turn.conversation_id,
-            "turn_index": turn.index, "timestamp": turn.timestamp, "role": turn.role, "content": turn.content,
-            "content_hash": _hash(turn.content), "token_count": turn.token_count, "model": turn.model,
-            "channel": turn.channel, "metadata": Jsonb(turn.metadata),
-            "embedding": np.asarray(turn.embedding, dtype=np.float32) if turn.embedding is not None else None,
-        }
+            if owners.setdefault(turn.conversation_id, turn.user_id) != turn.user_id:
+                raise ValidationError(
+                    "turns", f"conversation {turn.conversation_id!r} has turns of several users in one batch")
+        return await self.ctx.sql.conversations.append(turns)
 
     # --- the graph projection -----------------------------------------------------------------------------------
 
@@ -281,10 +152,7 @@ class EpisodicMemory:
         ]
         for start in range(0, len(rows), 500):
             await self.ctx.graph.write(cypher.PROJECT_TURNS, {"rows": rows[start:start + 500]})
-        await self.ctx.postgres.execute(
-            "UPDATE conversation_logs SET projected = TRUE WHERE turn_id = ANY(%s) AND NOT projected",
-            ([t.id for t in turns],),
-        )
+        await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
 
     # --- public API ---------------------------------------------------------------------------------------------
 
@@ -335,32 +203,21 @@ class EpisodicMemory:
             )
 
     async def _timeline(self, turns: list[Turn]) -> None:
-        params = [
-            {"user_id": t.user_id, "memory_type": "episodic", "node_id": t.id, "event_time": t.timestamp,
-             "summary": t.content[:1000], "importance": 0.5, "channel": t.channel,
-             "metadata": Jsonb({"conversation_id": t.conversation_id, "turn_index": t.index, "role": t.role})}
+        await self.ctx.sql.timeline.write([
+            TimelineEntry(memory_type="episodic", node_id=t.id, user_id=t.user_id, channel=t.channel,
+                          event_time=t.timestamp, summary=t.content, importance=0.5,
+                          metadata={"conversation_id": t.conversation_id, "turn_index": t.index, "role": t.role})
             for t in turns
-        ]
-        try:
-            async with self.ctx.postgres.connection() as conn, conn.cursor() as cur:
-                await cur.executemany(_INSERT_TIMELINE, params)
-        except psycopg.Error as exc:
-            raise wrap_pg_error(exc, "writing memory_timeline") from exc
+        ])
 
     async def reconcile(self, batch_size: int = 500) -> int:
         """Project every durable-log row the graph is missing (idempotent); return how many were projected."""
         total = 0
-        last_id = 0
+        position = 0
         while True:
-            rows = await self.ctx.postgres.fetch(
-                f"SELECT id, {_TURN_COLUMNS}, embedding FROM conversation_logs"
-                " WHERE NOT projected AND id > %s ORDER BY id LIMIT %s",
-                (last_id, batch_size),
-            )
-            if not rows:
+            position, turns = await self.ctx.sql.conversations.unprojected(after=position, limit=batch_size)
+            if not turns:
                 return total
-            last_id = rows[-1]["id"]
-            turns = [turn_from_row(r, with_embedding=True) for r in rows]
             await self._project(turns)
             await self._timeline(turns)
             total += len(turns)
@@ -368,14 +225,10 @@ class EpisodicMemory:
     async def get_conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False) -> list[Turn]:
         """Every turn of a conversation of this user, in index order. Unknown conversation: NotFoundError."""
         check_id(conversation_id, "conversation_id", max_len=200)
-        rows = await self.ctx.postgres.fetch(
-            f"SELECT {_TURN_COLUMNS}, embedding FROM conversation_logs"
-            " WHERE conversation_id = %s AND user_id = %s ORDER BY turn_index",
-            (conversation_id, user_id),
-        )
-        if not rows:
+        turns = await self.ctx.sql.conversations.conversation(conversation_id, user_id, with_embeddings=with_embeddings)
+        if not turns:
             raise NotFoundError("conversation", conversation_id)
-        return [turn_from_row(r, with_embedding=with_embeddings) for r in rows]
+        return turns
 
     async def get_recent_turns(self, user_id: str, channels: Sequence[str] | str | None = None, hours: float = 24,
                                limit: int = 50, *, reference_time: datetime | None = None) -> list[Turn]:
@@ -385,26 +238,9 @@ class EpisodicMemory:
         if not (1 <= limit <= 10_000):
             raise ValidationError("limit", f"must be between 1 and 10000, got {limit}")
         now = reference_time or datetime.now(UTC)
-        rows = await self.ctx.postgres.fetch(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_logs"
-            " WHERE user_id = %s AND channel = ANY(%s) AND timestamp >= %s AND timestamp <= %s"
-            " ORDER BY timestamp DESC, turn_index DESC LIMIT %s",
-            (user_id, check_channels(channels), now - timedelta(hours=hours), now, limit),
-        )
-        return [turn_from_row(r) for r in rows]
-
-    async def turns_by_ids(self, user_id: str, turn_ids: Sequence[str]) -> dict[str, Turn]:
-        """The user's turns with these ids (others' ids are simply absent)."""
-        rows = await self.ctx.postgres.fetch(
-            f"SELECT {_TURN_COLUMNS} FROM conversation_logs WHERE user_id = %s AND turn_id = ANY(%s)",
-            (user_id, list(turn_ids)),
-        )
-        return {r["turn_id"]: turn_from_row(r) for r in rows}
+        return await self.ctx.sql.conversations.recent(user_id, check_channels(channels),
+                                                       since=now - timedelta(hours=hours), until=now, limit=limit)
 
 
 def _in_context(previous: str | None, content: str) -> str:
     return f"{previous}\n{content}" if previous else content
-
-
-def _hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()

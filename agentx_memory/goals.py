@@ -13,6 +13,7 @@ from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import GOAL_STATUSES, Goal, utcnow
 from .rows import goal_from_row
+from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .validation import check_channel, check_channels, check_id, check_json, check_text
 
@@ -56,11 +57,10 @@ class GoalMemory:
             })
         except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's goal
             raise ConflictError(f"goal id {goal.id!r} is already used by another user's goal") from exc
-        await self.ctx.postgres.execute(
-            "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
-            " channel) VALUES (%s, 'goal', %s, %s, %s, %s, %s) ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING",
-            (goal.user_id, goal.id, goal.created_at, goal.description[:1000], 0.5, goal.channel),
-        )
+        await self.ctx.sql.timeline.write([TimelineEntry(
+            memory_type="goal", node_id=goal.id, user_id=goal.user_id, channel=goal.channel,
+            event_time=goal.created_at, summary=goal.description, importance=0.5,
+        )])
         await self.ctx.audit.log_write("store", "goal", goal.channel, [goal.id], user_id=goal.user_id)
         return await self.get_goal(goal.id, goal.user_id)
 

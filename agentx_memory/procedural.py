@@ -13,8 +13,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
@@ -56,26 +54,15 @@ class ProceduralMemory:
         if inv.latency_ms is not None and inv.latency_ms < 0:
             raise ValidationError("latency_ms", f"must be >= 0, got {inv.latency_ms}")
         if inv.turn_id:
-            rows = await self.ctx.postgres.fetch(
-                "SELECT turn_index FROM conversation_logs WHERE turn_id = %s AND user_id = %s", (inv.turn_id, inv.user_id)
-            )
-            if not rows:
+            turn_index = await self.ctx.sql.conversations.turn_index(inv.turn_id, inv.user_id)
+            if turn_index is None:
                 raise NotFoundError("turn", inv.turn_id)
-            inv.turn_index = rows[0]["turn_index"]
+            inv.turn_index = turn_index
         await self._check_conversation_owner(inv.conversation_id, inv.user_id)
-        inserted = await self.ctx.postgres.fetch(
-            "INSERT INTO tool_invocations (invocation_id, user_id, conversation_id, turn_index, turn_id, timestamp,"
-            " tool_name, task_type, tool_input, tool_output, success, latency_ms, error_message, channel)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (invocation_id) DO NOTHING"
-            " RETURNING invocation_id",
-            (inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
-             inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
-             inv.error_message, inv.channel),
-        )
+        inserted = await self.ctx.sql.tools.record(inv)
         if not inserted:  # recorded before: idempotent, unless the id is another user's invocation
-            owner = await self.ctx.postgres.fetch(
-                "SELECT user_id, conversation_id FROM tool_invocations WHERE invocation_id = %s", (inv.id,))
-            if owner and (owner[0]["user_id"], owner[0]["conversation_id"]) != (inv.user_id, inv.conversation_id):
+            owner = await self.ctx.sql.tools.owner(inv.id)
+            if owner and owner != (inv.user_id, inv.conversation_id):
                 raise ConflictError(f"invocation id {inv.id!r} is already recorded for another conversation or user")
         await self.ctx.graph.write(cypher.RECORD_INVOCATION, {
             "id": inv.id, "user_id": inv.user_id, "channel": inv.channel, "conversation_id": inv.conversation_id,
@@ -90,9 +77,8 @@ class ProceduralMemory:
 
     async def _check_conversation_owner(self, conversation_id: str, user_id: str) -> None:
         """ConflictError when the conversation id belongs to another user (in the durable log or the graph)."""
-        logged = await self.ctx.postgres.fetch(
-            "SELECT user_id FROM conversation_logs WHERE conversation_id = %s LIMIT 1", (conversation_id,))
-        owners = {r["user_id"] for r in logged}
+        logged = await self.ctx.sql.conversations.conversation_owner(conversation_id)
+        owners = {logged} if logged else set()
         owners.update(r["user_id"] for r in await self.ctx.graph.read(cypher.CONVERSATION_OWNER, {"id": conversation_id}))
         if owners - {user_id}:
             raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
@@ -101,17 +87,7 @@ class ProceduralMemory:
         """Per tool: uses, successes, success rate, average and p95 latency (from the durable log), best first."""
         if channel is not None:
             check_channel(channel)
-        return await self.ctx.postgres.fetch(
-            "SELECT tool_name, count(*) AS usage_count, count(*) FILTER (WHERE success) AS success_count,"
-            " round((count(*) FILTER (WHERE success))::numeric / count(*), 4)::float AS success_rate,"
-            " avg(latency_ms)::float AS avg_latency_ms,"
-            " percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms)::float AS p95_latency_ms,"
-            " max(timestamp) AS last_used"
-            " FROM tool_invocations WHERE user_id = %s AND (%s::text IS NULL OR task_type = %s)"
-            " AND (%s::text IS NULL OR channel = %s)"
-            " GROUP BY tool_name ORDER BY success_rate DESC, usage_count DESC, tool_name",
-            (user_id, task_type, task_type, channel, channel),
-        )
+        return await self.ctx.sql.tools.stats(user_id, task_type, channel)
 
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True, channel: str = "_global",

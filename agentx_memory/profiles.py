@@ -5,29 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from psycopg.types.json import Jsonb
-
 from .context import MemoryContext
 from .models import UserProfile
 from .validation import check_id, check_json
 
 __all__ = ["ProfileStore"]
-
-_UPSERT = (
-    "INSERT INTO user_profiles AS p (user_id, preferences, expertise_areas, communication_style, metadata)"
-    " VALUES (%(user_id)s, %(preferences)s, %(expertise)s, %(style)s, %(metadata)s)"
-    " ON CONFLICT (user_id) DO UPDATE SET"
-    "  preferences = coalesce(p.preferences, '{}') || EXCLUDED.preferences,"
-    # a set union that keeps first-seen order (existing areas first, then the new ones)
-    "  expertise_areas = (SELECT coalesce(jsonb_agg(u.e ORDER BY u.first), '[]'::jsonb) FROM ("
-    "     SELECT x.e, min(x.ord) AS first"
-    "     FROM jsonb_array_elements(coalesce(p.expertise_areas, '[]') || EXCLUDED.expertise_areas)"
-    "          WITH ORDINALITY AS x(e, ord) GROUP BY x.e) AS u),"
-    "  communication_style = coalesce(p.communication_style, '{}') || EXCLUDED.communication_style,"
-    "  metadata = coalesce(p.metadata, '{}') || EXCLUDED.metadata,"
-    "  updated_at = NOW()"
-    " RETURNING user_id, preferences, expertise_areas, communication_style, metadata, created_at, updated_at"
-)
 
 
 class ProfileStore:
@@ -39,11 +21,8 @@ class ProfileStore:
     async def get_profile(self, user_id: str) -> UserProfile:
         """The user's profile (an empty one if nothing was stored yet)."""
         check_id(user_id, "user_id")
-        rows = await self.ctx.postgres.fetch(
-            "SELECT user_id, preferences, expertise_areas, communication_style, metadata, created_at, updated_at"
-            " FROM user_profiles WHERE user_id = %s", (user_id,),
-        )
-        return UserProfile(**rows[0]) if rows else UserProfile(user_id=user_id)
+        stored = await self.ctx.sql.profiles.get(user_id)
+        return stored if stored is not None else UserProfile(user_id=user_id)
 
     async def update_profile(self, user_id: str, *, preferences: dict[str, Any] | None = None,
                              expertise_areas: list[Any] | None = None, communication_style: dict[str, Any] | None = None,
@@ -57,9 +36,9 @@ class ProfileStore:
         expertise: dict[str, Any] = {}  # a set from the first write on (JSON equality, first-seen order)
         for area in expertise_areas or []:
             expertise.setdefault(json.dumps(area, sort_keys=True), area)
-        rows = await self.ctx.postgres.fetch(_UPSERT, {
-            "user_id": user_id, "preferences": Jsonb(preferences or {}), "expertise": Jsonb(list(expertise.values())),
-            "style": Jsonb(communication_style or {}), "metadata": Jsonb(metadata or {}),
-        })
+        profile = await self.ctx.sql.profiles.merge(
+            user_id, preferences=preferences or {}, expertise_areas=list(expertise.values()),
+            communication_style=communication_style or {}, metadata=metadata or {},
+        )
         await self.ctx.audit.log_write("update", "profile", None, [user_id], user_id=user_id)
-        return UserProfile(**rows[0])
+        return profile

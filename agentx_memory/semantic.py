@@ -18,6 +18,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -27,6 +28,7 @@ from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
 from .rows import entity_from_row, fact_from_row
+from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
 from .validation import check_channel, check_id, check_json, check_range, check_text
 
@@ -276,15 +278,12 @@ class SemanticMemory:
         if entity_ids:
             await self.ctx.graph.write(cypher.REINFORCE_ENTITIES, {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
 
-    async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time, summary: str,
-                        importance: float) -> None:
-        await self.ctx.postgres.execute(
-            "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
-            " channel) VALUES (%s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
-            " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel",
-            (user_id, memory_type, node_id, event_time, summary[:1000], importance, channel),
-        )
+    async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time: datetime,
+                        summary: str, importance: float) -> None:
+        await self.ctx.sql.timeline.write([TimelineEntry(
+            memory_type=memory_type, node_id=node_id, user_id=user_id, channel=channel, event_time=event_time,
+            summary=summary, importance=importance,
+        )])
 
 
 def _ms(started: float) -> int:

@@ -1,5 +1,53 @@
-"""PostgreSQL side: connection pool, migrations, and the durable logs (conversation, tool, timeline, audit)."""
+"""The PostgreSQL port: the only package that speaks SQL or imports psycopg.
 
+``postgres``          the connection pool (:class:`PostgresStore`) and the migrations runner
+``errors``            the one seam where psycopg exceptions become agentx errors (:func:`pg_errors`)
+``conversation_log``  ``conversation_logs``: appending turns (index assignment under a lock), reading them back
+``timeline``          ``memory_timeline``: the one writer, with a conflict policy per memory type
+``tool_invocations``  ``tool_invocations``: the tool-call log and per-tool statistics
+``profiles``          ``user_profiles``: read and merge
+``audit_log``         ``memory_audit_log``: entries and day-partition upkeep
+``search``            retrieval queries (full text and pgvector) over turns and the timeline
+
+Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .audit_log import AuditLog
+from .conversation_log import ConversationLog
 from .postgres import PostgresStore, migrate, schema_dir
+from .profiles import ProfileRows
+from .timeline import Timeline, TimelineEntry
+from .tool_invocations import ToolInvocationLog
 
-__all__ = ["PostgresStore", "migrate", "schema_dir"]
+__all__ = [
+    "AuditLog",
+    "ConversationLog",
+    "PostgresStore",
+    "ProfileRows",
+    "Repositories",
+    "Timeline",
+    "TimelineEntry",
+    "ToolInvocationLog",
+    "migrate",
+    "schema_dir",
+]
+
+
+@dataclass(frozen=True)
+class Repositories:
+    """The repositories the memory subsystems use, all on one :class:`PostgresStore`."""
+
+    conversations: ConversationLog
+    timeline: Timeline
+    tools: ToolInvocationLog
+    profiles: ProfileRows
+
+    @classmethod
+    def on(cls, store: PostgresStore) -> Repositories:
+        """Every repository on ``store``."""
+        return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
+                   profiles=ProfileRows(store))

@@ -9,21 +9,32 @@ advisory lock (so two processes migrating at once apply each file exactly once),
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import psycopg
 from pgvector import Vector
 from pgvector.psycopg import register_vector_async
 from pgvector.psycopg.vector import VectorLoader
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.abc import QueryNoTemplate
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from ..errors import EmbeddingDimensionMismatchError, StorageError, StorageUnavailableError
+from ..errors import EmbeddingDimensionMismatchError, StorageError
+from .errors import pg_errors, wrap_pg_error
 
-__all__ = ["PostgresStore", "migrate", "pending_migrations", "schema_dir", "wrap_pg_error"]
+__all__ = ["Connection", "Params", "PostgresStore", "Query", "migrate", "pending_migrations", "schema_dir"]
+
+#: A statement: a constant (``Final[LiteralString]`` in the repositories) or one composed with :mod:`psycopg.sql`.
+Query: TypeAlias = QueryNoTemplate
+#: Positional (``%s``) or named (``%(name)s``) parameters of a statement.
+Params: TypeAlias = Sequence[Any] | Mapping[str, Any]
+#: A pooled connection: rows come back as dicts.
+Connection: TypeAlias = psycopg.AsyncConnection[DictRow]
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _LOCK_KEY = 0x61677478  # "agtx": one advisory lock id for migrations
@@ -45,13 +56,6 @@ def _migrations() -> list[tuple[int, str, Path]]:
         if match:
             found.append((int(match.group(1)), match.group(2).replace("_", " "), path))
     return found
-
-
-def wrap_pg_error(exc: Exception, what: str) -> Exception:
-    """Map a psycopg error to the agentx error tree."""
-    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, OSError)) or exc.__class__.__name__ == "PoolTimeout":
-        return StorageUnavailableError(f"PostgreSQL unavailable while {what}: {exc}")
-    return StorageError(f"PostgreSQL failed while {what}: {exc}")
 
 
 def _conninfo_kwargs(db_schema: str) -> dict[str, Any]:
@@ -76,40 +80,31 @@ async def migrate(dsn: str, db_schema: str, *, dimension: int, model: str) -> li
     """
     dimension = int(dimension)
     applied_now: list[int] = []
-    try:
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
-            try:
-                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
-                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(db_schema)))
-                await conn.execute(
-                    sql.SQL("SET search_path TO {}, public").format(sql.Identifier(db_schema))
-                )
-                await conn.execute(
-                    "CREATE TABLE IF NOT EXISTS schema_version ("
-                    " version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
-                    " applied_at TIMESTAMPTZ NOT NULL DEFAULT NOW())"
-                )
-                done = {r[0] for r in await (await conn.execute("SELECT version FROM schema_version")).fetchall()}
-                for version, description, path in _migrations():
-                    if version in done:
-                        continue
-                    text = path.read_text(encoding="utf-8").replace(":embedding_dim", str(dimension))
-                    async with conn.transaction():
-                        await conn.execute(text.encode())
-                        await conn.execute(
-                            "INSERT INTO schema_version (version, description) VALUES (%s, %s)", (version, description)
-                        )
-                    applied_now.append(version)
-                await _check_embedding_meta(conn, dimension=dimension, model=model)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
-    except (EmbeddingDimensionMismatchError, StorageError):
-        raise
-    except psycopg.Error as exc:
-        raise wrap_pg_error(exc, "migrating") from exc
-    except OSError as exc:
-        raise wrap_pg_error(exc, "migrating") from exc
+    async with pg_errors("migrating"), await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK_KEY,))
+        try:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+            await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(db_schema)))
+            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(db_schema)))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT NOW())"
+            )
+            done = {r[0] for r in await (await conn.execute("SELECT version FROM schema_version")).fetchall()}
+            for version, description, path in _migrations():
+                if version in done:
+                    continue
+                text = path.read_text(encoding="utf-8").replace(":embedding_dim", str(dimension))
+                async with conn.transaction():
+                    await conn.execute(text.encode())
+                    await conn.execute(
+                        "INSERT INTO schema_version (version, description) VALUES (%s, %s)", (version, description)
+                    )
+                applied_now.append(version)
+            await _check_embedding_meta(conn, dimension=dimension, model=model)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK_KEY,))
     return applied_now
 
 
@@ -117,10 +112,10 @@ async def _check_embedding_meta(conn: psycopg.AsyncConnection, *, dimension: int
     value = {"model": model, "dimension": dimension}
     await conn.execute(
         "INSERT INTO agentx_meta (key, value) VALUES ('embedding', %s::jsonb) ON CONFLICT (key) DO NOTHING",
-        (psycopg.types.json.Jsonb(value),),
+        (Jsonb(value),),
     )
     row = await (await conn.execute("SELECT value FROM agentx_meta WHERE key = 'embedding'")).fetchone()
-    stored = row[0]
+    stored = row[0] if row else {}
     if stored.get("dimension") != dimension or stored.get("model") != model:
         raise EmbeddingDimensionMismatchError(
             f"PostgreSQL schema was created with embedding model {stored.get('model')!r} "
@@ -131,7 +126,7 @@ async def _check_embedding_meta(conn: psycopg.AsyncConnection, *, dimension: int
 class _VectorAsList(VectorLoader):
     """Loads a pgvector ``vector`` as ``list[float]``: no pgvector type leaves this adapter."""
 
-    def load(self, data):  # type: ignore[no-untyped-def]
+    def load(self, data: Any) -> list[float]:  # type: ignore[override]  # a list on purpose, not a Vector
         if isinstance(data, memoryview):
             data = data.tobytes()
         return Vector.from_text(data.decode("utf8")).to_list()
@@ -147,15 +142,16 @@ class PostgresStore:
         self.dsn = dsn
         self.db_schema = db_schema
 
-        async def configure(conn: psycopg.AsyncConnection) -> None:
+        async def configure(conn: Connection) -> None:
             await register_vector_async(conn)
             conn.adapters.register_loader("vector", _VectorAsList)
             # HNSW scans with a WHERE filter keep going until enough rows pass it (pgvector 0.8): a user filter
             # must never starve the result of a shared index.
             await conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
-        self.pool = AsyncConnectionPool(
+        self.pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             dsn,
+            connection_class=Connection,
             min_size=min_size,
             max_size=max_size,
             kwargs={"row_factory": dict_row, "autocommit": True, **_conninfo_kwargs(db_schema)},
@@ -174,27 +170,29 @@ class PostgresStore:
         """Close every pooled connection."""
         await self.pool.close()
 
-    def connection(self):
-        """``async with store.connection() as conn:`` a pooled connection (autocommit; use ``conn.transaction()``)."""
+    def connection(self) -> AbstractAsyncContextManager[Connection]:
+        """``async with store.connection() as conn:`` a pooled connection (autocommit; use ``conn.transaction()``).
+
+        Wrap it in :func:`~agentx_memory.sql.errors.pg_errors` so a failure leaves as an agentx error."""
         return self.pool.connection()
 
-    async def fetch(self, query: str | sql.Composable, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run a statement and return all rows as dicts."""
-        try:
-            async with self.pool.connection() as conn:
-                cur = await conn.execute(query, params)
-                return await cur.fetchall() if cur.description else []
-        except psycopg.Error as exc:
-            raise wrap_pg_error(exc, "querying") from exc
+    async def fetch(self, query: Query, params: Params | None = None, *,
+                    what: str = "querying") -> list[dict[str, Any]]:
+        """Run a statement and return all rows as dicts; ``what`` names the work in an error's message."""
+        async with pg_errors(what), self.pool.connection() as conn:
+            cur = await conn.execute(query, params)
+            return await cur.fetchall() if cur.description else []
 
-    async def execute(self, query: str | sql.Composable, params: Sequence[Any] | dict[str, Any] | None = None) -> int:
+    async def execute(self, query: Query, params: Params | None = None, *, what: str = "writing") -> int:
         """Run a statement; return the affected row count."""
-        try:
-            async with self.pool.connection() as conn:
-                cur = await conn.execute(query, params)
-                return cur.rowcount
-        except psycopg.Error as exc:
-            raise wrap_pg_error(exc, "writing") from exc
+        async with pg_errors(what), self.pool.connection() as conn:
+            cur = await conn.execute(query, params)
+            return cur.rowcount
+
+    async def executemany(self, query: Query, params: Sequence[Params], *, what: str = "writing") -> None:
+        """Run a statement once per parameter set on one connection (pipelined by psycopg)."""
+        async with pg_errors(what), self.pool.connection() as conn, conn.cursor() as cur:
+            await cur.executemany(query, params)
 
     async def schema_version(self) -> int | None:
         """Highest applied migration version, or None when the schema is not migrated."""

@@ -1,0 +1,96 @@
+"""The ``memory_audit_log`` repository: day-partitioned audit entries, and the partitions' upkeep.
+
+The table is partitioned by day (``schema/postgres``: ``create_audit_partitions`` / ``drop_old_audit_partitions``).
+The worker creates partitions ahead of time; an insert that finds no partition for its day creates that day's and
+retries once, so a store whose worker never ran still audits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, LiteralString
+
+import psycopg
+from psycopg import errors as pg
+from psycopg.types.json import Jsonb
+
+from .errors import pg_errors
+from .postgres import Connection, PostgresStore
+
+__all__ = ["COLUMNS", "AuditLog"]
+
+log = logging.getLogger(__name__)
+
+#: The columns of an entry; those an entry leaves out are NULL (``success``: true, ``timestamp``: now).
+COLUMNS: Final = (
+    "timestamp", "operation", "memory_type", "user_id", "session_id", "conversation_id", "source_channel",
+    "target_channels", "query_text", "result_count", "latency_ms", "success", "error_message",
+    "promoted_from_channel", "promotion_confidence", "promotion_access_count", "promotion_conversation_count",
+    "config_snapshot", "metadata",
+)
+
+INSERT_ENTRY: Final[LiteralString] = (
+    "INSERT INTO memory_audit_log (timestamp, operation, memory_type, user_id, session_id, conversation_id,"
+    " source_channel, target_channels, query_text, result_count, latency_ms, success, error_message,"
+    " promoted_from_channel, promotion_confidence, promotion_access_count, promotion_conversation_count,"
+    " config_snapshot, metadata)"
+    " VALUES (%(timestamp)s, %(operation)s, %(memory_type)s, %(user_id)s, %(session_id)s, %(conversation_id)s,"
+    " %(source_channel)s, %(target_channels)s, %(query_text)s, %(result_count)s, %(latency_ms)s, %(success)s,"
+    " %(error_message)s, %(promoted_from_channel)s, %(promotion_confidence)s, %(promotion_access_count)s,"
+    " %(promotion_conversation_count)s, %(config_snapshot)s, %(metadata)s)"
+)
+
+#: The partition of one day (a no-op when it exists).
+CREATE_DAY_PARTITION: Final[LiteralString] = "SELECT create_audit_partitions(1, %s::date) AS n"
+
+#: Partitions from today on for the next ``n`` days; returns how many were created.
+CREATE_PARTITIONS_AHEAD: Final[LiteralString] = "SELECT create_audit_partitions(%s) AS n"
+
+#: Drop partitions older than ``n`` days; returns how many were dropped.
+DROP_OLD_PARTITIONS: Final[LiteralString] = "SELECT drop_old_audit_partitions(%s) AS n"
+
+
+def _dumps(value: Any) -> str:
+    # default=str: a trace or payload holding a value JSON has no type for must not cost the whole entry
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+class AuditLog:
+    """Writes audit entries and keeps the day partitions they go into."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+
+    async def insert(self, entry: Mapping[str, Any]) -> None:
+        """Write one entry (keys from :data:`COLUMNS`; ``config_snapshot`` and ``metadata`` are plain JSON values)."""
+        row: dict[str, Any] = dict.fromkeys(COLUMNS)
+        row.update(timestamp=datetime.now(UTC), success=True)
+        row.update(entry)
+        row["config_snapshot"] = Jsonb(row["config_snapshot"] or {}, dumps=_dumps)
+        row["metadata"] = Jsonb(row["metadata"] or {}, dumps=_dumps)
+        async with pg_errors("writing memory_audit_log"), self.store.connection() as conn:
+            try:
+                await conn.execute(INSERT_ENTRY, row)
+            except pg.CheckViolation as exc:
+                if "no partition" not in str(exc):
+                    raise
+                await _create_day_partition(conn, row["timestamp"])
+                await conn.execute(INSERT_ENTRY, row)
+
+    async def maintain_partitions(self, *, ahead_days: int, retention_days: int) -> tuple[int, int]:
+        """Create the partitions of the next ``ahead_days`` days and drop those older than ``retention_days``;
+        return (created, dropped)."""
+        async with pg_errors("maintaining memory_audit_log partitions"), self.store.connection() as conn:
+            created = await (await conn.execute(CREATE_PARTITIONS_AHEAD, (ahead_days,))).fetchone()
+            dropped = await (await conn.execute(DROP_OLD_PARTITIONS, (retention_days,))).fetchone()
+        return (created["n"] if created else 0), (dropped["n"] if dropped else 0)
+
+
+async def _create_day_partition(conn: Connection, when: datetime) -> None:
+    try:
+        await conn.execute(CREATE_DAY_PARTITION, (when.date(),))
+    except psycopg.Error:  # another process created it at the same moment: the retried insert succeeds
+        log.debug("creating the audit partition of %s failed; retrying the insert", when.date(), exc_info=True)

@@ -1,0 +1,247 @@
+"""The ``conversation_logs`` repository: the durable log of conversation turns.
+
+Appending turns is one transaction per batch. Each conversation of the batch is handled under its own advisory lock
+(taken in a fixed order, so two batches never deadlock): the conversation must belong to the batch's user, turns
+already stored by id keep their index (an idempotent re-store), the others get the next free indexes, and a turn whose
+(conversation, index) is taken by the same content adopts the stored turn's id. Anything else is a
+:class:`~agentx_memory.errors.ConflictError` and nothing of the batch is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final, LiteralString
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from ..errors import ConflictError
+from ..models import Turn
+from ..rows import turn_from_row
+from . import search
+from .errors import pg_errors
+from .postgres import Connection, PostgresStore
+
+__all__ = ["ConversationLog"]
+
+_COLUMNS: Final[LiteralString] = (
+    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, content_hash, token_count, model,"
+    " channel, metadata"
+)
+
+#: For each turn (id, conversation, user, index or NULL): the content of the stored turn just before it.
+PREVIOUS_CONTENTS: Final[LiteralString] = (
+    "SELECT hit.turn_id, (SELECT c.content FROM conversation_logs c"
+    "  WHERE c.conversation_id = hit.conversation_id AND c.user_id = hit.user_id"
+    "    AND (hit.turn_index IS NULL OR c.turn_index < hit.turn_index)"
+    "  ORDER BY c.turn_index DESC LIMIT 1) AS content"
+    " FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[])"
+    " AS hit(turn_id, conversation_id, user_id, turn_index)"
+)
+
+#: For each turn (id, conversation, index): the content at index - 1 (NULL when there is none).
+PREDECESSORS: Final[LiteralString] = (
+    "SELECT hit.turn_id, p.content FROM unnest(%s::text[], %s::text[], %s::int[])"
+    " AS hit(turn_id, conversation_id, turn_index)"
+    " LEFT JOIN conversation_logs p ON p.conversation_id = hit.conversation_id AND p.turn_index = hit.turn_index - 1"
+)
+
+SET_EMBEDDING: Final[LiteralString] = "UPDATE conversation_logs SET embedding = %s WHERE turn_id = %s"
+
+LOCK_CONVERSATION: Final[LiteralString] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+
+CONVERSATION_OWNER: Final[LiteralString] = (
+    "SELECT user_id FROM conversation_logs WHERE conversation_id = %s LIMIT 1"
+)
+
+STORED_BY_ID: Final[LiteralString] = (
+    "SELECT turn_id, conversation_id, turn_index FROM conversation_logs WHERE turn_id = ANY(%s)"
+)
+
+NEXT_INDEX: Final[LiteralString] = (
+    "SELECT coalesce(max(turn_index) + 1, 0) AS next FROM conversation_logs WHERE conversation_id = %s"
+)
+
+INSERT_TURN: Final[LiteralString] = (
+    "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content,"
+    " content_hash, token_count, model, channel, metadata, embedding)"
+    " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
+    " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s)"
+    " ON CONFLICT DO NOTHING RETURNING turn_id"
+)
+
+OCCUPANT: Final[LiteralString] = (
+    "SELECT turn_id, content_hash FROM conversation_logs WHERE conversation_id = %s AND turn_index = %s"
+)
+
+MARK_PROJECTED: Final[LiteralString] = (
+    "UPDATE conversation_logs SET projected = TRUE WHERE turn_id = ANY(%s) AND NOT projected"
+)
+
+UNPROJECTED: Final[LiteralString] = (
+    "SELECT id, " + _COLUMNS + ", embedding FROM conversation_logs WHERE NOT projected AND id > %s ORDER BY id LIMIT %s"
+)
+
+CONVERSATION_TURNS: Final[LiteralString] = (
+    "SELECT " + _COLUMNS + ", embedding FROM conversation_logs"
+    " WHERE conversation_id = %s AND user_id = %s ORDER BY turn_index"
+)
+
+RECENT_TURNS: Final[LiteralString] = (
+    "SELECT " + _COLUMNS + " FROM conversation_logs"
+    " WHERE user_id = %s AND channel = ANY(%s) AND timestamp >= %s AND timestamp <= %s"
+    " ORDER BY timestamp DESC, turn_index DESC LIMIT %s"
+)
+
+TURN_INDEX: Final[LiteralString] = "SELECT turn_index FROM conversation_logs WHERE turn_id = %s AND user_id = %s"
+
+
+def _content_hash(content: str) -> str:
+    # equal hashes at one (conversation, index) make a re-store idempotent
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def _vector(values: Sequence[float] | None) -> np.ndarray | None:
+    return np.asarray(values, dtype=np.float32) if values is not None else None
+
+
+class ConversationLog:
+    """Reads and appends ``conversation_logs`` rows; turns go in and come out as :class:`~agentx_memory.models.Turn`."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+
+    # --- writing ------------------------------------------------------------------------------------------------
+
+    async def append(self, turns: Sequence[Turn]) -> list[Turn]:
+        """Log the turns in one transaction (see the module docstring for the rules) and return them, updated in
+        place: each has its index, and a re-stored turn has the id it was stored under.
+
+        Every turn of one conversation must have the same ``user_id`` (the caller validates that)."""
+        groups: dict[str, list[Turn]] = {}
+        for turn in turns:
+            groups.setdefault(turn.conversation_id, []).append(turn)
+        async with pg_errors("writing conversation_logs"), self.store.connection() as conn, conn.transaction():
+            for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
+                await self._append_conversation(conn, conversation_id, groups[conversation_id])
+        return list(turns)
+
+    async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn]) -> None:
+        user_id = group[0].user_id
+        await conn.execute(LOCK_CONVERSATION, (conversation_id,))
+        owner = await (await conn.execute(CONVERSATION_OWNER, (conversation_id,))).fetchone()
+        if owner and owner["user_id"] != user_id:
+            raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
+        cur = await conn.execute(STORED_BY_ID, ([t.id for t in group],))
+        existing = {row["turn_id"]: row for row in await cur.fetchall()}
+        next_row = await (await conn.execute(NEXT_INDEX, (conversation_id,))).fetchone()
+        next_index = max([next_row["next"] if next_row else 0, *[t.index + 1 for t in group if t.index is not None]])
+        to_insert: list[Turn] = []
+        for turn in group:
+            if turn.id in existing:
+                row = existing[turn.id]
+                if row["conversation_id"] != conversation_id:
+                    raise ConflictError(f"turn id {turn.id!r} is already stored in another conversation")
+                turn.index = row["turn_index"]  # already stored: idempotent
+                continue
+            if turn.index is None:
+                turn.index = next_index
+                next_index += 1
+            to_insert.append(turn)
+        if not to_insert:
+            return
+        inserted: set[str] = set()
+        async with conn.cursor() as cur:
+            await cur.executemany(INSERT_TURN, [_row(t) for t in to_insert], returning=True)
+            while True:
+                returned = await cur.fetchone()
+                if returned:
+                    inserted.add(returned["turn_id"])
+                if not cur.nextset():
+                    break
+        for turn in to_insert:
+            if turn.id not in inserted:
+                await _adopt_occupant(conn, turn)
+        indexes = [t.index for t in to_insert if t.index is not None]
+        await conn.execute(search.UPDATE_CONTEXT_TSV, {
+            "conversation_id": conversation_id, "low": min(indexes) - 1, "high": max(indexes) + 1,
+        })
+
+    async def set_embeddings(self, turns: Sequence[Turn]) -> None:
+        """Replace the stored vectors of these turns with their ``embedding``."""
+        async with pg_errors("writing conversation_logs embeddings"), self.store.connection() as conn, \
+                conn.cursor() as cur:
+            await cur.executemany(SET_EMBEDDING, [(_vector(t.embedding), t.id) for t in turns])
+
+    async def mark_projected(self, turn_ids: Sequence[str]) -> None:
+        """Record that these turns are in the graph (``reconcile`` skips them from now on)."""
+        await self.store.execute(MARK_PROJECTED, (list(turn_ids),), what="marking turns projected")
+
+    # --- reading ------------------------------------------------------------------------------------------------
+
+    async def previous_contents(self, turns: Sequence[Turn]) -> dict[str, str | None]:
+        """For each turn (by id): the content of the user's stored turn just before it in its conversation (before
+        its index, or the last one when it has none yet); ``None`` when there is none. One round trip."""
+        rows = await self.store.fetch(PREVIOUS_CONTENTS, (
+            [t.id for t in turns], [t.conversation_id for t in turns], [t.user_id for t in turns],
+            [t.index for t in turns],
+        ), what="reading preceding turns")
+        return {r["turn_id"]: r["content"] for r in rows}
+
+    async def predecessors(self, turns: Sequence[Turn]) -> dict[str, str | None]:
+        """For each turn (by id): the content stored at its index - 1 in its conversation, or ``None``."""
+        rows = await self.store.fetch(PREDECESSORS, (
+            [t.id for t in turns], [t.conversation_id for t in turns], [t.index for t in turns],
+        ), what="reading preceding turns")
+        return {r["turn_id"]: r["content"] for r in rows}
+
+    async def unprojected(self, *, after: int, limit: int) -> tuple[int, list[Turn]]:
+        """Up to ``limit`` turns not yet in the graph, with their vectors, in log order after row ``after``; and the
+        row position to continue from."""
+        rows = await self.store.fetch(UNPROJECTED, (after, limit), what="reading unprojected turns")
+        last = rows[-1]["id"] if rows else after
+        return last, [turn_from_row(r, with_embedding=True) for r in rows]
+
+    async def conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False) -> list[Turn]:
+        """Every turn of the user's conversation in index order (empty when there is none)."""
+        rows = await self.store.fetch(CONVERSATION_TURNS, (conversation_id, user_id), what="reading a conversation")
+        return [turn_from_row(r, with_embedding=with_embeddings) for r in rows]
+
+    async def recent(self, user_id: str, channels: Sequence[str], *, since: datetime, until: datetime,
+                     limit: int) -> list[Turn]:
+        """The user's turns in ``channels`` stamped between ``since`` and ``until`` (inclusive), newest first."""
+        rows = await self.store.fetch(RECENT_TURNS, (user_id, list(channels), since, until, limit),
+                                      what="reading recent turns")
+        return [turn_from_row(r) for r in rows]
+
+    async def conversation_owner(self, conversation_id: str) -> str | None:
+        """The user a logged conversation belongs to, or ``None`` when no turn of it is logged."""
+        rows = await self.store.fetch(CONVERSATION_OWNER, (conversation_id,), what="reading a conversation's owner")
+        return rows[0]["user_id"] if rows else None
+
+    async def turn_index(self, turn_id: str, user_id: str) -> int | None:
+        """The index of one of the user's logged turns, or ``None`` when the user has no turn with this id."""
+        rows = await self.store.fetch(TURN_INDEX, (turn_id, user_id), what="reading a turn's index")
+        return rows[0]["turn_index"] if rows else None
+
+
+async def _adopt_occupant(conn: Connection, turn: Turn) -> None:
+    """(conversation_id, index) is taken: the same content is an idempotent re-store; anything else conflicts."""
+    row = await (await conn.execute(OCCUPANT, (turn.conversation_id, turn.index))).fetchone()
+    if row and row["content_hash"] == _content_hash(turn.content):
+        turn.id = row["turn_id"]
+        return
+    raise ConflictError(
+        f"turn index {turn.index} of conversation {turn.conversation_id!r} is already taken by a different turn"
+    )
+
+
+def _row(turn: Turn) -> dict[str, Any]:
+    return {
+        "turn_id": turn.id, "user_id": turn.user_id, "conversation_id": turn.conversation_id,
+        "turn_index": turn.index, "timestamp": turn.timestamp, "role": turn.role, "content": turn.content,
+        "content_hash": _content_hash(turn.content), "token_count": turn.token_count, "model": turn.model,
+        "channel": turn.channel, "metadata": Jsonb(turn.metadata), "embedding": _vector(turn.embedding),
+    }

@@ -1,0 +1,52 @@
+"""The one place where psycopg's exceptions become the agentx error tree (:mod:`agentx_memory.errors`).
+
+Every statement the ``sql`` package runs goes through :func:`pg_errors`, the way httpx maps its transport errors in
+one context manager::
+
+    async with pg_errors("writing memory_timeline"), store.connection() as conn:
+        await conn.execute(...)
+
+psycopg error                                          agentx error
+=====================================================  ==========================================================
+unique, exclusion or foreign-key violation             :class:`~agentx_memory.errors.ConflictError`
+serialization failure, deadlock (transaction rollback)  :class:`~agentx_memory.errors.ConflictError`
+operational / interface error, pool timeout, OSError   :class:`~agentx_memory.errors.StorageUnavailableError`
+any other ``psycopg.Error``                            :class:`~agentx_memory.errors.StorageError`
+=====================================================  ==========================================================
+
+The original exception is always the ``__cause__`` (``raise ... from exc``); errors of our own tree raised inside the
+block pass through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import psycopg
+from psycopg import errors as pg
+
+from ..errors import AgentXMemoryError, ConflictError, StorageError, StorageUnavailableError
+
+__all__ = ["pg_errors", "wrap_pg_error"]
+
+_CONFLICTS = (pg.UniqueViolation, pg.ExclusionViolation, pg.ForeignKeyViolation, pg.TransactionRollback)
+
+
+def wrap_pg_error(exc: BaseException, what: str) -> AgentXMemoryError:
+    """The agentx error for a psycopg error (or an ``OSError``) raised while doing ``what``."""
+    if isinstance(exc, _CONFLICTS):
+        return ConflictError(f"PostgreSQL refused a conflicting write while {what}: {exc}")
+    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, OSError)):
+        return StorageUnavailableError(f"PostgreSQL unavailable while {what}: {exc}")
+    return StorageError(f"PostgreSQL failed while {what}: {exc}")
+
+
+@asynccontextmanager
+async def pg_errors(what: str) -> AsyncIterator[None]:
+    """Map psycopg exceptions (and ``OSError``) raised inside the block with :func:`wrap_pg_error`; ``what`` says
+    what was being done ("writing memory_timeline") and goes into the message."""
+    try:
+        yield
+    except (psycopg.Error, OSError) as exc:
+        raise wrap_pg_error(exc, what) from exc

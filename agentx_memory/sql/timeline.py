@@ -1,0 +1,112 @@
+"""The ``memory_timeline`` repository: one row per memory (turn, entity, fact, goal), the time-ordered index of all.
+
+There is one writer, :meth:`Timeline.write`, for every memory type. A row is keyed by (memory_type, node id); what a
+second write of the same key does is decided per memory type here, not by the caller:
+
+===========  ==============  =====================================================================================
+memory type  on conflict     why
+===========  ==============  =====================================================================================
+episodic     keep the first  a turn is immutable once logged; reconcile re-writes it and must change nothing
+goal         keep the first  ``add_goal`` is idempotent by id; the graph holds the goal's later changes
+entity       refresh         an upsert merges into the entity: its summary (name: description) and salience move
+fact         refresh         re-learning a fact updates its claim and confidence; promotion re-writes the copy
+===========  ==============  =====================================================================================
+
+"refresh" sets ``summary``, ``importance_score`` and ``channel`` from the new write (``metadata`` and
+``event_time`` keep their first value); "keep the first" leaves the stored row untouched.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final, LiteralString
+
+from psycopg.types.json import Jsonb
+
+from .errors import pg_errors
+from .postgres import PostgresStore
+
+__all__ = ["CONFLICT_POLICY", "SUMMARY_MAX_CHARS", "OnConflict", "Timeline", "TimelineEntry"]
+
+#: Summaries longer than this are cut (the lexical timeline search reads the summary).
+SUMMARY_MAX_CHARS: Final = 1000
+
+
+class OnConflict(enum.Enum):
+    """What a write does when the (memory_type, node id) row exists already."""
+
+    KEEP_FIRST = "keep the first"
+    REFRESH = "refresh"
+
+
+#: The conflict policy of each memory type (see the module docstring for the reasons).
+CONFLICT_POLICY: Final[Mapping[str, OnConflict]] = MappingProxyType({
+    "episodic": OnConflict.KEEP_FIRST,
+    "goal": OnConflict.KEEP_FIRST,
+    "entity": OnConflict.REFRESH,
+    "fact": OnConflict.REFRESH,
+})
+
+_INSERT: Final[LiteralString] = (
+    "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
+    " channel, metadata)"
+    " VALUES (%(user_id)s, %(memory_type)s, %(node_id)s, %(event_time)s, %(summary)s, %(importance)s, %(channel)s,"
+    " %(metadata)s)"
+)
+
+INSERT_KEEP_FIRST: Final[LiteralString] = _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING"
+
+INSERT_REFRESH: Final[LiteralString] = (
+    _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
+    " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel"
+)
+
+_STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({
+    OnConflict.KEEP_FIRST: INSERT_KEEP_FIRST,
+    OnConflict.REFRESH: INSERT_REFRESH,
+})
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One memory on the timeline: which node, whose, when, and a searchable summary."""
+
+    memory_type: str
+    node_id: str
+    user_id: str
+    channel: str
+    event_time: datetime
+    summary: str
+    importance: float = 0.5
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Timeline:
+    """Writes ``memory_timeline`` rows with the conflict policy of their memory type."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+
+    async def write(self, entries: Sequence[TimelineEntry]) -> None:
+        """Insert the entries (one statement per entry, one connection); an existing row is kept or refreshed as
+        :data:`CONFLICT_POLICY` says. A memory type without a policy is a programming error (``KeyError``)."""
+        batches: dict[OnConflict, list[dict[str, Any]]] = {}
+        for entry in entries:
+            batches.setdefault(CONFLICT_POLICY[entry.memory_type], []).append(_params(entry))
+        if not batches:
+            return
+        async with pg_errors("writing memory_timeline"), self.store.connection() as conn, conn.cursor() as cur:
+            for policy, params in batches.items():
+                await cur.executemany(_STATEMENT[policy], params)
+
+
+def _params(entry: TimelineEntry) -> dict[str, Any]:
+    return {
+        "user_id": entry.user_id, "memory_type": entry.memory_type, "node_id": entry.node_id,
+        "event_time": entry.event_time, "summary": entry.summary[:SUMMARY_MAX_CHARS], "importance": entry.importance,
+        "channel": entry.channel, "metadata": Jsonb(dict(entry.metadata)),
+    }

@@ -1,0 +1,62 @@
+"""The ``tool_invocations`` repository: the durable log of tool calls, and the per-tool statistics drawn from it."""
+
+from __future__ import annotations
+
+from typing import Any, Final, LiteralString
+
+from psycopg.types.json import Jsonb
+
+from ..models import ToolInvocation
+from .postgres import PostgresStore
+
+__all__ = ["ToolInvocationLog"]
+
+INSERT_INVOCATION: Final[LiteralString] = (
+    "INSERT INTO tool_invocations (invocation_id, user_id, conversation_id, turn_index, turn_id, timestamp,"
+    " tool_name, task_type, tool_input, tool_output, success, latency_ms, error_message, channel)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (invocation_id) DO NOTHING"
+    " RETURNING invocation_id"
+)
+
+INVOCATION_OWNER: Final[LiteralString] = (
+    "SELECT user_id, conversation_id FROM tool_invocations WHERE invocation_id = %s"
+)
+
+TOOL_STATS: Final[LiteralString] = (
+    "SELECT tool_name, count(*) AS usage_count, count(*) FILTER (WHERE success) AS success_count,"
+    " round((count(*) FILTER (WHERE success))::numeric / count(*), 4)::float AS success_rate,"
+    " avg(latency_ms)::float AS avg_latency_ms,"
+    " percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms)::float AS p95_latency_ms,"
+    " max(timestamp) AS last_used"
+    " FROM tool_invocations WHERE user_id = %s AND (%s::text IS NULL OR task_type = %s)"
+    " AND (%s::text IS NULL OR channel = %s)"
+    " GROUP BY tool_name ORDER BY success_rate DESC, usage_count DESC, tool_name"
+)
+
+
+class ToolInvocationLog:
+    """Appends tool invocations (idempotent by invocation id) and aggregates them per tool."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+
+    async def record(self, inv: ToolInvocation) -> bool:
+        """Log the invocation; ``False`` when its id was logged before (nothing is written then)."""
+        rows = await self.store.fetch(INSERT_INVOCATION, (
+            inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
+            inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
+            inv.error_message, inv.channel,
+        ), what="writing tool_invocations")
+        return bool(rows)
+
+    async def owner(self, invocation_id: str) -> tuple[str, str] | None:
+        """(user_id, conversation_id) of a logged invocation, or ``None`` when the id is not logged."""
+        rows = await self.store.fetch(INVOCATION_OWNER, (invocation_id,), what="reading tool_invocations")
+        return (rows[0]["user_id"], rows[0]["conversation_id"]) if rows else None
+
+    async def stats(self, user_id: str, task_type: str | None = None,
+                    channel: str | None = None) -> list[dict[str, Any]]:
+        """Per tool of the user: ``tool_name``, ``usage_count``, ``success_count``, ``success_rate``,
+        ``avg_latency_ms``, ``p95_latency_ms``, ``last_used``; best success rate first."""
+        return await self.store.fetch(TOOL_STATS, (user_id, task_type, task_type, channel, channel),
+                                      what="reading tool statistics")
