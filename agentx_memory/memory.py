@@ -262,6 +262,19 @@ class AsyncAgentMemory:
                                                   expertise_areas=expertise_areas,
                                                   communication_style=communication_style, metadata=metadata)
 
+    # --- maintenance --------------------------------------------------------------------------------------------
+
+    async def maintain_audit_partitions(self) -> dict[str, int]:
+        """Keep the audit log's day partitions in shape: create those for today and the next
+        ``audit.partitions_ahead_days`` days, drop those older than ``retention.audit_days``.
+
+        Returns ``{"created": n, "dropped": m}``. Idempotent: the worker runs it every
+        ``worker.audit_partitions_minutes`` (``agentx-memory worker``); call it yourself where no worker runs.
+        """
+        created, dropped = await self.ctx.audit.maintain_partitions(
+            ahead_days=self.settings.audit.partitions_ahead_days, retention_days=self.settings.retention.audit_days)
+        return {"created": created, "dropped": dropped}
+
 
 class _Portal:
     """A private event loop in a daemon thread; runs coroutines for synchronous callers."""
@@ -583,4 +596,13 @@ class AgentMemory:
         return self._portal.run(self._core.update_profile(user_id, preferences=preferences,
                                                           expertise_areas=expertise_areas,
                                                           communication_style=communication_style, metadata=metadata))
+
+    def maintain_audit_partitions(self) -> dict[str, int]:
+        """Keep the audit log's day partitions in shape: create those for today and the next
+        ``audit.partitions_ahead_days`` days, drop those older than ``retention.audit_days``.
+
+        Returns ``{"created": n, "dropped": m}``. Idempotent: the worker runs it every
+        ``worker.audit_partitions_minutes`` (``agentx-memory worker``); call it yourself where no worker runs.
+        """
+        return self._portal.run(self._core.maintain_audit_partitions())
     # END GENERATED from AsyncAgentMemory

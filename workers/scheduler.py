@@ -10,20 +10,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from agentx_memory import AsyncAgentMemory
-from agentx_memory.settings import Settings
+from agentx_memory import AsyncAgentMemory, Settings
 
 from .jobs import audit_partitions, reconcile
 
-__all__ = ["JOBS", "run_once", "run_worker"]
+__all__ = ["JOBS", "Job", "run_once", "run_worker"]
 
 log = logging.getLogger("agentx_memory.worker")
 
-#: name → (job, interval setting)
-JOBS: dict[str, tuple[Callable[[AsyncAgentMemory], Awaitable[dict]], str]] = {
+#: A job: runs once on an open memory, returns a summary for the log.
+Job = Callable[[AsyncAgentMemory], Awaitable[dict[str, Any]]]
+
+#: name → (job, interval setting under ``worker.``)
+JOBS: dict[str, tuple[Job, str]] = {
     "reconcile": (reconcile.run, "reconcile_minutes"),
     "audit_partitions": (audit_partitions.run, "audit_partitions_minutes"),
 }
@@ -31,7 +34,7 @@ JOBS: dict[str, tuple[Callable[[AsyncAgentMemory], Awaitable[dict]], str]] = {
 NOT_BUILT = ("consolidate", "patterns", "decay", "cleanup", "promote")
 
 
-async def _run_job(name: str, memory: AsyncAgentMemory) -> dict:
+async def _run_job(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:
     job, _ = JOBS[name]
     try:
         summary = await job(memory)
@@ -42,7 +45,7 @@ async def _run_job(name: str, memory: AsyncAgentMemory) -> dict:
         return {"error": True}
 
 
-async def run_once(settings: Settings) -> dict[str, dict]:
+async def run_once(settings: Settings) -> dict[str, dict[str, Any]]:
     """Run every implemented job once (``agentx-memory worker --once``)."""
     memory = await AsyncAgentMemory.open(settings)
     try:

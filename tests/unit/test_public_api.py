@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import agentx_memory
 
@@ -16,8 +18,9 @@ FACADE_METHODS = {
     "store_turn", "store_turns", "get_conversation", "get_recent_turns", "reconcile", "upsert_entity", "learn_fact",
     "store_fact", "create_relationship", "get_entity_graph", "promote_to_global", "record_invocation",
     "learn_strategy", "find_strategies", "reinforce_strategy", "get_tool_stats", "add_goal", "get_goal",
-    "complete_goal", "list_goals", "working", "get_profile", "update_profile", "remember",
+    "complete_goal", "list_goals", "working", "get_profile", "update_profile", "remember", "maintain_audit_partitions",
 }
+WORKERS = Path(__file__).resolve().parents[2] / "workers"
 
 
 def test_all_lists_every_public_name_of_the_package():
@@ -51,3 +54,25 @@ def _public_members():
 def test_every_public_module_class_and_function_has_a_docstring():
     missing = [name for name, obj in _public_members() if not (inspect.getdoc(obj) or "").strip()]
     assert not missing, "public names without a docstring:\n" + "\n".join(missing)
+
+
+def test_worker_jobs_use_the_public_api_only():
+    """workers/ imports only the package root and touches only public methods (and ``settings``) of the memory:
+    ``memory.ctx``, ``memory.episodic`` and the like are internals a job must not reach into."""
+    api = {name for name, member in vars(agentx_memory.AsyncAgentMemory).items()
+           if not name.startswith("_") and callable(getattr(member, "__func__", member))} | {"settings"}
+    offences = []
+    for path in sorted(WORKERS.rglob("*.py")):
+        where = path.relative_to(WORKERS.parent)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("agentx_memory"):
+                if node.module != "agentx_memory":
+                    offences.append(f"{where}:{node.lineno}: imports {node.module}")
+            elif isinstance(node, ast.Import):
+                offences += [f"{where}:{node.lineno}: imports {alias.name}" for alias in node.names
+                             if alias.name.startswith("agentx_memory")]
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "memory"
+                  and node.attr not in api):
+                offences.append(f"{where}:{node.lineno}: memory.{node.attr}")
+    assert "reconcile" in api and "ctx" not in api
+    assert not offences, "workers/ reaches past the public API:\n" + "\n".join(offences)
