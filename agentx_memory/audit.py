@@ -131,5 +131,6 @@ class MemoryAuditLogger:
             "promoted_from_channel": source_channel, "promotion_confidence": confidence,
             "promotion_access_count": access_count, "promotion_conversation_count": conversation_count,
             "result_count": 1,
-            "metadata": {"fact_id": fact_id, "global_fact_id": global_fact_id, "reason": reason, "thresholds": thresholds},
+            "metadata": {"fact_id": fact_id, "global_fact_id": global_fact_id, "reason": reason,
+                         "thresholds": thresholds},
         })

@@ -22,6 +22,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from .context import MemoryContext
 from .errors import NotFoundError, StorageError, ValidationError
@@ -47,12 +48,14 @@ class EpisodicMemory:
     # --- validation ---------------------------------------------------------------------------------------------
 
     def validate(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
-        """Checked copies of ``turns`` (channel applied, token counts filled); raises ValidationError naming the field."""
+        """Checked copies of ``turns`` (channel applied, token counts filled); raises ValidationError naming the
+        field."""
         limits = self.ctx.settings.limits
         if not turns:
             raise ValidationError("turns", "must contain at least one turn")
         if len(turns) > limits.max_batch_turns:
-            raise ValidationError("turns", f"has {len(turns)} turns; the limit is {limits.max_batch_turns} (limits.max_batch_turns)")
+            raise ValidationError(
+                "turns", f"has {len(turns)} turns; the limit is {limits.max_batch_turns} (limits.max_batch_turns)")
         out = []
         seen: set[str] = set()
         for i, turn in enumerate(turns):
@@ -68,7 +71,8 @@ class EpisodicMemory:
             check_id(turn.conversation_id, f"{where}conversation_id", max_len=200)
             if turn.role not in ROLES:
                 raise ValidationError(f"{where}role", f"{turn.role!r} is not one of {', '.join(ROLES)}")
-            check_text(turn.content, f"{where}content", max_bytes=limits.max_turn_bytes, limit_name="limits.max_turn_bytes")
+            check_text(turn.content, f"{where}content", max_bytes=limits.max_turn_bytes,
+                       limit_name="limits.max_turn_bytes")
             check_json(turn.metadata, f"{where}metadata", max_bytes=limits.max_metadata_bytes)
             if turn.index is not None and turn.index < 0:
                 raise ValidationError(f"{where}index", f"must be >= 0, got {turn.index}")
@@ -90,8 +94,9 @@ class EpisodicMemory:
         """
         missing = [t for t in turns if t.embedding is None]
         if missing:
-            vectors = await self.ctx.embedder.embed_documents([_in_context(previous.get(t.id), t.content) for t in missing])
-            for turn, vector in zip(missing, vectors):
+            texts = [_in_context(previous.get(t.id), t.content) for t in missing]
+            vectors = await self.ctx.embedder.embed_documents(texts)
+            for turn, vector in zip(missing, vectors, strict=True):
                 turn.embedding = vector.tolist()
         return {t.id for t in missing}
 
@@ -105,7 +110,7 @@ class EpisodicMemory:
         for group in groups.values():
             ordered = sorted(group, key=lambda t: (t.index is None, t.index or 0))
             firsts.append(ordered[0])
-            for before, turn in zip(ordered, ordered[1:]):
+            for before, turn in pairwise(ordered):
                 previous[turn.id] = before.content
         # One round trip for every conversation of the batch: the stored turn just before each group's first turn.
         previous.update(await self.ctx.sql.conversations.previous_contents(firsts))
@@ -148,7 +153,7 @@ class EpisodicMemory:
                 "token_count": t.token_count, "metadata": json.dumps(t.metadata, sort_keys=True, ensure_ascii=False),
                 "embedding": list(t.embedding or []),
             }
-            for t in sorted(turns, key=lambda t: (t.conversation_id, t.index))
+            for t in sorted(turns, key=lambda t: (t.conversation_id, _stored_index(t)))
         ]
         for start in range(0, len(rows), 500):
             await self.ctx.graph.write(cypher.PROJECT_TURNS, {"rows": rows[start:start + 500]})
@@ -189,7 +194,7 @@ class EpisodicMemory:
         cap = self.ctx.settings.working.max_turns
         for (user_id, channel, conversation_id), group in by_session.items():
             session = self.ctx.working.session(user_id, conversation_id, channel)
-            for turn in sorted(group, key=lambda t: t.index)[-cap:]:
+            for turn in sorted(group, key=_stored_index)[-cap:]:
                 try:
                     await session.add_turn(turn)
                 except Exception:  # the cache is best effort; the turn is durable already
@@ -222,7 +227,8 @@ class EpisodicMemory:
             await self._timeline(turns)
             total += len(turns)
 
-    async def get_conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False) -> list[Turn]:
+    async def get_conversation(self, conversation_id: str, user_id: str, *,
+                               with_embeddings: bool = False) -> list[Turn]:
         """Every turn of a conversation of this user, in index order. Unknown conversation: NotFoundError."""
         check_id(conversation_id, "conversation_id", max_len=200)
         turns = await self.ctx.sql.conversations.conversation(conversation_id, user_id, with_embeddings=with_embeddings)
@@ -244,3 +250,8 @@ class EpisodicMemory:
 
 def _in_context(previous: str | None, content: str) -> str:
     return f"{previous}\n{content}" if previous else content
+
+
+def _stored_index(turn: Turn) -> int:
+    # a stored turn always has its index (the log assigned it); -1 only keeps the sort total
+    return turn.index if turn.index is not None else -1

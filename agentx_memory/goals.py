@@ -40,7 +40,8 @@ class GoalMemory:
         metadata = check_json(goal.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         linked = [i for i in [goal.parent_id, *goal.blocked_by] if i]
         if linked:
-            known = {r["id"] for r in await self.ctx.graph.read(cypher.GOAL_IDS_OF_USER, {"ids": linked, "user_id": goal.user_id})}
+            rows = await self.ctx.graph.read(cypher.GOAL_IDS_OF_USER, {"ids": linked, "user_id": goal.user_id})
+            known = {r["id"] for r in rows}
             for goal_id in linked:
                 if goal_id not in known:
                     raise NotFoundError("goal", goal_id)
@@ -76,7 +77,8 @@ class GoalMemory:
             raise NotFoundError("goal", goal_id)
         return found[0]
 
-    async def complete_goal(self, goal_id: str, status: str = "completed", result: str | None = None, *, user_id: str) -> Goal:
+    async def complete_goal(self, goal_id: str, status: str = "completed", result: str | None = None, *,
+                            user_id: str) -> Goal:
         """Set a goal's status (completed, abandoned, blocked or active again) and result."""
         if status not in GOAL_STATUSES:
             raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
@@ -95,7 +97,8 @@ class GoalMemory:
         """Record that ``goal_id`` is BLOCKED_BY ``blocker_id`` (both the user's goals). The status is unchanged."""
         if goal_id == blocker_id:
             raise ValidationError("blocker_id", f"a goal cannot block itself ({goal_id!r})")
-        rows = await self.ctx.graph.write(cypher.BLOCK_GOAL, {"id": goal_id, "blocker_id": blocker_id, "user_id": user_id})
+        rows = await self.ctx.graph.write(cypher.BLOCK_GOAL,
+                                          {"id": goal_id, "blocker_id": blocker_id, "user_id": user_id})
         if not rows:
             known = {g.id for g in await self.get_goals(user_id, [goal_id, blocker_id])}
             raise NotFoundError("goal", goal_id if goal_id not in known else blocker_id)

@@ -79,11 +79,13 @@ class ProceduralMemory:
         """ConflictError when the conversation id belongs to another user (in the durable log or the graph)."""
         logged = await self.ctx.sql.conversations.conversation_owner(conversation_id)
         owners = {logged} if logged else set()
-        owners.update(r["user_id"] for r in await self.ctx.graph.read(cypher.CONVERSATION_OWNER, {"id": conversation_id}))
+        projected = await self.ctx.graph.read(cypher.CONVERSATION_OWNER, {"id": conversation_id})
+        owners.update(r["user_id"] for r in projected)
         if owners - {user_id}:
             raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
 
-    async def get_tool_stats(self, user_id: str, task_type: str | None = None, channel: str | None = None) -> list[dict[str, Any]]:
+    async def get_tool_stats(self, user_id: str, task_type: str | None = None,
+                             channel: str | None = None) -> list[dict[str, Any]]:
         """Per tool: uses, successes, success rate, average and p95 latency (from the durable log), best first."""
         if channel is not None:
             check_channel(channel)
@@ -102,13 +104,15 @@ class ProceduralMemory:
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
         embedding = (await self.ctx.embedder.embed_documents([f"{description}\n{context_pattern}".strip()]))[0].tolist()
         rows = await self.ctx.graph.write(cypher.UPSERT_STRATEGY, {
-            "key": hashlib.sha256(key_raw.encode()).hexdigest(), "id": Strategy(user_id=user_id, description=description).id,
+            "key": hashlib.sha256(key_raw.encode()).hexdigest(),
+            "id": Strategy(user_id=user_id, description=description).id,
             "user_id": user_id, "channel": channel, "description": description, "context_pattern": context_pattern,
             "tool_sequence": tools, "embedding": embedding, "now": now_ms(), "success": bool(success),
             "conversation_id": from_conversation_id,
         })
         strategy = strategy_from_row(rows[0]["strategy"])
-        await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"}, user_id=user_id)
+        await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"},
+                                       user_id=user_id)
         return strategy
 
     async def get_strategy(self, strategy_id: str, user_id: str) -> Strategy:
@@ -137,7 +141,10 @@ class ProceduralMemory:
         check_text(task_description, "task_description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not (1 <= top_k <= 1000):
             raise ValidationError("top_k", f"must be between 1 and 1000, got {top_k}")
-        vector = list(embedding) if embedding is not None else (await self.ctx.embedder.embed_query(task_description)).tolist()
+        if embedding is not None:
+            vector = list(embedding)
+        else:
+            vector = (await self.ctx.embedder.embed_query(task_description)).tolist()
         overfetch = max(top_k, int(top_k * self.ctx.settings.retrieval.overfetch_factor))
         searched = check_channels(channels)
         rows = await self.ctx.graph.read_vectors(cypher.SEARCH_STRATEGIES, {

@@ -25,7 +25,8 @@ class ProfileStore:
         return stored if stored is not None else UserProfile(user_id=user_id)
 
     async def update_profile(self, user_id: str, *, preferences: dict[str, Any] | None = None,
-                             expertise_areas: list[Any] | None = None, communication_style: dict[str, Any] | None = None,
+                             expertise_areas: list[Any] | None = None,
+                             communication_style: dict[str, Any] | None = None,
                              metadata: dict[str, Any] | None = None) -> UserProfile:
         """Merge into the profile: dicts are merged key by key, expertise areas are a set union."""
         check_id(user_id, "user_id")

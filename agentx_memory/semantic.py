@@ -145,7 +145,8 @@ class SemanticMemory:
         if isinstance(entity_ids, str):
             entity_ids = [entity_ids]
         ids = list(dict.fromkeys(entity_ids))
-        neighbours = await self.ctx.graph.read(cypher.ENTITY_NEIGHBOURS[depth], {"ids": ids, "user_id": user_id, "limit": limit})
+        neighbours = await self.ctx.graph.read(cypher.ENTITY_NEIGHBOURS[depth],
+                                               {"ids": ids, "user_id": user_id, "limit": limit})
         all_ids = ids + [r["id"] for r in neighbours]
         entities = await self.get_entities(user_id, all_ids)
         edges = await self.ctx.graph.read(cypher.ENTITY_EDGES, {"ids": all_ids, "user_id": user_id, "limit": limit * 4})
@@ -203,7 +204,8 @@ class SemanticMemory:
         check_channel(fact.channel)
         check_id(fact.user_id, "user_id")
         check_id(fact.id, "id")
-        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_turn_bytes, limit_name="limits.max_turn_bytes")
+        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_turn_bytes,
+                   limit_name="limits.max_turn_bytes")
         check_range(fact.confidence, "confidence", 0.0, 1.0)
         metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         if fact.embedding is not None:
@@ -214,7 +216,8 @@ class SemanticMemory:
                 if entity_id not in known:
                     raise NotFoundError("entity", entity_id)
         if fact.source_turn_id:
-            rows = await self.ctx.graph.read(cypher.TURN_IDS_OF_USER, {"ids": [fact.source_turn_id], "user_id": fact.user_id})
+            rows = await self.ctx.graph.read(cypher.TURN_IDS_OF_USER,
+                                             {"ids": [fact.source_turn_id], "user_id": fact.user_id})
             if not rows:
                 raise NotFoundError("turn", fact.source_turn_id)
             fact.conversation_id = fact.conversation_id or rows[0]["conversation_id"]
@@ -232,7 +235,8 @@ class SemanticMemory:
         await self._timeline("fact", fact.id, fact.user_id, fact.channel, fact.created_at, fact.claim, fact.confidence)
         await self.ctx.audit.log_write("store", "semantic", fact.channel, [fact.id], {"kind": "fact"},
                                        user_id=fact.user_id, conversation_id=fact.conversation_id,
-                                       latency_ms=_ms(started), payload=fact.model_dump(mode="json", exclude={"embedding"}))
+                                       latency_ms=_ms(started),
+                                       payload=fact.model_dump(mode="json", exclude={"embedding"}))
         fact.embedding = None
         return await self.get_fact(fact.id, fact.user_id)
 
@@ -259,9 +263,11 @@ class SemanticMemory:
         await self.ctx.graph.write(cypher.PROMOTE_FACT, {
             "source_id": fact_id, "global_id": global_id, "user_id": user_id, "reason": reason, "now": now_ms(),
         })
-        conversations = (await self.ctx.graph.read(cypher.FACT_CONVERSATION_COUNT, {"id": fact_id, "user_id": user_id}))[0]["conversations"]
+        counted = await self.ctx.graph.read(cypher.FACT_CONVERSATION_COUNT, {"id": fact_id, "user_id": user_id})
+        conversations = counted[0]["conversations"]
         promoted = await self.get_fact(global_id, user_id)
-        await self._timeline("fact", promoted.id, user_id, GLOBAL_CHANNEL, promoted.created_at, promoted.claim, promoted.confidence)
+        await self._timeline("fact", promoted.id, user_id, GLOBAL_CHANNEL, promoted.created_at, promoted.claim,
+                             promoted.confidence)
         await self.ctx.audit.log_promotion(
             fact_id, source.channel, reason, self.ctx.settings.promotion.model_dump(), user_id=user_id,
             global_fact_id=global_id, confidence=source.confidence, access_count=source.access_count,
@@ -274,9 +280,11 @@ class SemanticMemory:
         concurrent reinforcements lock nodes in one order (no deadlock-and-retry on Neo4j)."""
         now = now_ms()
         if fact_ids:
-            await self.ctx.graph.write(cypher.REINFORCE_FACTS, {"ids": sorted(set(fact_ids)), "user_id": user_id, "now": now})
+            await self.ctx.graph.write(cypher.REINFORCE_FACTS,
+                                       {"ids": sorted(set(fact_ids)), "user_id": user_id, "now": now})
         if entity_ids:
-            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES, {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
+            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES,
+                                       {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
 
     async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time: datetime,
                         summary: str, importance: float) -> None:

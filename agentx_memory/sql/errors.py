@@ -30,7 +30,12 @@ from ..errors import AgentXMemoryError, ConflictError, StorageError, StorageUnav
 
 __all__ = ["pg_errors", "wrap_pg_error"]
 
-_CONFLICTS = (pg.UniqueViolation, pg.ExclusionViolation, pg.ForeignKeyViolation, pg.TransactionRollback)
+# psycopg does not derive SerializationFailure and DeadlockDetected from TransactionRollback (all are SQLSTATE
+# class 40, all OperationalError): each is named, so none of them reads as "server unavailable".
+_CONFLICTS = (
+    pg.UniqueViolation, pg.ExclusionViolation, pg.ForeignKeyViolation,
+    pg.TransactionRollback, pg.SerializationFailure, pg.DeadlockDetected,
+)
 
 
 def wrap_pg_error(exc: BaseException, what: str) -> AgentXMemoryError:
