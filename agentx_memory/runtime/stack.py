@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from ..settings import EmbeddedSettings
 from .falkordb import FalkorDBServer
 from .layout import FALKORDB_SOCKET_NAME, DataLayout
 from .locks import runtime_lock
+from .managed import ManagedServer
 from .postgres import PostgresServer, postgres_os_user
 from .processes import current_user
 
@@ -62,10 +64,15 @@ class EmbeddedStack:
             postgres_dsn=self._postgres.dsn(),
         )
 
+    @property
+    def _servers(self) -> tuple[ManagedServer, ...]:
+        """Both servers, in start order."""
+        return (self._falkordb, self._postgres)
+
     def _healthy(self) -> bool:
         if self._layout.recorded_socket_dir() is None:
             return False
-        return self._falkordb.probe().state == "running" and self._postgres.ready()
+        return all(server.healthy() for server in self._servers)
 
     def ensure_running(self) -> Endpoints:
         """Start whichever server is not running (restarting stale ones) and return the endpoints.
@@ -78,8 +85,8 @@ class EmbeddedStack:
         self._layout.ensure_home()
         with runtime_lock(self._layout.lock_file, self._lock_timeout()):
             self._prepare_socket_dir()
-            self._falkordb.ensure_running()
-            self._postgres.ensure_running()
+            for server in self._servers:
+                server.ensure_running()
         return self.endpoints()
 
     def stop(self) -> None:
@@ -88,17 +95,15 @@ class EmbeddedStack:
             return
         with runtime_lock(self._layout.lock_file, self._lock_timeout()):
             errors: list[str] = []
-            for server in (self._falkordb, self._postgres):
+            for server in self._servers:
                 try:
                     server.stop()
                 except RuntimeServerError as exc:
                     errors.append(str(exc))
             sock_dir = self._layout.socket_dir()
             if sock_dir == self._layout.short_socket_dir:
-                try:
+                with suppress(OSError):
                     sock_dir.rmdir()  # only succeeds when empty
-                except OSError:
-                    pass
             if errors:
                 raise RuntimeServerError("; ".join(errors))
 
@@ -120,17 +125,17 @@ class EmbeddedStack:
         in_tmp = directory != L.local_socket_dir
         try:
             if in_tmp:
-                try:
+                with suppress(FileExistsError):
                     directory.mkdir(mode=0o700)
-                except FileExistsError:
-                    pass
             else:
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = os.lstat(directory)
         except OSError as exc:
             raise RuntimeServerError(f"cannot create the socket directory {directory}: {exc.strerror or exc}") from exc
         if not stat.S_ISDIR(st.st_mode):
-            raise RuntimeServerError(f"the socket path {directory} exists but is not a directory (a symlink or file); remove it and retry")
+            raise RuntimeServerError(
+                f"the socket path {directory} exists but is not a directory (a symlink or file); remove it and retry"
+            )
         pg_user = postgres_os_user(L.pgdata)
         allowed = {current_user().uid, pg_user.uid}
         if st.st_uid not in allowed:
