@@ -27,6 +27,7 @@ Run by hand: ``python tests/neo4j/server.py [version]`` prints the URI and serve
 from __future__ import annotations
 
 import collections
+import contextlib
 import glob
 import os
 import re
@@ -41,6 +42,8 @@ import time
 import weakref
 from functools import cache
 from pathlib import Path
+
+from agentx_memory.runtime.polling import WaitTimeoutError, wait_until
 
 DEFAULT_VERSION = "5.26.30"
 """The Neo4j started when none is asked for: the newest 5.26 LTS patch on Maven Central when this was written."""
@@ -112,9 +115,9 @@ def _java_candidates() -> list[str]:
     for path in paths:
         real = os.path.realpath(path) if path else ""
         # Source-file mode needs the jdk.compiler module, which a JRE lacks; javac beside java marks a JDK.
-        if real and os.access(real, os.X_OK) and os.path.exists(os.path.join(os.path.dirname(real), "javac")):
-            if real not in found:
-                found.append(real)
+        is_jdk = real and os.access(real, os.X_OK) and os.path.exists(os.path.join(os.path.dirname(real), "javac"))
+        if is_jdk and real not in found:
+            found.append(real)
     return found
 
 
@@ -227,10 +230,7 @@ def _stop_process(proc: subprocess.Popen, timeout: float) -> None:
     Its stdout is left to the reader thread, which closes it at EOF (closing it under a blocked reader is unsafe).
     """
     if proc.poll() is None:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
+        _close_stdin(proc)
         try:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout)
@@ -239,10 +239,14 @@ def _stop_process(proc: subprocess.Popen, timeout: float) -> None:
             proc.wait()
         except ProcessLookupError:
             pass
-    try:
-        proc.stdin.close()
-    except OSError:
-        pass
+    _close_stdin(proc)
+
+
+def _close_stdin(proc: subprocess.Popen) -> None:
+    """Close the launcher's stdin: EOF tells it to shut Neo4j down."""
+    if proc.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
 
 
 def _terminate(proc: subprocess.Popen, home: str, timeout: float) -> None:
@@ -271,6 +275,10 @@ class Neo4jServer:
         """Whether the server process is still alive."""
         return self._proc.poll() is None
 
+    def wait(self) -> int:
+        """Block until the server process exits on its own; return its exit status."""
+        return self._proc.wait()
+
     def stop(self, timeout: float = 30) -> None:
         """Shut the server down (SIGTERM, then SIGKILL after ``timeout`` s) and remove its home dir. Idempotent."""
         if self._finalizer.detach() is not None:
@@ -289,21 +297,25 @@ class Neo4jServer:
         return f"Neo4jServer(uri={self.uri!r}, version={self.version!r}, pid={self.pid}, home={self.home!r})"
 
 
-def _verify(uri: str, deadline: float) -> None:
-    """Raise unless ``RETURN 1`` works over Bolt at ``uri`` (retried briefly until ``deadline``)."""
+def _verify(uri: str, timeout: float) -> None:
+    """Raise unless ``RETURN 1`` works over Bolt at ``uri`` (retried while the server is unavailable, up to
+    ``timeout`` seconds)."""
     import neo4j
 
-    while True:
+    def answers() -> bool:
         try:
             with neo4j.GraphDatabase.driver(uri, auth=None) as driver:
                 records, _, _ = driver.execute_query("RETURN 1 AS one")
-                if records[0]["one"] == 1:
-                    return
-                raise RuntimeError(f"RETURN 1 returned {records!r}")
         except neo4j.exceptions.ServiceUnavailable:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+            return False
+        if records[0]["one"] != 1:
+            raise RuntimeError(f"RETURN 1 returned {records!r}")
+        return True
+
+    try:
+        wait_until(answers, timeout=timeout, interval=0.2, what=f"Neo4j at {uri} to answer RETURN 1")
+    except WaitTimeoutError as exc:
+        raise RuntimeError(str(exc)) from exc
 
 
 def start_neo4j(version: str = DEFAULT_VERSION, *, timeout: float = 180) -> Neo4jServer:
@@ -317,6 +329,8 @@ def start_neo4j(version: str = DEFAULT_VERSION, *, timeout: float = 180) -> Neo4
     if problem:
         raise RuntimeError(f"cannot start Neo4j {version}: {problem}")
     java = _find_java(version)
+    if java is None:  # missing_tools found one a moment ago
+        raise RuntimeError(f"cannot start Neo4j {version}: no suitable JDK found")
     jars = classpath(version)
     flags = list(_JVM_FLAGS)
     if (_java_major(java) or 0) >= 23:
@@ -352,20 +366,22 @@ def start_neo4j(version: str = DEFAULT_VERSION, *, timeout: float = 180) -> Neo4
 
         threading.Thread(target=read_stdout, name=f"neo4j-{port}-stdout", daemon=True).start()
         try:
-            while not seen.wait(0.2) and proc.poll() is None and time.monotonic() < deadline:
-                pass
+            def ready_or_gone(proc: subprocess.Popen = proc, seen: threading.Event = seen) -> bool:
+                return seen.is_set() or proc.poll() is not None
+
+            with contextlib.suppress(WaitTimeoutError):  # timed out: reported below with the log
+                wait_until(ready_or_gone, timeout=max(0.0, deadline - time.monotonic()),
+                           what=f"Neo4j {version}'s ready line")
             if ready:
                 _, uri, reported = ready[0].split(" ", 2)
-                _verify(uri, deadline=max(deadline, time.monotonic() + 10))
+                _verify(uri, timeout=max(deadline - time.monotonic(), 10))
                 return Neo4jServer(proc, uri, reported.strip(), home)
         except BaseException:  # Ctrl-C, a failed RETURN 1, ...: leave nothing running or on disk
             _terminate(proc, home, timeout=10)
             raise
         if proc.poll() is None:  # stdout closed (or the deadline passed): let an exiting JVM finish
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(max(0.0, min(10.0, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                pass
         timed_out = proc.poll() is None
         _stop_process(proc, timeout=10)
         log_tail = _tail(log_path)
@@ -407,8 +423,7 @@ def main(argv: list[str]) -> int:
             took = time.monotonic() - started
             print(f"Neo4j {server.version} ready at {server.uri} (no auth) in {took:.1f} s", flush=True)
             print(f"pid {server.pid}, home {server.home}; Ctrl-C to stop", flush=True)
-            while server.running:
-                time.sleep(1)
+            server.wait()
             log = _tail(Path(server.home) / "launcher.log") + _tail(Path(server.home) / "logs" / "debug.log")
             print(f"Neo4j exited on its own; the end of its logs:\n{log}", file=sys.stderr)
             return 1
