@@ -11,7 +11,8 @@ stay ``projected = false``; :meth:`EpisodicMemory.reconcile` re-projects them id
 ever only in Redis.
 
 Turn indexes are assigned under a per-conversation advisory lock, so concurrent writers to one conversation get
-contiguous, unique indexes.
+contiguous, unique indexes (:class:`~agentx_memory.sql.conversation_log.ConversationLog` does it in the log's
+transaction).
 """
 
 from __future__ import annotations
