@@ -1,22 +1,27 @@
-"""Open the three stores a memory needs — graph, PostgreSQL, Redis — from settings.
+"""Open the three stores a memory needs — graph, PostgreSQL, Redis — from settings, and drop a namespace of them.
 
-Each store whose URI is empty runs on the embedded servers (started on first use, shared with other processes).
-``open_backends`` also brings the schemas up to date: pending PostgreSQL migrations and the graph's constraints and
-indexes, both idempotent and safe when several processes open the same stores at once.
+Each store whose URI is empty runs on the embedded servers (started on first use, shared with other processes):
+:func:`locate_stores` says where the stores are. ``open_backends`` also brings the schemas up to date: pending
+PostgreSQL migrations and the graph's constraints and indexes, both idempotent and safe when several processes open
+the same stores at once. :func:`drop_namespace` removes everything one namespace (graph name, PostgreSQL schema,
+Redis key prefix) holds.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
+import redis.exceptions
 
+from .errors import ConfigurationError, StorageError, StorageUnavailableError
 from .graph.port import GraphStore
 from .settings import Settings
 from .sql.postgres import PostgresStore, migrate
 from .working import WorkingStore
 
-__all__ = ["Backends", "make_graph_store", "open_backends"]
+__all__ = ["Backends", "StoreLocations", "drop_namespace", "locate_stores", "make_graph_store", "open_backends"]
 
 
 @dataclass
@@ -35,6 +40,18 @@ class Backends:
         await self.graph.close()
 
 
+@dataclass(frozen=True)
+class StoreLocations:
+    """Where the stores of one settings object are: the configured services, else the embedded servers."""
+
+    postgres_dsn: str
+    """libpq connection string of the PostgreSQL server."""
+    redis_url: str
+    """URL of the Redis server (the embedded FalkorDB's ``unix://`` socket by default)."""
+    falkordb_socket: str | None
+    """Unix socket of the embedded FalkorDB, None when every store is a configured service."""
+
+
 def make_graph_store(settings: Settings, *, falkordb_socket: str | None = None) -> GraphStore:
     """The graph adapter the settings select: Neo4j for bolt/neo4j URIs, FalkorDB otherwise."""
     graph = settings.graph
@@ -50,36 +67,91 @@ def make_graph_store(settings: Settings, *, falkordb_socket: str | None = None) 
     return FalkorGraphStore(graph_name=graph.name, unix_socket_path=falkordb_socket)
 
 
-def _embedded_endpoints(settings: Settings):
+async def locate_stores(settings: Settings) -> StoreLocations:
+    """Where the stores of ``settings`` are: the configured URIs, and the embedded servers for the rest (started
+    when they are not running; they keep running afterwards)."""
+    if not settings.uses_embedded:
+        return StoreLocations(settings.postgres.dsn, settings.redis.url, None)
     from .runtime import EmbeddedStack
 
-    return EmbeddedStack(settings.embedded).ensure_running()
+    endpoints = await asyncio.to_thread(EmbeddedStack(settings.embedded).ensure_running)
+    return StoreLocations(
+        postgres_dsn=settings.postgres.dsn or endpoints.postgres_dsn,
+        redis_url=settings.redis.url or endpoints.falkordb_url,
+        falkordb_socket=str(endpoints.falkordb_socket),
+    )
 
 
 async def open_backends(settings: Settings, *, migrate_schema: bool = True) -> Backends:
     """Connect to (and, when embedded, start) the graph, PostgreSQL and Redis, and apply pending schema."""
-    endpoints = None
-    if settings.uses_embedded:
-        import asyncio
-
-        endpoints = await asyncio.to_thread(_embedded_endpoints, settings)
-
-    pg_dsn = settings.postgres.dsn or endpoints.postgres_dsn
-    redis_url = settings.redis.url or endpoints.falkordb_url
-    graph = make_graph_store(settings, falkordb_socket=str(endpoints.falkordb_socket) if endpoints else None)
+    stores = await locate_stores(settings)
+    graph = make_graph_store(settings, falkordb_socket=stores.falkordb_socket)
     dimension, model = settings.embedding.dimension, settings.embedding.model
 
     if migrate_schema:
-        await migrate(pg_dsn, settings.postgres.db_schema, dimension=dimension, model=model)
+        await migrate(stores.postgres_dsn, settings.postgres.db_schema, dimension=dimension, model=model)
         await graph.apply_schema(dimension=dimension, model=model)
 
     postgres = PostgresStore(
-        pg_dsn,
+        stores.postgres_dsn,
         db_schema=settings.postgres.db_schema,
         min_size=settings.postgres.pool_min_size,
         max_size=settings.postgres.pool_max_size,
     )
     await postgres.open()
-    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+    client = aioredis.Redis.from_url(stores.redis_url, decode_responses=True)
     working = WorkingStore(client, settings.working, key_prefix=settings.redis.key_prefix)
     return Backends(graph=graph, postgres=postgres, redis=client, working=working)
+
+
+async def drop_namespace(
+    settings: Settings, *, graph: bool = True, keys: bool = True, stores: StoreLocations | None = None
+) -> None:
+    """Drop everything the namespace of ``settings`` holds: its graph, its PostgreSQL schema and its Redis keys.
+
+    ``graph``: drop the graph with every node and index (``GraphStore.drop_all``). On Neo4j the graph is the whole
+    database, so pass ``graph=False`` when others share it. ``keys``: delete the Redis keys under
+    ``redis.key_prefix``. ``stores``: where the stores are, if known (else :func:`locate_stores`, which starts the
+    embedded servers when needed). The servers keep running; other namespaces are not touched. Raises
+    :class:`ConfigurationError` when the namespace is the shared default (schema ``public``, or ``keys`` with an
+    empty key prefix), which is never dropped.
+    """
+    schema, prefix = settings.postgres.db_schema, settings.redis.key_prefix
+    if schema == "public" or (keys and not prefix):
+        raise ConfigurationError(
+            f"refusing to drop the default namespace (PostgreSQL schema {schema!r}, Redis key prefix {prefix!r}): "
+            "a namespace to drop needs its own postgres.db_schema and redis.key_prefix"
+        )
+    from .runtime.postgres import drop_schema
+
+    stores = stores or await locate_stores(settings)
+    if graph:
+        store = make_graph_store(settings, falkordb_socket=stores.falkordb_socket)
+        try:
+            await store.drop_all()
+        finally:
+            await store.close()
+    if keys:
+        await _delete_keys(stores.redis_url, prefix)
+    await drop_schema(stores.postgres_dsn, schema)
+
+
+async def _delete_keys(redis_url: str, prefix: str) -> None:
+    """Delete every key that starts with ``prefix`` (glob characters in it are matched literally)."""
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        batch: list[bytes] = []
+        async for key in client.scan_iter(match=pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                await client.unlink(*batch)
+                batch.clear()
+        if batch:
+            await client.unlink(*batch)
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+        raise StorageUnavailableError(f"Redis unavailable while deleting the keys {prefix}*: {exc}") from exc
+    except redis.exceptions.RedisError as exc:
+        raise StorageError(f"Redis failed while deleting the keys {prefix}*: {exc}") from exc
+    finally:
+        await client.aclose()

@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rich.console import Console
 from rich.table import Table
@@ -19,7 +19,10 @@ from rich.table import Table
 from .errors import AgentXMemoryError, ConfigurationError
 from .settings import Settings, load_settings
 
-__all__ = ["COMMANDS", "main"]
+if TYPE_CHECKING:
+    from .runtime import EmbeddedStack
+
+__all__ = ["COMMANDS", "ArgumentAdder", "Handler", "build_parser", "main", "status_report"]
 
 console = Console()
 
@@ -35,41 +38,32 @@ def _human(size: int | None) -> str:
     return str(size)
 
 
-def _stack(settings: Settings):
+def _stack(settings: Settings) -> EmbeddedStack:
     from .runtime import EmbeddedStack
 
     return EmbeddedStack(settings.embedded)
 
 
 async def _migrate(settings: Settings) -> tuple[list[int], int | None]:
-    from .backends import make_graph_store
-    from .sql.postgres import PostgresStore, migrate
+    from .backends import locate_stores, make_graph_store
+    from .sql.postgres import migrate
 
-    dsn, socket = settings.postgres.dsn, None
-    if settings.uses_embedded:
-        endpoints = await asyncio.to_thread(_stack(settings).ensure_running)
-        dsn = dsn or endpoints.postgres_dsn
-        socket = str(endpoints.falkordb_socket)
-    applied = await migrate(dsn, settings.postgres.db_schema, dimension=settings.embedding.dimension,
+    stores = await locate_stores(settings)
+    applied = await migrate(stores.postgres_dsn, settings.postgres.db_schema, dimension=settings.embedding.dimension,
                             model=settings.embedding.model)
-    graph = make_graph_store(settings, falkordb_socket=socket)
+    graph = make_graph_store(settings, falkordb_socket=stores.falkordb_socket)
     try:
         await graph.apply_schema(dimension=settings.embedding.dimension, model=settings.embedding.model)
     finally:
         await graph.close()
-    store = PostgresStore(dsn, db_schema=settings.postgres.db_schema, min_size=0, max_size=1)
-    await store.open()
-    try:
-        version = await store.schema_version()
-    finally:
-        await store.close()
-    return applied, version
+    return applied, await _schema_version(settings, stores.postgres_dsn)
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     """Start the embedded servers (if needed) and apply pending schema migrations."""
     if not settings.uses_embedded:
-        console.print("All stores are configured as services (AGENTX_GRAPH__URI, AGENTX_POSTGRES__DSN, AGENTX_REDIS__URL); nothing to start.")
+        console.print("All stores are configured as services (AGENTX_GRAPH__URI, AGENTX_POSTGRES__DSN, "
+                      "AGENTX_REDIS__URL); nothing to start.")
     applied, version = asyncio.run(_migrate(settings))
     console.print(f"[green]up[/green]: data directory {settings.embedded.home.resolve()}; schema version {version}"
                   + (f" (applied {applied})" if applied else ""))
@@ -79,7 +73,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     """Stop the embedded servers of the data directory (data is kept)."""
     _stack(settings).stop()
-    console.print("[green]down[/green]: embedded servers stopped; data kept in " + str(settings.embedded.home.resolve()))
+    console.print(f"[green]down[/green]: embedded servers stopped; data kept in {settings.embedded.home.resolve()}")
     return 0
 
 
@@ -101,8 +95,9 @@ def status_report(settings: Settings) -> dict[str, Any]:
         stack = _stack(settings)
         report["servers"] = stack.status()
         if report["servers"].get("postgres", {}).get("running"):
+            dsn = settings.postgres.dsn or stack.endpoints().postgres_dsn
             try:
-                report["schema_version"] = asyncio.run(_schema_version(settings, settings.postgres.dsn or stack.endpoints().postgres_dsn))
+                report["schema_version"] = asyncio.run(_schema_version(settings, dsn))
             except AgentXMemoryError as exc:
                 report["schema_error"] = str(exc)
     else:
@@ -124,7 +119,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             table.add_row(name, state, str(info.get("version") or "-"), str(info.get("pid") or "-"),
                           str(info.get("socket") or "-"), _human(info.get("data_size_bytes")))
         console.print(table)
-        console.print(f"schema version: {report['schema_version'] if report['schema_version'] is not None else 'not migrated'}")
+        version = report["schema_version"]
+        console.print(f"schema version: {version if version is not None else 'not migrated'}")
     servers = report["servers"].values()
     return 0 if all(s.get("running") for s in servers) else 1
 
@@ -158,7 +154,8 @@ def _default_locomo() -> str:
 def _bench_args(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", required=True)
     locomo = sub.add_parser("locomo", help="LoCoMo evidence recall (ours, baselines, ablations)")
-    locomo.add_argument("--data", default=_default_locomo(), help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json)")
+    locomo.add_argument("--data", default=_default_locomo(),
+                        help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json)")
     locomo.add_argument("--out", default="benchmarks/results", help="directory for locomo.json/.md/.png")
     locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
     locomo.add_argument("--samples", type=int, default=None, help="only the first N samples")
@@ -169,7 +166,8 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
                         help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
     scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
     scale.add_argument("--max", type=int, default=100_000,
-                       help="largest corpus in turns; the 10k/100k/1M steps below it are measured too (default 100000)")
+                       help="largest corpus in turns; the 10k/100k/1M steps below it are measured too "
+                            "(default 100000)")
     scale.add_argument("--sizes", default=None, help="comma-separated sizes in turns instead of the steps up to --max")
     scale.add_argument("--queries", type=int, default=500, help="questions per configuration and size (default 500)")
     scale.add_argument("--users", type=int, default=50, help="users in the corpus (default 50)")
@@ -245,22 +243,9 @@ def _bench_settings(settings: Settings, name: str) -> Settings:
 
 async def _reset_namespace(settings: Settings) -> None:
     """Drop a benchmark's graph, schema and keys."""
-    import psycopg
-    from psycopg import sql
+    from .backends import drop_namespace
 
-    from .backends import make_graph_store
-
-    dsn, socket = settings.postgres.dsn, None
-    if settings.uses_embedded:
-        endpoints = await asyncio.to_thread(_stack(settings).ensure_running)
-        dsn, socket = dsn or endpoints.postgres_dsn, str(endpoints.falkordb_socket)
-    graph = make_graph_store(settings, falkordb_socket=socket)
-    try:
-        await graph.drop_all()
-    finally:
-        await graph.close()
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        await conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.postgres.db_schema)))
+    await drop_namespace(settings)
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
@@ -273,10 +258,11 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
     """Recall memories for a query and print them (table with scores, or JSON)."""
+    from . import MemoryBundle
     from .console import print_bundle
     from .memory import AsyncAgentMemory
 
-    async def run():
+    async def run() -> MemoryBundle:
         memory = await AsyncAgentMemory.open(settings)
         try:
             bundle = await memory.remember(args.query, user_id=args.user, channel=args.channel, top_k=args.top_k,
@@ -300,16 +286,19 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Load turns from JSONL (one per line); bad lines are reported with their numbers and skipped."""
     from pathlib import Path
 
-    from tqdm import tqdm
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .ingest import ingest_file
+    from .ingest import IngestReport, ingest_file
     from .memory import AsyncAgentMemory
 
-    async def run():
+    async def run() -> IngestReport:
         memory = await AsyncAgentMemory.open(settings)
+        columns = (SpinnerColumn(), TextColumn("ingest: {task.completed} turn(s)"), TimeElapsedColumn())
         try:
-            with tqdm(desc="ingest", unit="turn") as bar:
-                return await ingest_file(memory, Path(args.file), batch_size=args.batch, progress=bar.update)
+            with Progress(*columns, console=console, transient=True) as progress:
+                task = progress.add_task("ingest", total=None)
+                return await ingest_file(memory, Path(args.file), batch_size=args.batch,
+                                         progress=lambda n: progress.advance(task, n))
         finally:
             await memory.close()
 
@@ -356,19 +345,35 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _no_args(p: argparse.ArgumentParser) -> None:
+    """A subcommand without options."""
+
+
+def _status_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _worker_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--once", action="store_true", help="run each job once and exit")
+
+
+#: A subcommand's handler: parsed arguments and settings in, exit status out.
+Handler: TypeAlias = Callable[[argparse.Namespace, Settings], int]
+#: Adds a subcommand's arguments to its parser.
+ArgumentAdder: TypeAlias = Callable[[argparse.ArgumentParser], None]
+
 #: Subcommands: name → (handler, help, argument adder).
-COMMANDS: dict[str, tuple[Callable[[argparse.Namespace, Settings], int], str, Callable[[argparse.ArgumentParser], None]]] = {
-    "up": (cmd_up, "start the embedded servers and migrate", lambda p: None),
-    "down": (cmd_down, "stop the embedded servers", lambda p: None),
-    "status": (cmd_status, "show servers and schema version", lambda p: p.add_argument("--json", action="store_true")),
-    "migrate": (cmd_migrate, "apply pending schema migrations", lambda p: None),
-    "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", lambda p: None),
+COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
+    "up": (cmd_up, "start the embedded servers and migrate", _no_args),
+    "down": (cmd_down, "stop the embedded servers", _no_args),
+    "status": (cmd_status, "show servers and schema version", _status_args),
+    "migrate": (cmd_migrate, "apply pending schema migrations", _no_args),
+    "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", _no_args),
     "bench": (cmd_bench, "run a benchmark (locomo, scale)", _bench_args),
     "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
     "remember": (cmd_remember, "recall memories for a query", _remember_args),
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
-    "worker": (cmd_worker, "run the background jobs (reconcile, audit partitions)",
-               lambda p: p.add_argument("--once", action="store_true", help="run each job once and exit")),
+    "worker": (cmd_worker, "run the background jobs (reconcile, audit partitions)", _worker_args),
 }
 
 
