@@ -11,14 +11,24 @@ user filter never starves the result.
 Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
 choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
 exception: an index-ordered scan takes no second key, and it is approximate anyway.)
+
+:class:`TurnSearch` is the repository the retriever uses: one typed method per statement, rows returned as dicts
+(vectors as ``list[float]``, see :class:`~agentx_memory.sql.postgres.PostgresStore`). The statements stay module
+constants (``UPDATE_CONTEXT_TSV`` is the episodic log's, ``OR_QUERY`` the benchmarks' full-text baseline).
 """
 
 from __future__ import annotations
 
-from typing import Final, LiteralString
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, LiteralString
+
+from .postgres import PostgresStore
 
 __all__ = [
     "COUNT_USER_TURNS",
+    "EMBEDDINGS_BY_IDS",
     "LEXICAL_TIMELINE",
     "OR_QUERY",
     "SPEAKERS_AMONG",
@@ -27,6 +37,8 @@ __all__ = [
     "TURN_CANDIDATES_EXACT",
     "TURN_CANDIDATES_INDEX",
     "UPDATE_CONTEXT_TSV",
+    "SearchScope",
+    "TurnSearch",
 ]
 
 #: The OR-tsquery of a question's content words (stemmed, stopwords out).
@@ -35,6 +47,7 @@ OR_QUERY: Final[LiteralString] = "to_tsquery('english', replace(plainto_tsquery(
 _TURN_COLUMNS = (
     "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata"
 )
+
 
 def _turn_candidates(dense_order: str) -> str:
     # One round trip: the lexical top-n, the dense top-n and the lexical top-n inside the question's time phrase,
@@ -101,8 +114,10 @@ WHERE EXISTS (SELECT 1 FROM conversation_logs
               WHERE user_id = %(user_id)s AND metadata ? 'speaker' AND lower(metadata->>'speaker') = lower(name))
 """
 
+#: How many turns the user has (the retriever picks the exact or the index vector scan by it).
 COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation_logs WHERE user_id = %(user_id)s"
 
+#: Turns by id, inside the user's channels and time window.
 TURNS_BY_IDS: Final[str] = f"""
 SELECT {_TURN_COLUMNS} FROM conversation_logs
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(ids)s)
@@ -110,6 +125,7 @@ WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(
   AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
 """
 
+#: Facts and entities whose timeline summary matches the question's words (ids, ranked by ``ts_rank``).
 LEXICAL_TIMELINE: Final[str] = f"""
 WITH q AS (SELECT {OR_QUERY} AS query)
 SELECT memory_type, neo4j_node_id AS node_id, ts_rank(summary_tsv, q.query) AS rank
@@ -120,6 +136,12 @@ WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND memory_type = AN
   AND (%(end)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time < %(end)s)
 ORDER BY rank DESC, node_id
 LIMIT %(limit)s
+"""
+
+#: The stored (in-context) embeddings of some of the user's turns: the diversity stage compares candidates by them.
+EMBEDDINGS_BY_IDS: Final[LiteralString] = """
+SELECT turn_id, embedding FROM conversation_logs
+WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 """
 
 #: Recompute the neighbour context (previous + this + next turn) of turns around freshly stored indexes.
@@ -133,3 +155,79 @@ LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND
 WHERE self.id = c.id AND c.conversation_id = %(conversation_id)s
   AND c.turn_index BETWEEN %(low)s AND %(high)s
 """
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """Whose turns a search reads: one user, some channels, an optional ``[start, end)`` time window."""
+
+    user_id: str
+    channels: Sequence[str]
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The scope as statement parameters (``user_id``, ``channels``, ``start``, ``end``)."""
+        return {"user_id": self.user_id, "channels": list(self.channels), "start": self.start, "end": self.end}
+
+
+class TurnSearch:
+    """The retrieval queries over ``conversation_logs`` and ``memory_timeline``, one typed method per statement.
+
+    ``embedding`` arguments are unit query vectors (a numpy array or a list of floats). Every method returns rows as
+    dicts with the columns of ``conversation_logs`` (plus the signal columns the statement names) unless it says
+    otherwise.
+    """
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+
+    async def candidates(self, scope: SearchScope, *, text: str, embedding: Any, lexical: bool, limit: int,
+                         exact: bool, boost: tuple[datetime, datetime] | None = None) -> list[dict[str, Any]]:
+        """The lexical top-``limit``, the dense top-``limit`` and the lexical top-``limit`` inside ``boost`` (a time
+        range), each row with ``lexical`` (``ts_rank``), ``cosine``, ``cosine_floor`` (cosine of the last dense
+        candidate) and ``lexical_hits``. ``exact`` scans the user's vectors exactly instead of using HNSW."""
+        boost_start, boost_end = boost if boost else (None, None)
+        return await self.store.fetch(TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX, {
+            **scope.params(), "limit": limit, "text": text, "embedding": embedding, "lexical": lexical,
+            "boost_start": boost_start, "boost_end": boost_end,
+        })
+
+    async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,
+                           exclude: Sequence[str], text: str, embedding: Any, lexical: bool) -> list[dict[str, Any]]:
+        """The turns within ``span`` of each hit ``(conversation_id, turn_index)``, except the ``exclude`` ids, with
+        the same ``lexical`` and ``cosine`` columns as :meth:`candidates`."""
+        return await self.store.fetch(TURNS_AROUND, {
+            **scope.params(), "text": text, "embedding": embedding, "lexical": lexical, "span": span,
+            "have": list(exclude), "conversation_ids": [c for c, _ in hits], "indexes": [i for _, i in hits],
+        })
+
+    async def speakers_among(self, user_id: str, names: Sequence[str]) -> list[str]:
+        """The names (deduplicated, order kept) that are participants (``metadata.speaker``) of the user's turns."""
+        if not names:
+            return []
+        rows = await self.store.fetch(SPEAKERS_AMONG, {"user_id": user_id, "names": list(dict.fromkeys(names))})
+        return [r["name"] for r in rows]
+
+    async def count_user_turns(self, user_id: str) -> int:
+        """How many turns the user has stored."""
+        rows = await self.store.fetch(COUNT_USER_TURNS, {"user_id": user_id})
+        return int(rows[0]["n"])
+
+    async def turns_by_ids(self, scope: SearchScope, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The turns with these ids that lie inside the scope."""
+        return await self.store.fetch(TURNS_BY_IDS, {**scope.params(), "ids": list(ids)})
+
+    async def lexical_timeline(self, scope: SearchScope, *, text: str, types: Sequence[str], limit: int
+                               ) -> list[dict[str, Any]]:
+        """Timeline rows of the given memory types matching ``text``: ``memory_type``, ``node_id``, ``rank``; best
+        first. The time window applies to facts only."""
+        return await self.store.fetch(LEXICAL_TIMELINE, {**scope.params(), "limit": limit, "types": list(types),
+                                                         "text": text})
+
+    async def embeddings(self, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """The stored embeddings of the user's turns with these ids, by turn id (turns without one are left out)."""
+        if not ids:
+            return {}
+        rows = await self.store.fetch(EMBEDDINGS_BY_IDS, {"user_id": user_id, "ids": list(ids)})
+        return {r["turn_id"]: r["embedding"] for r in rows}
