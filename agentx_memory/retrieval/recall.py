@@ -38,8 +38,9 @@ from ..semantic import SemanticMemory
 from ..settings import RecallSettings
 from ..validation import check_channel, check_channels, check_id, check_text
 from .bundle import MemoryBundle, RecallMetrics, TechniqueMetric
+from .plan import SearchPlan, utc, window_from_hours
 from .query import analyze
-from .retriever import MemoryRetriever, SearchPlan, utc, window_from_hours
+from .retriever import MemoryRetriever
 
 __all__ = ["RecallLayer"]
 
@@ -106,7 +107,7 @@ class RecallLayer:
                                       for r in analysis.time_ranges]
             metric.results = len(analysis.time_ranges)
             if self.llm is not None:
-                filters.update(await self._llm_self_query(query, metrics))
+                filters.update(await self._llm_self_query(self.llm, query, metrics))
         texts_to_embed = [query]
         if settings.query_expansion and analysis.statement.casefold() != query.strip().casefold():
             texts_to_embed.append(analysis.statement)
@@ -165,11 +166,11 @@ class RecallLayer:
         metric.detail["hypothesis"] = text
         return text or None
 
-    async def _llm_self_query(self, query: str, metrics: RecallMetrics) -> dict[str, Any]:
+    async def _llm_self_query(self, llm: LLM, query: str, metrics: RecallMetrics) -> dict[str, Any]:
         metric = metrics.techniques["self_query"]
         started = time.perf_counter()
         try:
-            raw = await self.llm.complete(_SELF_QUERY_SYSTEM, query, max_tokens=150)
+            raw = await llm.complete(_SELF_QUERY_SYSTEM, query, max_tokens=150)
             parsed = json.loads(raw[raw.index("{"): raw.rindex("}") + 1])
         except Exception as exc:
             metric.detail["llm_skipped"] = f"LLM self-query failed: {exc}"

@@ -1,0 +1,83 @@
+"""What a search runs with (:class:`SearchPlan`) and what it finds (:class:`Candidates`): plain data shared by the
+search legs (:mod:`~agentx_memory.retrieval.legs`), the retriever and the RecallLayer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..settings import RecallSettings
+from ..sql.search import SearchScope
+from .timeparse import TimeRange
+
+__all__ = ["Candidates", "SearchPlan", "combined_vector", "utc", "window_from_hours"]
+
+
+@dataclass
+class SearchPlan:
+    """What to search with. Built by the RecallLayer; plain data."""
+
+    query: str
+    user_id: str
+    channels: list[str]
+    top_k: int
+    lexical_texts: list[str]
+    vectors: list[tuple[str, np.ndarray]]  # (name, unit vector)
+    reference_time: datetime
+    window: tuple[datetime | None, datetime | None] = (None, None)
+    time_ranges: list[TimeRange] = field(default_factory=list)
+    entity_names: list[str] = field(default_factory=list)
+    include_episodic: bool = True
+    include_semantic: bool = True
+    include_procedural: bool = True
+    recall: RecallSettings | None = None
+
+    def scope(self) -> SearchScope:
+        """Whose turns the plan reads: its user, channels and time window."""
+        start, end = self.window
+        return SearchScope(self.user_id, self.channels, start, end)
+
+    def query_vector(self) -> np.ndarray:
+        """The one vector the turn legs search with (see :func:`combined_vector`)."""
+        return combined_vector(self.vectors)
+
+
+@dataclass
+class Candidates:
+    """Raw results of the per-type searches, before fusion."""
+
+    turn_rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # turn id → row with lexical and cosine
+    cosine_floor: float = 0.0  # cosine of the last dense candidate: D is measured above it
+    fact_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fact_legs: dict[str, list[str]] = field(default_factory=dict)
+    fact_cosine: dict[str, float] = field(default_factory=dict)
+    entity_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    entity_legs: dict[str, list[str]] = field(default_factory=dict)
+    entity_cosine: dict[str, float] = field(default_factory=dict)
+    strategies: list[Any] = field(default_factory=list)
+
+
+def combined_vector(vectors: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
+    """One query vector from the question's variants (question, statement, HyDE): their normalized mean."""
+    total = np.sum([v for _, v in vectors], axis=0)
+    norm = np.linalg.norm(total)
+    return total / norm if norm else total
+
+
+def utc(moment: datetime | None) -> datetime:
+    """An aware UTC datetime (naive input is taken as UTC; None is now)."""
+    if moment is None:
+        return datetime.now(UTC)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def window_from_hours(hours: float | None, reference: datetime) -> tuple[datetime | None, datetime | None]:
+    """The ``time_window_hours`` filter as a [start, end) range ending at the reference time."""
+    if hours is None:
+        return None, None
+    return reference - timedelta(hours=hours), reference + timedelta(microseconds=1)
