@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Entity, Fact, Goal, Strategy, Turn, UserProfile
+from .prompt import render_prompt
 
 __all__ = [
     "MemoryBundle",
@@ -121,11 +122,13 @@ class MemoryBundle(BaseModel):
     def explain(self) -> dict[str, dict[str, Any]]:
         """For every item: its kind, score and signals, by id."""
         out: dict[str, dict[str, Any]] = {}
-        for kind, items in (("turn", self.turns), ("fact", self.facts), ("entity", self.entities),
-                            ("strategy", self.strategies)):
+        for kind, items in self._kinds():
             for scored in items:
                 out[scored.id] = {"kind": kind, **scored.explain()}
         return out
+
+    def _kinds(self) -> list[tuple[str, list[Any]]]:
+        return [("turn", self.turns), ("fact", self.facts), ("entity", self.entities), ("strategy", self.strategies)]
 
     def all_scored(self) -> list[Scored]:
         """Every scored item of every kind, best first."""
@@ -134,6 +137,6 @@ class MemoryBundle(BaseModel):
 
     def to_prompt(self, max_tokens: int = 1500) -> str:
         """A system-message block of the memories that fits ``max_tokens`` (lowest-scored items dropped first)."""
-        from .prompt import render_prompt
-
-        return render_prompt(self, max_tokens)
+        kinds = {id(s): kind for kind, items in self._kinds() for s in items}
+        return render_prompt([(kinds[id(s)], s) for s in self.all_scored()], self.goals, self.user_context,
+                             max_tokens)

@@ -18,19 +18,41 @@ best-score first across all kinds until the first one that does not fit, so the 
 dropped (a better-scored item is never left out for a worse one that happens to be shorter); goals and the profile
 come after the scored memories and are dropped first when space runs out. Each line is clipped to 600
 characters so one long turn cannot crowd out the rest.
+
+This module knows nothing of :class:`~agentx_memory.retrieval.bundle.MemoryBundle` (the bundle calls
+:func:`render_prompt` with its items), so the two import in one direction only.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
+from ..models import Goal, UserProfile
 from ..tokens import count_tokens
 
-if TYPE_CHECKING:
-    from .bundle import MemoryBundle
+__all__ = ["SECTION_TITLES", "PromptItem", "render_prompt"]
 
-__all__ = ["SECTION_TITLES", "render_prompt"]
+
+class PromptItem(Protocol):
+    """A scored memory as the prompt shows it (the ``Scored*`` models of the bundle)."""
+
+    @property
+    def item(self) -> Any:
+        """The stored memory (a turn, fact, entity or strategy)."""
+        ...
+
+    @property
+    def score(self) -> float:
+        """Its score."""
+        ...
+
+    @property
+    def cosine(self) -> float | None:
+        """Its cosine similarity to the query, when known."""
+        ...
+
 
 SECTION_TITLES = {
     "turn": "[Episodic Memory -- Relevant Past Conversations]",
@@ -49,7 +71,7 @@ def _clip(text: str, limit: int = _MAX_LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _line(kind: str, scored) -> str:
+def _line(kind: str, scored: PromptItem) -> str:
     item = scored.item
     if kind == "turn":
         similarity = scored.cosine if scored.cosine is not None else scored.score
@@ -65,20 +87,29 @@ def _line(kind: str, scored) -> str:
     return f"- (success rate: {item.success_rate:.2f}) {_clip(item.description)}{tools}"
 
 
-def render_prompt(bundle: MemoryBundle, max_tokens: int) -> str:
-    """The bundle as text of at most ``max_tokens`` tokens (empty string if nothing fits)."""
+def _profile_lines(profile: UserProfile | None) -> list[tuple[str, str]]:
+    if profile is None:
+        return []
+    lines = []
+    for name in ("preferences", "expertise_areas", "communication_style"):
+        value = getattr(profile, name)
+        if value:
+            text = _clip(json.dumps(value, ensure_ascii=False), 300)
+            lines.append(("profile", f"- {name.replace('_', ' ')}: {text}"))
+    return lines
+
+
+def render_prompt(scored: Iterable[tuple[str, PromptItem]], goals: Sequence[Goal], profile: UserProfile | None,
+                  max_tokens: int) -> str:
+    """The memories as text of at most ``max_tokens`` tokens (empty string if nothing fits).
+
+    ``scored`` are ``(kind, item)`` pairs, best first (kind: ``turn``, ``fact``, ``entity`` or ``strategy``).
+    """
     if max_tokens <= 0:
         return ""
-    kinds = {id(s): k for k, items in (("turn", bundle.turns), ("fact", bundle.facts), ("entity", bundle.entities),
-                                        ("strategy", bundle.strategies)) for s in items}
-    candidates: list[tuple[str, str]] = [(kinds[id(s)], _line(kinds[id(s)], s)) for s in bundle.all_scored()]
-    candidates += [("goal", f"- (priority {g.priority}) {_clip(g.description)}") for g in bundle.goals]
-    profile = bundle.user_context
-    if profile is not None:
-        for name in ("preferences", "expertise_areas", "communication_style"):
-            value = getattr(profile, name)
-            if value:
-                candidates.append(("profile", f"- {name.replace('_', ' ')}: {_clip(json.dumps(value, ensure_ascii=False), 300)}"))
+    candidates: list[tuple[str, str]] = [(kind, _line(kind, item)) for kind, item in scored]
+    candidates += [("goal", f"- (priority {g.priority}) {_clip(g.description)}") for g in goals]
+    candidates += _profile_lines(profile)
 
     chosen: dict[str, list[str]] = {}
 
