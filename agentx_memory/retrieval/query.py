@@ -18,7 +18,8 @@ _QUESTION_HEAD = re.compile(
     r"\b(?:do|does|did|is|are|was|were|has|have|had|will|would|can|could|should|might)\b\s*",
     re.IGNORECASE,
 )
-_AUX_HEAD = re.compile(r"^\s*(?:do|does|did|is|are|was|were|has|have|had|will|would|can|could|should)\b\s*", re.IGNORECASE)
+_AUX_HEAD = re.compile(r"^\s*(?:do|does|did|is|are|was|were|has|have|had|will|would|can|could|should)\b\s*",
+                       re.IGNORECASE)
 _WH_ONLY = re.compile(r"^\s*(?:what|which|who|whom|whose|when|where|why|how)\b\s*", re.IGNORECASE)
 
 #: "Tell me about X" style questions: the entity-centric technique resolves X.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -33,13 +34,13 @@ _NUMBERS = {
 }
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
-_MONTHS.pop("may", None)
-_MONTHS["may"] = 5
+_MONTHS["sept"] = 9  # the pattern accepts it; without this entry "Sept 2022" matched and then read as nothing
 _WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 
 _NUM = r"(\d+|a couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(day|week|month|year)s?"
-_MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
+_MONTH = (r"(january|february|march|april|may|june|july|august|september|october|november|december"
+          r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)")
 _WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 
 
@@ -85,7 +86,8 @@ def _ago(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
     delta = {"day": relativedelta(days=n), "week": relativedelta(weeks=n), "month": relativedelta(months=n),
              "year": relativedelta(years=n)}[unit]
     center = _day(now) - delta
-    slack = {"day": timedelta(days=1), "week": timedelta(days=4), "month": timedelta(days=16), "year": timedelta(days=183)}[unit]
+    slack = {"day": timedelta(days=1), "week": timedelta(days=4), "month": timedelta(days=16),
+             "year": timedelta(days=183)}[unit]
     return center - slack, center + slack + timedelta(days=1)
 
 
@@ -100,11 +102,14 @@ def _year_for_month(now: datetime, month: int) -> int:
     return now.year if month <= now.month else now.year - 1
 
 
-_RULES: list[tuple[re.Pattern[str], object]] = []
+_Range = tuple[datetime, datetime]
+#: A rule reads a match relative to "now": a ``[start, end)`` range, or None when the match is no date after all.
+_Rule = Callable[[datetime, "re.Match[str]"], _Range | None]
+_RULES: list[tuple[re.Pattern[str], _Rule]] = []
 
 
-def _rule(pattern: str):
-    def register(func):
+def _rule(pattern: str) -> Callable[[_Rule], _Rule]:
+    def register(func: _Rule) -> _Rule:
         _RULES.append((re.compile(pattern, re.IGNORECASE), func))
         return func
     return register
@@ -116,28 +121,28 @@ def _named_day(day: datetime) -> tuple[datetime, datetime]:
 
 
 @_rule(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-def _iso(now, m):
+def _iso(now: datetime, m: re.Match[str]) -> _Range | None:
     return _named_day(datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC))
 
 
 @_rule(r"\bthe day before yesterday\b")
-def _day_before(now, m):
+def _day_before(now: datetime, m: re.Match[str]) -> _Range | None:
     return _unit_range(now, "day", -2)
 
 
 @_rule(r"\byesterday\b")
-def _yesterday(now, m):
+def _yesterday(now: datetime, m: re.Match[str]) -> _Range | None:
     start, _ = _unit_range(now, "day", -1)
     return start, _day(now) + timedelta(days=1)
 
 
 @_rule(r"\b(today|tonight|this morning|this afternoon|this evening)\b")
-def _today(now, m):
+def _today(now: datetime, m: re.Match[str]) -> _Range | None:
     return _unit_range(now, "day", 0)
 
 
 @_rule(rf"\b(?:in|over|during|within) the (?:last|past) {_NUM} {_UNIT}\b")
-def _within(now, m):
+def _within(now: datetime, m: re.Match[str]) -> _Range | None:
     n, unit = _count(m[1].lower()), m[2].lower()
     delta = {"day": relativedelta(days=n), "week": relativedelta(weeks=n), "month": relativedelta(months=n),
              "year": relativedelta(years=n)}[unit]
@@ -145,12 +150,12 @@ def _within(now, m):
 
 
 @_rule(rf"\b{_NUM} {_UNIT} ago\b")
-def _n_ago(now, m):
+def _n_ago(now: datetime, m: re.Match[str]) -> _Range | None:
     return _ago(now, _count(m[1].lower()), m[2].lower())
 
 
 @_rule(r"\b(last|this|next|previous|coming) (week|month|year|weekend)\b")
-def _relative_unit(now, m):
+def _relative_unit(now: datetime, m: re.Match[str]) -> _Range | None:
     which, unit = m[1].lower(), m[2].lower()
     offset = {"last": -1, "previous": -1, "this": 0, "next": 1, "coming": 1}[which]
     if offset <= 0 and unit in ("week", "weekend"):
@@ -165,7 +170,7 @@ def _relative_unit(now, m):
 
 
 @_rule(rf"\b(?:last|on|this past) {_WEEKDAY}\b")
-def _weekday(now, m):
+def _weekday(now: datetime, m: re.Match[str]) -> _Range | None:
     target = _WEEKDAYS[m[1].lower()]
     back = (now.weekday() - target) % 7 or 7
     start = _day(now) - timedelta(days=back)
@@ -173,12 +178,12 @@ def _weekday(now, m):
 
 
 @_rule(r"\b(recently|lately|these days)\b")
-def _recently(now, m):
+def _recently(now: datetime, m: re.Match[str]) -> _Range | None:
     return now - timedelta(days=30), now + timedelta(seconds=1)
 
 
 @_rule(rf"\b(?:on )?{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?(?:,? (\d{{4}}))?\b")
-def _month_day(now, m):
+def _month_day(now: datetime, m: re.Match[str]) -> _Range | None:
     month, day = _MONTHS[m[1].lower()], int(m[2])
     year = int(m[3]) if m[3] else _year_for_month(now, month)
     if day > calendar.monthrange(year, month)[1]:
@@ -187,28 +192,29 @@ def _month_day(now, m):
 
 
 @_rule(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH},? (\d{{4}})\b")
-def _day_month_year(now, m):
+def _day_month_year(now: datetime, m: re.Match[str]) -> _Range | None:
     day, month, year = int(m[1]), _MONTHS[m[2].lower()], int(m[3])
     if day > calendar.monthrange(year, month)[1]:
         return None
     return _named_day(datetime(year, month, day, tzinfo=UTC))
 
 
-@_rule(rf"\b(?:in|during|since|by|of|from|around|early|late|mid|mid-) ?(?:the )?(?:month of )?{_MONTH},? (\d{{4}})\b|\b{_MONTH} (\d{{4}})\b")
-def _month_year(now, m):
+@_rule(rf"\b(?:in|during|since|by|of|from|around|early|late|mid|mid-) ?(?:the )?(?:month of )?{_MONTH},? (\d{{4}})\b"
+       rf"|\b{_MONTH} (\d{{4}})\b")
+def _month_year(now: datetime, m: re.Match[str]) -> _Range | None:
     name = (m[1] or m[3]).lower()
     year = int(m[2] or m[4])
     return _month_range(_MONTHS[name], year)
 
 
 @_rule(rf"\b(?:in|during) {_MONTH}\b")
-def _month_only(now, m):
+def _month_only(now: datetime, m: re.Match[str]) -> _Range | None:
     month = _MONTHS[m[1].lower()]
     return _month_range(month, _year_for_month(now, month))
 
 
 @_rule(r"\b(?:in|during|since) (19\d\d|20\d\d)\b")
-def _year(now, m):
+def _year(now: datetime, m: re.Match[str]) -> _Range | None:
     start = datetime(int(m[1]), 1, 1, tzinfo=UTC)
     return start, start + relativedelta(years=1)
 
