@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 from dateutil import parser as dateparser
-from tqdm import tqdm
 
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
 from . import git_commit, pyplot
+from .progress import progress_bar, track
 
 __all__ = ["CATEGORIES", "KS", "LocomoSample", "load_locomo", "run_locomo"]
 
@@ -40,7 +40,18 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20, 50)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    ["a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against", "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down", "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just", "don", "should", "now", "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom", "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "would", "could"]
+    [
+        "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against",
+        "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down",
+        "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when",
+        "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such",
+        "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just",
+        "don", "should", "now", "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your",
+        "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it",
+        "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom",
+        "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have",
+        "has", "had", "having", "do", "does", "did", "doing", "would", "could"
+    ]
 )
 
 
@@ -94,7 +105,7 @@ class _Scores:
     per_cat_hit: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
     latencies_ms: list[float] = field(default_factory=list)
 
-    def add(self, k: int, category: int, evidence: Sequence[str], returned: Sequence[str]) -> None:
+    def add(self, k: int, category: int, evidence: Sequence[str], returned: Sequence[str | None]) -> None:
         found = len(set(evidence) & set(returned[:k]))
         recall = found / len(set(evidence))
         self.recall[k].append(recall)
@@ -124,7 +135,7 @@ def _tokens(text: str) -> list[str]:
 
 
 async def _method_engine(memory: AsyncAgentMemory, sample: LocomoSample, question: str, k: int,
-                         recall: dict[str, Any] | None) -> list[str]:
+                         recall: dict[str, Any] | None) -> list[str | None]:
     bundle = await memory.remember(question, user_id=sample.sample_id, top_k=k, reference_time=sample.reference_time,
                                    include_semantic=False, include_procedural=False, recall=recall)
     return [t.item.metadata.get("dia_id") for t in bundle.turns]
@@ -132,9 +143,10 @@ async def _method_engine(memory: AsyncAgentMemory, sample: LocomoSample, questio
 
 async def _method_fulltext(memory: AsyncAgentMemory, sample: LocomoSample, question: str, k: int) -> list[str]:
     rows = await memory.ctx.postgres.fetch(
-        "WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|')) AS query)"
-        " SELECT metadata->>'dia_id' AS dia_id FROM conversation_logs, q"
-        " WHERE user_id = %(user)s AND content_tsv @@ q.query ORDER BY ts_rank(content_tsv, q.query) DESC, turn_id LIMIT %(k)s",
+        "WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|'))"
+        " AS query) SELECT metadata->>'dia_id' AS dia_id FROM conversation_logs, q"
+        " WHERE user_id = %(user)s AND content_tsv @@ q.query ORDER BY ts_rank(content_tsv, q.query) DESC, turn_id"
+        " LIMIT %(k)s",
         {"text": question, "user": sample.sample_id, "k": k},
     )
     return [r["dia_id"] for r in rows]
@@ -158,15 +170,14 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                      limit_questions: int | None = None, ablations: bool = True,
                      progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results."""
-    from rank_bm25 import BM25Okapi
-
+    BM25Okapi = _bm25()
     samples = load_locomo(data)[:limit_samples]
     memory = await AsyncAgentMemory.open(settings)
     results: dict[str, _Scores] = defaultdict(_Scores)
     try:
         ingest_started = time.perf_counter()
         turns = [t for s in samples for t in s.turns]
-        with tqdm(total=len(turns), desc="ingest (embed + store)", unit="turn") as bar:
+        with progress_bar("ingest (embed + store)", len(turns), unit="turn") as bar:
             for sample in samples:
                 for start in range(0, len(sample.turns), 100):
                     chunk = sample.turns[start:start + 100]
@@ -185,7 +196,8 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
             bm25 = BM25Okapi([_tokens(t.content) for t in docs.values()])
             ids = list(docs)
             matrix = np.array([vectors[docs[i].id] for i in ids], dtype=np.float32)
-            for q in tqdm(sample.questions[:limit_questions], desc=f"baselines {sample.sample_id}", unit="q", leave=False):
+            for q in track(sample.questions[:limit_questions], f"baselines {sample.sample_id}", unit="q",
+                           transient=True):
                 qvec = await memory.ctx.embedder.embed_query(q["question"])
                 by_bm25 = [ids[i] for i in np.argsort(-bm25.get_scores(_tokens(q["question"])))[: max(KS)]]
                 by_vector = [ids[i] for i in np.argsort(-(matrix @ qvec))[: max(KS)]]
@@ -196,7 +208,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                     results["baseline: vector (exact cosine)"].add(k, q["category"], q["evidence"], by_vector)
         for name, override in methods.items():
             scores = results[name]
-            for sample, q in tqdm(questions, desc=name, unit="q"):
+            for sample, q in track(questions, name, unit="q"):
                 for k in KS:
                     started = time.perf_counter()
                     returned = await _method_engine(memory, sample, q["question"], k, override)
@@ -227,6 +239,16 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
     return report
 
 
+def _bm25():
+    """``rank_bm25.BM25Okapi``, the BM25 baseline's implementation (the ``bench`` extra)."""
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError as exc:
+        raise ImportError("the LoCoMo benchmark's BM25 baseline needs rank-bm25: "
+                          "pip install 'agentx-memory[bench]'") from exc
+    return BM25Okapi
+
+
 def _cpus() -> int:
     import os
 
@@ -249,7 +271,8 @@ def markdown_report(report: dict[str, Any]) -> str:
             f"{m['overall']['R@50']:.3f} | {m['hit']['H@10']:.3f} | {lat.get('p50', '')} | {lat.get('p95', '')} |"
         )
     cats = [f"{c} {n}" for c, n in CATEGORIES.items()]
-    lines += ["", "Recall@10 per category:", "", "| method | " + " | ".join(cats) + " |", "|---" * (len(cats) + 1) + "|"]
+    lines += ["", "Recall@10 per category:", "", "| method | " + " | ".join(cats) + " |",
+              "|---" * (len(cats) + 1) + "|"]
     for name, m in report["methods"].items():
         cells = [f"{m['per_category'].get(c, {}).get('R@10', float('nan')):.3f}" for c in cats]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
