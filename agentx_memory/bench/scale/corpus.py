@@ -170,6 +170,7 @@ class _World:
         self.n_conversations = 0
 
     def pick(self, kind: str) -> CorpusEntity | None:
+        """An entity of ``kind`` introduced before (recent ones more often), or None while there is none."""
         pool = self.by_type.get(kind) or []
         if not pool:
             return None
@@ -178,6 +179,7 @@ class _World:
         return self.rnd.choice(pool)
 
     def new_name(self, kind: str) -> str | None:
+        """A name of ``kind`` this user has not used yet (None after 50 tries)."""
         rnd, v = self.rnd, VOCABULARY
         for _ in range(50):
             if kind == "person":
