@@ -189,7 +189,7 @@ class RetrievalSettings(_Section):
     graph_depth: int = Field(2, ge=1, le=3, description="hops of graph expansion from matched entities")
     graph_expansion_limit: int = Field(50, ge=1, le=1000, description="nodes at most from graph expansion")
     max_per_conversation: int = Field(5, ge=1, le=1000, description="turns at most from one conversation")
-    mmr_lambda: float = Field(0.8, ge=0, le=1, description="MMR relevance/diversity balance (1 = relevance only)")
+    mmr_lambda: float = Field(1.0, ge=0, le=1, description="MMR relevance/diversity balance (1 = relevance only)")
     temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
     temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
     exact_scan_max_vectors: int = Field(

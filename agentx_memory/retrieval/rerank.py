@@ -7,7 +7,9 @@ Turns go through these stages, in this order (the retriever runs them; each is a
    participant the question names (``speaker``), the question's time phrase (``time``); then :func:`lend_fact_scores`
    (``fact``: a recalled fact lends its relevance to the turn it was derived from) and :func:`add_recency`;
 2. **order** — :func:`best_first` (score, then id) and :func:`unique_by_content` (exact duplicates of content out);
-3. **cap** — :func:`cap_per_conversation`: at most ``retrieval.max_per_conversation`` turns per conversation while
+3. **diversity** — :func:`mmr`: maximal marginal relevance over the candidates' embeddings with
+   ``retrieval.mmr_lambda`` (1 = off);
+4. **cap** — :func:`cap_per_conversation`: at most ``retrieval.max_per_conversation`` turns per conversation while
    other conversations can fill the list.
 
 Facts (:func:`finish_facts`: temporal tag, recency, one per claim), entities (:class:`GraphExpansion`: the graph
@@ -21,12 +23,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Protocol
 
+import numpy as np
+
 from ..models import Entity, Fact, Relationship
 from ..settings import RecallSettings, RetrievalSettings
 from .bundle import ScoredEntity, ScoredFact, ScoredStrategy
 from .timeparse import TimeRange
 
 __all__ = [
+    "MIN_MMR_LAMBDA",
     "GraphExpansion",
     "SignalSink",
     "TurnDraft",
@@ -39,10 +44,15 @@ __all__ = [
     "finish_facts",
     "in_window",
     "lend_fact_scores",
+    "mmr",
+    "mmr_pool",
     "rank_strategies",
     "recency",
     "unique_by_content",
 ]
+
+#: The smallest lambda MMR uses: 0 would ignore relevance entirely (and make the explained penalty infinite).
+MIN_MMR_LAMBDA: Final = 1e-3
 
 _LEXICAL_SIGNAL: Final = ("bm25", "full-text rank over the turn and its neighbours, relative to the best")
 _VECTOR_SIGNAL: Final = ("vector", "cosine above the candidate floor, relative to the best")
@@ -196,7 +206,7 @@ def lend_fact_scores(drafts: Mapping[str, SignalSink], sources: Mapping[str, Sco
                                 f"source of fact {fact.item.id}")
 
 
-# --- order, cap -----------------------------------------------------------------------------------------
+# --- order, diversity, cap -----------------------------------------------------------------------------------------
 
 def best_first(drafts: Iterable[TurnDraft]) -> list[TurnDraft]:
     """Highest score first; equal scores by turn id, so the order never depends on storage order."""
@@ -213,6 +223,56 @@ def unique_by_content(drafts: Iterable[TurnDraft]) -> list[TurnDraft]:
             seen.add(key)
             out.append(draft)
     return out
+
+
+def mmr_pool(top_k: int, overfetch_factor: float) -> int:
+    """How many of the best candidates MMR reorders: ``top_k * retrieval.overfetch_factor`` (at least ``top_k``)."""
+    return max(top_k, int(top_k * overfetch_factor))
+
+
+def mmr(drafts: Sequence[TurnDraft], vectors: Mapping[str, Sequence[float]], lam: float, pool: int
+        ) -> list[TurnDraft]:
+    """Maximal marginal relevance (Carbonell & Goldstein 1998) over the first ``pool`` drafts (best first).
+
+    Repeatedly picks the draft maximizing ``lam * score / best - (1 - lam) * max cosine to the drafts picked before``
+    (``best``: the pool's best score; cosine over ``vectors``, by turn id; a draft without a vector is similar to
+    nothing). A picked draft that resembles an earlier one gets a ``diversity`` signal of ``-(1 - lam) / lam * best``
+    per unit of that cosine, so its score is ``best / lam`` times its MMR value and the pool stays sorted by score.
+    Drafts past the pool follow unchanged. ``lam >= 1`` returns the drafts as they are; ``lam`` below
+    :data:`MIN_MMR_LAMBDA` is read as it.
+    """
+    if lam >= 1 or len(drafts) < 2:
+        return list(drafts)
+    lam = max(lam, MIN_MMR_LAMBDA)
+    head, tail = list(drafts[:pool]), list(drafts[pool:])
+    best = max(d.score for d in head)
+    scale = best if best > 0 else 1.0
+    relevance = np.array([d.score / scale for d in head])
+    unit = _unit_matrix([vectors.get(d.id) for d in head])
+    nearest = np.zeros(len(head))  # per draft: the highest cosine to a picked draft (never below 0)
+    free = np.ones(len(head), dtype=bool)
+    order = []
+    for _ in range(len(head)):
+        value = np.where(free, lam * relevance - (1 - lam) * nearest, -np.inf)
+        pick = int(np.argmax(value))  # the first of equal values: the better-ranked draft
+        free[pick] = False
+        order.append(head[pick])
+        if nearest[pick] > 0:
+            head[pick].add("diversity", float(nearest[pick]), -(1 - lam) / lam * scale,
+                           f"cosine to a better turn (MMR, lambda {lam:g})")
+        nearest = np.maximum(nearest, unit @ unit[pick])
+    return order + tail
+
+
+def _unit_matrix(vectors: Sequence[Sequence[float] | None]) -> np.ndarray:
+    """The vectors as unit rows; a missing or zero vector is a zero row (cosine 0 to everything)."""
+    dimension = max((len(v) for v in vectors if v is not None), default=1)
+    matrix = np.zeros((len(vectors), dimension), dtype=np.float64)
+    for i, vector in enumerate(vectors):
+        if vector is not None:
+            matrix[i] = vector
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
 
 def cap_per_conversation(drafts: Iterable[TurnDraft], cap: int, top_k: int,

@@ -13,7 +13,7 @@ question) and:
    neighbourhood and the facts about it, and strong turn hits pull in the turns around them;
 4. **boosts** by neighbours, conversation, speaker, time (self-query ranges), recency and the facts' temporal tag
    (current ×1.2, past ×0.7);
-5. **reranks**: duplicates out, at most N turns per conversation.
+5. **reranks**: duplicates out, MMR diversity (``retrieval.mmr_lambda``), at most N turns per conversation.
 
 Steps 2-5 are the pure functions of :mod:`~agentx_memory.retrieval.fusion` and :mod:`~agentx_memory.retrieval.rerank`;
 this class does the reading. Every score is a sum of named contributions (see
@@ -177,7 +177,7 @@ class MemoryRetriever:
 
     async def _rank_turns(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
                           facts: list[ScoredFact], metrics: RecallMetrics) -> list[ScoredTurn]:
-        """Score the turn candidates (and the turns around the best), then order and cap them."""
+        """Score the turn candidates (and the turns around the best), then order, diversify and cap them."""
         s = self.settings
         rows = dict(found.turn_rows)
         relevance = fusion.turn_relevance(rows, found.cosine_floor, recall)
@@ -192,6 +192,7 @@ class MemoryRetriever:
         for draft in drafts.values():
             rerank.add_recency(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time, s)
         ranked = rerank.unique_by_content(rerank.best_first(drafts.values()))
+        ranked = await self._diversify(plan, ranked, metrics)
         return [_scored_turn(d) for d in rerank.cap_per_conversation(ranked, s.max_per_conversation, plan.top_k)]
 
     async def _read_around(self, plan: SearchPlan, rows: dict[str, dict[str, Any]],
@@ -226,6 +227,19 @@ class MemoryRetriever:
             for row in await self.turn_search.turns_by_ids(plan.scope(), missing):
                 drafts[row["turn_id"]] = rerank.TurnDraft(row)
         rerank.lend_fact_scores(drafts, sources, self.settings.facts_weight, self.settings.episodic_weight)
+
+    async def _diversify(self, plan: SearchPlan, ranked: list[rerank.TurnDraft], metrics: RecallMetrics
+                         ) -> list[rerank.TurnDraft]:
+        """MMR over the best candidates' stored embeddings (nothing is read when ``mmr_lambda`` is 1)."""
+        lam = self.settings.mmr_lambda
+        if lam >= 1 or len(ranked) < 2:
+            return ranked
+        started = time.perf_counter()
+        pool = rerank.mmr_pool(plan.top_k, self.settings.overfetch_factor)
+        vectors = await self.turn_search.embeddings(plan.user_id, [d.id for d in ranked[:pool]])
+        diversified = rerank.mmr(ranked, vectors, lam, pool)
+        _record(metrics, "mmr", started, min(pool, len(ranked)))
+        return diversified
 
 
 async def _timed(metrics: RecallMetrics, name: str, coro: Awaitable[T]) -> T:

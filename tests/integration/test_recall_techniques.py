@@ -1,6 +1,8 @@
 """Every RecallLayer technique on the real embedded servers: hybrid, entity-centric (with the speaker boost), query
 expansion, HyDE (skipped without an LLM; with a local OpenAI-compatible stand-in server) and self-query time phrases.
 
+Diversity (MMR, ``retrieval.mmr_lambda``) is tested here too: it reranks what the techniques found.
+
 The embedder is the deterministic ``hash:test`` one (words and bigrams hashed into 64 dimensions): it knows no
 meaning, so each test builds its data so that only the technique under test can connect query and memory.
 """
@@ -11,6 +13,7 @@ import json
 import threading
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -22,7 +25,8 @@ REF = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)
 
 def store(memory, content: str, conversation: str, *, when: datetime = REF - timedelta(days=3), **extra) -> Turn:
     """One turn in its own conversation (so neighbour/session signals cannot blur the comparison)."""
-    return memory.store_turn(Turn(conversation_id=conversation, user_id="alice", content=content, timestamp=when, **extra))
+    return memory.store_turn(Turn(conversation_id=conversation, user_id="alice", content=content, timestamp=when,
+                                  **extra))
 
 
 def position(items, item_id: str) -> int | None:
@@ -58,7 +62,8 @@ def test_hybrid_finds_a_keyword_only_match_that_vector_search_misses(memory):
 
 def test_hybrid_lexical_leg_also_finds_facts(memory):
     fact = memory.learn_fact(Fact(user_id="alice", claim="Alice keeps her bicycles in the basement"))
-    noise = [memory.learn_fact(Fact(user_id="alice", claim=f"what did we do about the {w}")) for w in ("roof", "car", "dog")]
+    noise = [memory.learn_fact(Fact(user_id="alice", claim=f"what did we do about the {w}"))
+             for w in ("roof", "car", "dog")]
     bundle = memory.remember("what did we do about the bicycle", top_k=2, reference_time=REF, include_episodic=False)
     assert bundle.facts[0].id == fact.id
     assert "lexical" in bundle.facts[0].signals
@@ -141,7 +146,8 @@ def _speaker_turns(memory):
            store(memory, "It was long, that trip", "c-ann2", metadata={"speaker": "Ann"})]
     bob = [store(memory, "The trip? It was lovely", "c-bob1", metadata={"speaker": "Bob"}),
            store(memory, "The trip? It was long", "c-bob2", metadata={"speaker": "Bob"})]
-    for i, text in enumerate(["groceries: milk, eggs, bread", "call the plumber on Monday", "pay the electricity bill"]):
+    chores = ["groceries: milk, eggs, bread", "call the plumber on Monday", "pay the electricity bill"]
+    for i, text in enumerate(chores):
         store(memory, text, f"c-noise{i}", metadata={"speaker": "Cy"})
     return ann, bob
 
@@ -200,7 +206,7 @@ HYPOTHESIS = "The quarterly figures sit inside the blue binder on the top shelf 
 class _FakeOpenAI(BaseHTTPRequestHandler):
     """POST /chat/completions in OpenAI's wire format: JSON filters for self-query, the fixed hypothesis otherwise."""
 
-    requests: list[dict] = []
+    requests: ClassVar[list[dict]] = []
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -264,7 +270,8 @@ def test_hyde_with_an_llm_records_the_hypothesis_and_searches_with_it(settings, 
         without = memory.remember(question, top_k=5, reference_time=REF, recall={"hyde": False})
         assert "hyde" not in without.metrics.techniques
         assert position(without.turns, target.id) is None, [t.item.content for t in without.turns]
-        assert bundle.turns[with_hyde].cosine > 0.3
+        cosine = bundle.turns[with_hyde].cosine
+        assert cosine is not None and cosine > 0.3
 
 
 # --- self-query -------------------------------------------------------------------------------------------------
@@ -273,8 +280,8 @@ def test_hyde_with_an_llm_records_the_hypothesis_and_searches_with_it(settings, 
 @pytest.fixture
 def hikes(memory):
     """The same kind of memory at three moments before the reference time 2023-06-15 (and unrelated turns)."""
-    def at(*args):
-        return datetime(*args, tzinfo=UTC)
+    def at(year: int, month: int, day: int, hour: int) -> datetime:
+        return datetime(year, month, day, hour, tzinfo=UTC)
 
     found = {
         "january": store(memory, "We went hiking in the hills, trail one", "c-jan", when=at(2023, 1, 20, 10)),
@@ -317,3 +324,26 @@ def test_self_query_is_relative_to_the_reference_time(memory, hikes):
                              reference_time=datetime(2023, 1, 25, 12, tzinfo=UTC))
     assert bundle.turns[0].id == hikes["january"].id
     assert "time" in bundle.turns[0].signals
+
+
+# --- diversity (MMR) --------------------------------------------------------------------------------------------
+
+
+def test_mmr_moves_a_near_repeat_below_a_different_turn(memory):
+    first = store(memory, "the harp concert tickets are for Friday night", "c-1")
+    repeat = store(memory, "the harp concert tickets are for Friday night!", "c-2")  # not an exact duplicate
+    other = store(memory, "I restrung the harp before the concert", "c-3")
+    question = "harp concert tickets"
+
+    off = memory.remember(question, top_k=3, reference_time=REF)  # the default: mmr_lambda = 1, relevance only
+    best, second, third = (t.id for t in off.turns)
+    assert {best, second} == {first.id, repeat.id} and third == other.id
+    assert "mmr" not in off.metrics.techniques and all("diversity" not in t.signals for t in off.turns)
+
+    memory.core.ctx.settings.retrieval.mmr_lambda = 0.5
+    diverse = memory.remember(question, top_k=3, reference_time=REF)
+    assert [t.id for t in diverse.turns] == [best, other.id, second]
+    penalty = diverse.turns[2].signals["diversity"]
+    assert penalty.weight < 0 and penalty.value > 0.5  # the repeat's stored vector is close to the first's
+    assert [t.score for t in diverse.turns] == sorted((t.score for t in diverse.turns), reverse=True)
+    assert diverse.metrics.techniques["mmr"].results == 3

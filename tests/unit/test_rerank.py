@@ -165,6 +165,61 @@ def test_the_cap_diversifies_conversations_but_never_leaves_the_list_short():
     assert rerank.cap_per_conversation([], cap=1, top_k=3) == []
 
 
+# --- diversity (MMR) -----------------------------------------------------------------------------------------------
+
+def vectors(**angles: float) -> dict[str, list[float]]:
+    """Unit vectors in the plane at the given angles (degrees): cosine = cos(angle difference)."""
+    return {k: [round(float(np.cos(np.radians(a))), 12), round(float(np.sin(np.radians(a))), 12)]
+            for k, a in angles.items()}
+
+
+def test_mmr_off_changes_nothing_and_reads_nothing():
+    drafts = [draft("a", 3.0), draft("b", 2.0)]
+    assert rerank.mmr(drafts, {}, 1.0, pool=10) == drafts
+    assert all("diversity" not in d.signals for d in drafts)
+
+
+def test_mmr_moves_a_near_duplicate_below_a_different_turn():
+    drafts = [draft("a", 1.0), draft("a2", 0.95), draft("b", 0.8)]
+    vecs = vectors(a=0, a2=5, b=90)  # a2 almost repeats a; b is about something else
+    assert [d.id for d in rerank.mmr(drafts, vecs, 1.0, pool=3)] == ["a", "a2", "b"]
+    order = rerank.mmr(drafts, vecs, 0.7, pool=3)
+    assert [d.id for d in order] == ["a", "b", "a2"]
+    # the penalty is explained, and the pool stays sorted by score: score = best / lambda * MMR value
+    a2 = next(d for d in order if d.id == "a2")
+    value, weight, _ = a2.signals["diversity"]
+    assert value == pytest.approx(np.cos(np.radians(5))) and weight == pytest.approx(-(0.3 / 0.7) * 1.0)
+    assert a2.score == pytest.approx((1.0 / 0.7) * (0.7 * 0.95 - 0.3 * value))
+    assert [d.score for d in order] == sorted((d.score for d in order), reverse=True)
+    assert "diversity" not in order[0].signals and "diversity" not in order[1].signals  # b is orthogonal to a
+
+
+def test_a_high_lambda_only_breaks_near_ties():
+    drafts = [draft("a", 1.0), draft("a2", 0.95), draft("b", 0.5)]
+    vecs = vectors(a=0, a2=5, b=90)
+    assert [d.id for d in rerank.mmr(drafts, vecs, 0.9, pool=3)] == ["a", "a2", "b"]
+
+
+def test_mmr_reorders_only_the_pool_and_treats_missing_vectors_as_unlike_anything():
+    drafts = [draft("a", 1.0), draft("a2", 0.9), draft("x", 0.85), draft("tail", 0.8)]
+    vecs = vectors(a=0, a2=0)  # x has no stored vector; tail is past the pool
+    order = rerank.mmr(drafts, vecs, 0.5, pool=3)
+    assert [d.id for d in order] == ["a", "x", "a2", "tail"]
+    assert "diversity" not in order[1].signals and "diversity" not in order[3].signals
+
+
+def test_mmr_with_lambda_zero_still_starts_with_the_best():
+    drafts = [draft("a", 1.0), draft("a2", 0.9), draft("b", 0.1)]
+    order = rerank.mmr(drafts, vectors(a=0, a2=1, b=120), 0.0, pool=3)
+    assert [d.id for d in order] == ["a", "b", "a2"]
+    assert rerank.mmr([draft("solo", 1.0)], {}, 0.5, pool=3)[0].id == "solo"
+
+
+def test_the_mmr_pool_is_top_k_times_the_overfetch_factor():
+    assert rerank.mmr_pool(10, 2.0) == 20
+    assert rerank.mmr_pool(5, 1.0) == 5 and rerank.mmr_pool(3, 1.5) == 4
+
+
 # --- facts, entities, strategies -----------------------------------------------------------------------------------
 
 def test_in_window_is_half_open():
