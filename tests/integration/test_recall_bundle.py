@@ -95,12 +95,14 @@ def test_metadata_and_channel_round_trip(memory):
     odd = {"dia_id": "D7:3", "nested": {"quote": 'a "b" \\ c\nd', "ü": [1, 2.5, None, True]}, "emoji": "🚀",
            "empty": {}, "list": [], "big": 2 ** 53}
     for i, channel in enumerate(["_global", "proj-x", "proj-x", "_global"]):
-        turn = memory.store_turn(Turn(conversation_id=f"c-{channel}-{i}", user_id="alice", timestamp=REF - timedelta(hours=i),
+        turn = memory.store_turn(Turn(conversation_id=f"c-{channel}-{i}", user_id="alice",
+                                      timestamp=REF - timedelta(hours=i),
                                       content=f"the gripper prototype, revision {i}", metadata={**odd, "i": i}),
                                  channel=channel)
         stored[turn.id] = turn
     fact = memory.learn_fact(Fact(user_id="alice", claim="The gripper prototype works", metadata=odd), channel="proj-x")
-    entity = memory.upsert_entity(Entity(user_id="alice", name="Gripper", type="thing", properties=odd), channel="proj-x")
+    entity = memory.upsert_entity(Entity(user_id="alice", name="Gripper", type="thing", properties=odd),
+                                  channel="proj-x")
 
     bundle = memory.remember("gripper prototype", channel="proj-x", reference_time=REF)
     assert {t.id for t in bundle.turns} == set(stored)
@@ -118,7 +120,8 @@ def test_metadata_and_channel_round_trip(memory):
     assert entities[entity.id].item.properties == odd and entities[entity.id].channel == "proj-x"
     # and through JSON (what the CLI prints)
     payload = bundle.model_dump(mode="json")
-    assert {t["item"]["id"]: t["item"]["metadata"] for t in payload["turns"]} == {i: t.metadata for i, t in stored.items()}
+    metadata = {t["item"]["id"]: t["item"]["metadata"] for t in payload["turns"]}
+    assert metadata == {i: t.metadata for i, t in stored.items()}
 
 
 # --- the prompt block -------------------------------------------------------------------------------------------
@@ -155,7 +158,8 @@ def kept_ids(bundle, text: str) -> set[str]:
     """Which scored items a prompt text shows (matched by their rendered line)."""
     from agentx_memory.retrieval.prompt import _line
 
-    kinds = (("turn", bundle.turns), ("fact", bundle.facts), ("entity", bundle.entities), ("strategy", bundle.strategies))
+    kinds = (("turn", bundle.turns), ("fact", bundle.facts), ("entity", bundle.entities),
+             ("strategy", bundle.strategies))
     lines = set(text.splitlines())
     return {s.id for kind, items in kinds for s in items if _line(kind, s) in lines}
 
@@ -171,7 +175,7 @@ def test_to_prompt_format_follows_spec_000(memory, world):
             break
         episodic.append(line)
     assert len(episodic) == len(bundle.turns)
-    for line, scored in zip(episodic, bundle.turns):
+    for line, scored in zip(episodic, bundle.turns, strict=True):
         match = re.match(r"^- \(similarity: (-?\d\.\d\d)\) (\d{4}-\d\d-\d\d) (\w+): (.+)$", line)
         assert match, line
         assert float(match[1]) == pytest.approx(scored.cosine, abs=0.005)
@@ -191,7 +195,7 @@ def test_to_prompt_clips_one_long_turn(memory, world):
     bundle = memory.remember("robotics demo gripper testing", channel="robotics", reference_time=REF)
     long_turn = next(t for t in bundle.turns if len(t.item.content) > 1000)
     text = bundle.to_prompt(max_tokens=5000)
-    line = next(l for l in text.splitlines() if "needs a new gripper" in l)
+    line = next(x for x in text.splitlines() if "needs a new gripper" in x)
     assert line.endswith("...") and len(line) <= 660  # the content is clipped to 600 characters
     assert line.split(f" {long_turn.item.role}: ", 1)[1][:-3] in " ".join(long_turn.item.content.split())
     assert count_tokens(text) < count_tokens(long_turn.item.content)
@@ -267,7 +271,8 @@ def test_async_twin_validates_and_returns_the_same_bundle(settings):
             await memory.drain()
             return one, two
     one, two = run(go())
-    assert [t.id for t in one.turns] == [t.id for t in two.turns] and one.turns[0].item.content == "the blue kettle is broken"
+    assert [t.id for t in one.turns] == [t.id for t in two.turns]
+    assert one.turns[0].item.content == "the blue kettle is broken"
 
 
 def test_equal_scores_are_ranked_by_id_whatever_the_storage_order(memory):

@@ -37,8 +37,8 @@ def _fill_channels(memory, user: str = "alice") -> dict[str, dict[str, list[str]
             entity = memory.upsert_entity(Entity(user_id=user, name=f"Budget {tag} {i}", type="document",
                                                  description="the budget spreadsheet"), channel=channel)
             mine["entities"].append(entity.id)
-            fact = memory.learn_fact(Fact(user_id=user, claim=f"The {tag} budget {i} is 40k over", source_turn_id=turn.id,
-                                          entity_ids=[entity.id]), channel=channel)
+            fact = memory.learn_fact(Fact(user_id=user, claim=f"The {tag} budget {i} is 40k over",
+                                          source_turn_id=turn.id, entity_ids=[entity.id]), channel=channel)
             mine["facts"].append(fact.id)
         strategy = memory.learn_strategy(f"Review the {tag} budget line by line", tool_sequence=["sheet"],
                                          channel=channel, user_id=user)
@@ -89,7 +89,8 @@ def test_cross_channel_matches_are_logged_at_level_reads(reads_memory):
     cross = [s for s in bundle.all_scored() if s.channel != "proj-a"]
     assert cross  # _global items matched a proj-a query
     rows = sql(memory, "SELECT operation, source_channel, target_channels, query_text, result_count,"
-                       " (metadata->>'cross_channel_matches')::int AS cross_matches, metadata->'cross_channel_items' AS items"
+                       " (metadata->>'cross_channel_matches')::int AS cross_matches,"
+                       " metadata->'cross_channel_items' AS items"
                        " FROM memory_audit_log WHERE operation = 'retrieve' AND user_id = 'alice'")
     assert len(rows) == 1
     row = rows[0]
@@ -140,7 +141,8 @@ def _timed_memories(memory):
     """Parcel memories 1 h, 30 h and 100 h before REF (turns and facts)."""
     out = {}
     for hours in (1, 30, 100):
-        turn = memory.store_turn(Turn(conversation_id=f"c-{hours}", user_id="alice", timestamp=REF - timedelta(hours=hours),
+        turn = memory.store_turn(Turn(conversation_id=f"c-{hours}", user_id="alice",
+                                      timestamp=REF - timedelta(hours=hours),
                                       content=f"The parcel arrived, delivery note {hours}"))
         fact = memory.learn_fact(Fact(user_id="alice", claim=f"A parcel was delivered, note {hours}",
                                       created_at=REF - timedelta(hours=hours)))
@@ -182,7 +184,8 @@ def test_time_window_bounds_turns_reached_through_facts(memory):
                                   created_at=REF - timedelta(hours=1)))
     bundle = memory.remember("What is the locker code?", time_window_hours=24, reference_time=REF)
     assert fact.id in {f.id for f in bundle.facts}
-    assert old_turn.id not in {t.id for t in bundle.turns}, "a turn outside the time window came back as a fact's source"
+    assert old_turn.id not in {t.id for t in bundle.turns}, \
+        "a turn outside the time window came back as a fact's source"
     assert all(t.item.timestamp >= REF - timedelta(hours=24) for t in bundle.turns)
 
 
@@ -297,16 +300,17 @@ def test_a_user_never_sees_another_users_identical_memories(settings):
 
 def test_another_users_ids_cannot_be_reused_to_reach_their_memories(settings):
     with AgentMemory(settings()) as memory:
-        turn = memory.store_turn(Turn(id="turn-1", conversation_id="conv-1", user_id="alice", timestamp=REF - timedelta(days=1),
-                                      content="The safe code is 1234"))
+        turn = memory.store_turn(Turn(id="turn-1", conversation_id="conv-1", user_id="alice",
+                                      timestamp=REF - timedelta(days=1), content="The safe code is 1234"))
         entity = memory.upsert_entity(Entity(id="ent-1", user_id="alice", name="Safe", type="thing"))
-        fact = memory.learn_fact(Fact(id="fact-1", user_id="alice", claim="The safe code is 1234", entity_ids=[entity.id],
-                                      source_turn_id=turn.id))
+        fact = memory.learn_fact(Fact(id="fact-1", user_id="alice", claim="The safe code is 1234",
+                                      entity_ids=[entity.id], source_turn_id=turn.id))
         goal = memory.add_goal(Goal(id="goal-1", user_id="alice", description="Open the safe"))
 
         # bob stores identical memories under alice's ids: refused, nothing of alice's changes hands
         attempts = [
-            lambda: memory.store_turn(Turn(id="turn-1", conversation_id="conv-b", user_id="bob", content="The safe code is 1234")),
+            lambda: memory.store_turn(Turn(id="turn-1", conversation_id="conv-b", user_id="bob",
+                                           content="The safe code is 1234")),
             lambda: memory.store_turn(Turn(conversation_id="conv-1", user_id="bob", content="The safe code is 1234")),
             lambda: memory.upsert_entity(Entity(id="ent-1", user_id="bob", name="Safe", type="thing")),
             lambda: memory.learn_fact(Fact(id="fact-1", user_id="bob", claim="The safe code is 1234")),
@@ -339,7 +343,8 @@ def test_another_users_ids_cannot_be_reused_to_reach_their_memories(settings):
 TOPICS = ["sailing", "pottery", "chess", "jazz", "baking", "cycling", "astronomy", "gardening", "climbing", "poetry",
           "knitting", "surfing", "photography", "running", "painting", "fishing"]
 QUESTIONS_TENANT = ["Which sailing session at the club did I love?", "chess club practice at the club",
-                    "What about astronomy at the club?", "Week 12 painting at the club", "Do I enjoy baking at the club?"]
+                    "What about astronomy at the club?", "Week 12 painting at the club",
+                    "Do I enjoy baking at the club?"]
 
 
 def _tenant_data(memory, users: list[tuple[str, int]]) -> None:
@@ -353,7 +358,7 @@ def _tenant_data(memory, users: list[tuple[str, int]]) -> None:
                           + f" and I loved the {topic} session")
              for user, variant in users for i, topic in enumerate(TOPICS)]
     memory.store_turns(turns)
-    for user, variant in users:
+    for user, _ in users:
         for i, topic in enumerate(TOPICS[:4]):
             memory.learn_fact(Fact(id=f"{user}-f{i}", user_id=user, created_at=REF - timedelta(days=i),
                                    claim=f"{user} enjoys {topic} at the club" + " a lot" * i))
@@ -364,7 +369,8 @@ def _alice_results(s) -> dict[str, list]:
     out: dict[str, list] = {}
     for path, threshold in (("exact-scan", 20_000), ("vector-index", 0)):
         # exact_scan_max_vectors = 0 sends every user through the HNSW index path, as a large user would be
-        variant = s.model_copy(update={"retrieval": s.retrieval.model_copy(update={"exact_scan_max_vectors": threshold})})
+        retrieval = s.retrieval.model_copy(update={"exact_scan_max_vectors": threshold})
+        variant = s.model_copy(update={"retrieval": retrieval})
         with AgentMemory(variant) as memory:
             for question in QUESTIONS_TENANT:
                 for hybrid in (True, False):
@@ -393,5 +399,5 @@ def test_results_do_not_depend_on_other_users_in_the_store(settings, namespaces)
         assert sql(memory, "SELECT count(DISTINCT user_id) AS n FROM conversation_logs")[0]["n"] == 50
     crowded = _alice_results(crowded_settings)
     for path in ("exact-scan", "vector-index"):
-        for got_alone, got_crowded in zip(alone[path], crowded[path]):
+        for got_alone, got_crowded in zip(alone[path], crowded[path], strict=True):
             assert got_crowded == got_alone, path
