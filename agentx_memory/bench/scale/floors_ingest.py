@@ -20,13 +20,13 @@ from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
+from ...backends import drop_namespace
 from ...models import RELATIONSHIP_TYPES
 from ...settings import Settings
 from ..progress import progress_bar
 from .config import DIMENSION
 from .corpus import Corpus
 from .ingest import Slice, Vectors
-from .namespace import drop_namespace
 from .statements import (
     DELETE_FLOOR_NODES,
     FLOOR_ABOUT,
@@ -96,7 +96,8 @@ class FloorStore:
             for statement in DELETE_FLOOR_NODES.values():
                 while (await self.graph.write(statement, params))[0]["deleted"]:
                     pass
-        await drop_namespace(self.settings, graph=self.own_graph)
+        # keys=False: the scratch settings keep the benchmark's Redis key prefix, whose keys are the engine's
+        await drop_namespace(self.settings, graph=self.own_graph, keys=False)
 
     async def close(self) -> None:
         """Close the scratch connections."""
