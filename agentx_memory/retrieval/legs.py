@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 
 from ..graph import cypher
 from ..graph.port import GraphStore
+from ..procedural import ProceduralMemory
 from ..settings import RecallSettings
 from ..sql.search import TurnSearch
 from ..timeutil import to_ms
@@ -48,7 +49,7 @@ class LegSources(Protocol):
         ...
 
     @property
-    def procedural(self) -> Any:
+    def procedural(self) -> ProceduralMemory:
         """The procedural memory (``find_strategies``)."""
         ...
 

@@ -61,6 +61,17 @@ class Candidates:
     entity_cosine: dict[str, float] = field(default_factory=dict)
     strategies: list[Any] = field(default_factory=list)
 
+    def unloaded(self) -> tuple[list[str], list[str]]:
+        """The fact and entity ids only the lexical leg found (it returns ids): their rows are still to be read."""
+        facts = [i for i in self.fact_legs.get("lexical", []) if i not in self.fact_rows]
+        entities = [i for i in self.entity_legs.get("lexical", []) if i not in self.entity_rows]
+        return facts, entities
+
+    def drop_unloaded(self) -> None:
+        """Take every id without a row (not found, or in a channel not searched) out of the legs."""
+        self.fact_legs = {k: [i for i in v if i in self.fact_rows] for k, v in self.fact_legs.items()}
+        self.entity_legs = {k: [i for i in v if i in self.entity_rows] for k, v in self.entity_legs.items()}
+
 
 def combined_vector(vectors: Sequence[tuple[str, np.ndarray]]) -> np.ndarray:
     """One query vector from the question's variants (question, statement, HyDE): their normalized mean."""

@@ -28,10 +28,13 @@ import time
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..context import MemoryContext
 from ..errors import ValidationError
 from ..goals import GoalMemory
 from ..models import GLOBAL_CHANNEL
+from ..procedural import ProceduralMemory
 from ..profiles import ProfileStore
 from ..providers.llm import LLM, make_llm
 from ..semantic import SemanticMemory
@@ -39,7 +42,7 @@ from ..settings import RecallSettings
 from ..validation import check_channel, check_channels, check_id, check_text
 from .bundle import MemoryBundle, RecallMetrics, TechniqueMetric
 from .plan import SearchPlan, utc, window_from_hours
-from .query import analyze
+from .query import QueryAnalysis, analyze
 from .retriever import MemoryRetriever
 
 __all__ = ["RecallLayer"]
@@ -59,7 +62,7 @@ _SELF_QUERY_SYSTEM = (
 class RecallLayer:
     """Question in, :class:`MemoryBundle` out."""
 
-    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural, goals: GoalMemory,
+    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: ProceduralMemory, goals: GoalMemory,
                  profiles: ProfileStore, llm: LLM | None = None):
         self.ctx = ctx
         self.semantic = semantic
@@ -87,51 +90,24 @@ class RecallLayer:
                        recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``)."""
         started = time.perf_counter()
-        check_text(query, "query", max_bytes=self.ctx.settings.limits.max_turn_bytes)
-        check_id(user_id, "user_id")
-        check_channel(channel)
-        if not (1 <= top_k <= 200):
-            raise ValidationError("top_k", f"must be between 1 and 200, got {top_k}")
-        if time_window_hours is not None and not (0 < time_window_hours <= 24 * 365 * 100):
-            raise ValidationError("time_window_hours", f"must be > 0 (hours), got {time_window_hours}")
+        self._check(query, user_id, channel, top_k, time_window_hours)
         settings = self._recall_settings(recall)
         reference = utc(reference_time)
         channels = check_channels([channel])
         metrics = RecallMetrics()
 
         analysis = analyze(query, reference)
-        filters: dict[str, Any] = {}
-        if settings.self_query:
-            metric = metrics.techniques.setdefault("self_query", TechniqueMetric())
-            filters["time_ranges"] = [{"phrase": r.phrase, "start": r.start.isoformat(), "end": r.end.isoformat()}
-                                      for r in analysis.time_ranges]
-            metric.results = len(analysis.time_ranges)
-            if self.llm is not None:
-                filters.update(await self._llm_self_query(self.llm, query, metrics))
-        texts_to_embed = [query]
-        if settings.query_expansion and analysis.statement.casefold() != query.strip().casefold():
-            texts_to_embed.append(analysis.statement)
-            metrics.techniques.setdefault("query_expansion", TechniqueMetric()).detail["statement"] = analysis.statement
+        filters = await self._self_query(query, analysis, settings, metrics)
+        texts = _texts_to_embed(query, analysis, settings, metrics)
         hyde_text = await self._hyde(query, settings, metrics)
-
-        embed_started = time.perf_counter()
-        vectors = await self.ctx.embedder.embed(texts_to_embed, is_query=True)
-        named = [("question", vectors[0])] + ([("statement", vectors[1])] if len(texts_to_embed) > 1 else [])
-        if hyde_text:
-            named.append(("hyde", (await self.ctx.embedder.embed_documents([hyde_text]))[0]))
-        metrics.embed_ms = (time.perf_counter() - embed_started) * 1000
-
+        vectors = await self._embed(texts, hyde_text, metrics)
         names = list(analysis.names) + list(filters.get("entities", []))
         if analysis.about:
             names.append(analysis.about)
-        lexical = query
-        if settings.self_query:  # a time phrase is a filter, not keywords ("last" must not match "last week")
-            for time_range in analysis.time_ranges:
-                lexical = lexical.replace(time_range.phrase, " ")
         plan = SearchPlan(
             query=query, user_id=user_id, channels=channels, top_k=top_k,
-            lexical_texts=[lexical] + ([hyde_text] if hyde_text else []), vectors=named, reference_time=reference,
-            window=window_from_hours(time_window_hours, reference),
+            lexical_texts=[_keywords(query, analysis, settings)] + ([hyde_text] if hyde_text else []),
+            vectors=vectors, reference_time=reference, window=window_from_hours(time_window_hours, reference),
             time_ranges=analysis.time_ranges if settings.self_query else [],
             entity_names=names if settings.entity_centric else [],
             include_episodic=include_episodic, include_semantic=include_semantic,
@@ -146,6 +122,41 @@ class RecallLayer:
                               metrics=metrics, filters=filters)
         self._after(bundle, channel)
         return bundle
+
+    def _check(self, query: str, user_id: str, channel: str, top_k: int, time_window_hours: float | None) -> None:
+        """Refuse invalid arguments (:class:`ValidationError`) before any work."""
+        check_text(query, "query", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_id(user_id, "user_id")
+        check_channel(channel)
+        if not (1 <= top_k <= 200):
+            raise ValidationError("top_k", f"must be between 1 and 200, got {top_k}")
+        if time_window_hours is not None and not (0 < time_window_hours <= 24 * 365 * 100):
+            raise ValidationError("time_window_hours", f"must be > 0 (hours), got {time_window_hours}")
+
+    async def _self_query(self, query: str, analysis: QueryAnalysis, settings: RecallSettings,
+                          metrics: RecallMetrics) -> dict[str, Any]:
+        """The filters read from the question: its time ranges and, with an LLM, the entities it names."""
+        filters: dict[str, Any] = {}
+        if not settings.self_query:
+            return filters
+        metric = metrics.techniques.setdefault("self_query", TechniqueMetric())
+        filters["time_ranges"] = [{"phrase": r.phrase, "start": r.start.isoformat(), "end": r.end.isoformat()}
+                                  for r in analysis.time_ranges]
+        metric.results = len(analysis.time_ranges)
+        if self.llm is not None:
+            filters.update(await self._llm_self_query(self.llm, query, metrics))
+        return filters
+
+    async def _embed(self, texts_to_embed: list[str], hyde_text: str | None, metrics: RecallMetrics
+                     ) -> list[tuple[str, np.ndarray]]:
+        """The query vectors by name: the question, its statement (query expansion) and the hypothesis (HyDE)."""
+        embed_started = time.perf_counter()
+        vectors = await self.ctx.embedder.embed(texts_to_embed, is_query=True)
+        named = [("question", vectors[0])] + ([("statement", vectors[1])] if len(texts_to_embed) > 1 else [])
+        if hyde_text:
+            named.append(("hyde", (await self.ctx.embedder.embed_documents([hyde_text]))[0]))
+        metrics.embed_ms = (time.perf_counter() - embed_started) * 1000
+        return named
 
     async def _hyde(self, query: str, settings: RecallSettings, metrics: RecallMetrics) -> str | None:
         if not settings.hyde:
@@ -213,3 +224,23 @@ class RecallLayer:
         """Wait for pending reinforcement/audit writes (close() and tests call it)."""
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
+
+
+def _texts_to_embed(query: str, analysis: QueryAnalysis, settings: RecallSettings, metrics: RecallMetrics
+                    ) -> list[str]:
+    """The question, and its statement when query expansion is on and the statement differs."""
+    texts = [query]
+    if settings.query_expansion and analysis.statement.casefold() != query.strip().casefold():
+        texts.append(analysis.statement)
+        metrics.techniques.setdefault("query_expansion", TechniqueMetric()).detail["statement"] = analysis.statement
+    return texts
+
+
+def _keywords(query: str, analysis: QueryAnalysis, settings: RecallSettings) -> str:
+    """The question as keywords for the lexical legs: with self-query on, its time phrases are taken out (they are a
+    filter: "last" must not match "last week")."""
+    if not settings.self_query:
+        return query
+    for time_range in analysis.time_ranges:
+        query = query.replace(time_range.phrase, " ")
+    return query

@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 import numpy as np
 
 from ..models import Entity, Fact, Relationship
+from ..procedural import StrategyMatch
 from ..settings import RecallSettings, RetrievalSettings
 from .bundle import ScoredEntity, ScoredFact, ScoredStrategy
 from .timeparse import TimeRange
@@ -376,7 +377,7 @@ class GraphExpansion:
         return out
 
 
-def rank_strategies(matches: Iterable[Any], procedural_weight: float) -> list[ScoredStrategy]:
+def rank_strategies(matches: Iterable[StrategyMatch], procedural_weight: float) -> list[ScoredStrategy]:
     """Strategies (``StrategyMatch``: a strategy with its ``similarity``) scored ``0.7 * similarity + 0.3 * success
     rate``, times ``procedural_weight``; best first."""
     out = []

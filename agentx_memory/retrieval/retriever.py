@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from ..context import MemoryContext
 from ..graph import cypher
 from ..graph.port import GraphStore
+from ..procedural import ProceduralMemory
 from ..rows import entity_from_row, fact_from_row, turn_from_row
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
@@ -50,7 +51,7 @@ _COUNT_TTL = 60.0
 class MemoryRetriever:
     """Runs a :class:`SearchPlan` against the stores and ranks what comes back."""
 
-    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: Any):
+    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: ProceduralMemory):
         self.ctx = ctx
         self.semantic = semantic
         self.procedural = procedural
@@ -100,8 +101,7 @@ class MemoryRetriever:
 
     async def _fill_lexical_only(self, plan: SearchPlan, found: Candidates) -> None:
         """Load facts/entities that only the lexical leg found (it returns ids)."""
-        missing_facts = [i for i in found.fact_legs.get("lexical", []) if i not in found.fact_rows]
-        missing_entities = [i for i in found.entity_legs.get("lexical", []) if i not in found.entity_rows]
+        missing_facts, missing_entities = found.unloaded()
         if missing_facts:
             params = {"ids": missing_facts, "user_id": plan.user_id, "channels": plan.channels}
             for r in await self.graph.read(cypher.GET_FACTS, params):
@@ -110,8 +110,7 @@ class MemoryRetriever:
             for r in await self.graph.read(cypher.GET_ENTITIES, {"ids": missing_entities, "user_id": plan.user_id}):
                 if r["entity"]["channel"] in plan.channels:
                     found.entity_rows[r["entity"]["id"]] = r["entity"]
-        found.fact_legs = {k: [i for i in v if i in found.fact_rows] for k, v in found.fact_legs.items()}
-        found.entity_legs = {k: [i for i in v if i in found.entity_rows] for k, v in found.entity_legs.items()}
+        found.drop_unloaded()
 
     # --- 2-5. fuse, expand, boost, rerank -----------------------------------------------------------------------
 

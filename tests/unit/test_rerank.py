@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agentx_memory.models import Entity, Fact, Relationship, Strategy
+from agentx_memory.models import Entity, Fact, Relationship
+from agentx_memory.procedural import StrategyMatch
 from agentx_memory.retrieval import fusion, rerank
 from agentx_memory.retrieval.bundle import ScoredFact
 from agentx_memory.retrieval.legs import LEGS, collect_timeline_lexical, collect_turns
@@ -260,11 +261,8 @@ def test_graph_expansion_scores_neighbours_of_better_seeds_and_facts_about_seeds
 
 
 def test_rank_strategies_mixes_similarity_and_success_rate():
-    class Match(Strategy):
-        similarity: float = 0.0
-
-    good = Match(id="s1", user_id="u", description="ask first", similarity=0.6, success_count=8)
-    close = Match(id="s2", user_id="u", description="search", similarity=0.9, failure_count=8)
+    good = StrategyMatch(id="s1", user_id="u", description="ask first", similarity=0.6, success_count=8)
+    close = StrategyMatch(id="s2", user_id="u", description="search", similarity=0.9, failure_count=8)
     ranked = rerank.rank_strategies([close, good], procedural_weight=0.15)
     assert [s.id for s in ranked] == ["s1", "s2"]
     assert ranked[0].score == pytest.approx(0.15 * (0.7 * 0.6 + 0.3 * 0.9))
@@ -302,6 +300,14 @@ def test_collectors_file_rows_into_candidates():
     collect_timeline_lexical(found, [{"memory_type": "fact", "node_id": "f1"},
                                      {"memory_type": "entity", "node_id": "e1"}])
     assert found.fact_legs == {"lexical": ["f1"]} and found.entity_legs == {"lexical": ["e1"]}
+
+
+def test_candidates_know_which_lexical_ids_have_no_row_yet():
+    found = Candidates(fact_rows={"f1": {}}, entity_rows={"e1": {}},
+                       fact_legs={"vector": ["f1"], "lexical": ["f1", "f2"]}, entity_legs={"lexical": ["e2", "e1"]})
+    assert found.unloaded() == (["f2"], ["e2"])
+    found.drop_unloaded()
+    assert found.fact_legs == {"vector": ["f1"], "lexical": ["f1"]} and found.entity_legs == {"lexical": ["e1"]}
 
 
 def test_the_plan_combines_its_vectors_and_scopes_its_searches():
