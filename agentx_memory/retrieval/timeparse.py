@@ -234,12 +234,16 @@ def parse_time_phrases(text: str, reference_time: datetime | None = None) -> lis
             span = match.span()
             if any(span[0] < end and start < span[1] for start, end in taken):
                 continue
-            try:
-                result = func(now, match)
-            except (ValueError, KeyError):
-                result = None
-            if result is None:
-                continue
-            taken.append(span)
-            found.append((span[0], TimeRange(result[0], result[1], match.group(0))))
+            result = _read(func, now, match)
+            if result is not None:
+                taken.append(span)
+                found.append((span[0], TimeRange(result[0], result[1], match.group(0))))
     return [r for _, r in sorted(found, key=lambda x: x[0])]
+
+
+def _read(rule: _Rule, now: datetime, match: re.Match[str]) -> _Range | None:
+    """A rule's reading of a match; None when the match names no real date ("February 30")."""
+    try:
+        return rule(now, match)
+    except (ValueError, KeyError):
+        return None
