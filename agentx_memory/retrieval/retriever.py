@@ -13,7 +13,8 @@ question) and:
    neighbourhood and the facts about it, and strong turn hits pull in the turns around them;
 4. **boosts** by neighbours, conversation, speaker, time (self-query ranges), recency and the facts' temporal tag
    (current ×1.2, past ×0.7);
-5. **reranks**: duplicates out, MMR diversity (``retrieval.mmr_lambda``), at most N turns per conversation.
+5. **reranks**: duplicates out, MMR diversity (``retrieval.mmr_lambda``, off by default), at most N turns per
+   conversation.
 
 Steps 2-5 are the pure functions of :mod:`~agentx_memory.retrieval.fusion` and :mod:`~agentx_memory.retrieval.rerank`;
 this class does the reading. Every score is a sum of named contributions (see
