@@ -11,9 +11,15 @@ all Neo4j cases, on one server each. A test that is about the embedded runtime i
 :data:`falkordb_only`. Where Java or Maven is missing the Neo4j cases skip with a reason that says what to install;
 with ``AGENTX_TEST_REQUIRE_NEO4J=1`` (set by ``.ci/run``) any skipped Neo4j case is a failure instead.
 
-Isolation. Each test gets its own PostgreSQL schema and Redis key prefix. On FalkorDB it also gets its own graph. Neo4j
-Community has a single user database, so Neo4j tests share it and it is emptied before and after each test (nodes
-only; the schema stays unless the test used another embedding model, then everything is dropped).
+Isolation. Each test gets its own PostgreSQL schema and Redis key prefix, under a random tag no other test used. On
+FalkorDB it also gets its own graph. Neo4j Community has a single user database, so Neo4j tests share it: it is emptied
+after each test and checked empty before the next (nodes only; the schema stays unless the test used another embedding
+model, then everything is dropped).
+
+Template. A namespace comes already migrated (PostgreSQL schema; on FalkorDB the graph schema too), so a test does not
+pay for the migrations and schema statements when its memory opens: it was made ahead of time, by the engine's own
+``migrate`` and ``apply_schema``, while the previous test's body ran (see ``_SpareNamespace``).
+``settings(migrated=False)`` gives an empty one, for tests of migration itself.
 """
 
 from __future__ import annotations
@@ -22,19 +28,28 @@ import asyncio
 import os
 import shutil
 import tempfile
+import threading
 import uuid
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, LiteralString, TypeVar
 
-import psycopg
 import pytest
-import redis.asyncio as aioredis
-from psycopg import sql as pgsql
 
-from agentx_memory.backends import make_graph_store
+from agentx_memory.backends import StoreLocations, drop_namespace, locate_stores, make_graph_store
 from agentx_memory.graph.port import GraphStore
 from agentx_memory.runtime import EmbeddedStack
 from agentx_memory.settings import Settings, load_settings
+from agentx_memory.sql.postgres import migrate
+
+if TYPE_CHECKING:
+    import neo4j as neo4j_driver
+
+T = TypeVar("T")
 
 TEST_DIMENSION = 64
 TEST_MODEL = "hash:test"
@@ -132,15 +147,114 @@ def pytest_runtest_makereport(item, call):
 
 # --- namespaces ------------------------------------------------------------------------------------------------------
 
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, also when this thread already runs an event loop (a factory
+    called inside an async test body): then on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+class _SpareNamespace:
+    """One namespace migrated ahead of time, handed out by :meth:`Namespaces.new` instead of an empty one.
+
+    It is made by the engine's own ``migrate`` and ``apply_schema`` (the PostgreSQL schema; on FalkorDB also the
+    graph with its constraints, indexes and embedding record), under a fresh random tag no test has used, so taking it
+    costs nothing and a test sees exactly what a freshly migrated namespace has. After a test took the spare, the next
+    one is made on a background thread while that test's body runs (:func:`pytest_runtest_call`), so the migration
+    overlaps the test instead of adding to the next test's setup; a test body that opens a memory of its own may wait
+    for it on the migrations' advisory lock, no longer than it used to migrate its own schema. A spare made on an
+    earlier UTC day is thrown away: the audit-log day partitions a migration creates depend on the date.
+    """
+
+    def __init__(self, namespaces: Namespaces, stores: StoreLocations) -> None:
+        self._namespaces, self._stores = namespaces, stores
+        self._tag: str | None = None
+        self._day: date | None = None
+        self._worker: threading.Thread | None = None
+
+    def _ready(self) -> bool:
+        return self._tag is not None and self._day == _utc_day()
+
+    async def _make(self) -> None:
+        """Make a spare unless a usable one is waiting."""
+        if self._ready():
+            return
+        await self._drop_waiting()
+        tag, day = _new_tag(), _utc_day()
+        settings = self._namespaces.settings_for(tag)
+        graph = None if self._namespaces.neo4j is not None else self._namespaces.graph_store(settings)
+
+        async def apply_graph_schema() -> None:
+            if graph is not None:
+                try:
+                    await graph.apply_schema(dimension=TEST_DIMENSION, model=TEST_MODEL)
+                finally:
+                    await graph.close()
+
+        await asyncio.gather(
+            migrate(self._stores.postgres_dsn, tag, dimension=TEST_DIMENSION, model=TEST_MODEL),
+            apply_graph_schema(),
+        )
+        self._tag, self._day = tag, day
+
+    async def _drop_waiting(self) -> None:
+        tag, self._tag = self._tag, None
+        if tag is not None:
+            await drop_namespace(self._namespaces.settings_for(tag), graph=self._namespaces.neo4j is None,
+                                 stores=self._stores)
+
+    def _join(self) -> None:
+        if self._worker is not None:
+            self._worker.join()
+            self._worker = None
+
+    def make_in_background(self) -> None:
+        """Start making the next spare on a thread of its own, unless one is waiting or being made."""
+        if self._worker is not None or self._ready():
+            return
+
+        def work() -> None:
+            # A failure leaves no spare: take() then makes one itself and reports the error.
+            with suppress(Exception):
+                asyncio.run(self._make())
+
+        self._worker = threading.Thread(target=work, name="agentx-test-spare-namespace", daemon=True)
+        self._worker.start()
+
+    def take(self) -> str:
+        """The spare's tag (made now if none is waiting); the caller owns that namespace from now on."""
+        self._join()
+        if not self._ready():
+            _run_sync(self._make())
+        tag, self._tag = self._tag, None
+        assert tag is not None
+        return tag
+
+    def discard(self) -> None:
+        """Drop the waiting spare, if any (end of session)."""
+        self._join()
+        _run_sync(self._drop_waiting())
+
+
 class Namespaces:
     """Makes and drops isolated test namespaces on one backend (see the module docstring for what isolates them)."""
 
     def __init__(self, backend: str, home: Path, endpoints, neo4j: Neo4jEndpoint | None):
         self.backend, self.home, self.endpoints, self.neo4j = backend, home, endpoints, neo4j
+        self._stores = None if endpoints is None else StoreLocations(
+            postgres_dsn=endpoints.postgres_dsn, redis_url=endpoints.falkordb_url,
+            falkordb_socket=str(endpoints.falkordb_socket))
+        self._spare = None if self._stores is None else _SpareNamespace(self, self._stores)
+        self._driver: neo4j_driver.Driver | None = None
+        #: True once :meth:`new` handed out the spare; :func:`pytest_runtest_call` then makes the next one.
+        self.spare_taken = False
 
-    def new(self, **overrides) -> Settings:
-        """Settings for a fresh namespace; ``overrides`` are per-section dicts (``embedding={...}``)."""
-        tag = "t" + uuid.uuid4().hex[:12]
+    def settings_for(self, tag: str, **overrides) -> Settings:
+        """Settings for the namespace ``tag``; ``overrides`` are per-section dicts (``embedding={...}``)."""
         base: dict = {
             "embedded": {"home": self.home},
             "graph": {"name": tag},
@@ -155,12 +269,53 @@ class Namespaces:
             base.setdefault(section, {}).update(values)
         return load_settings(**base)
 
+    def new(self, *, migrated: bool = True, **overrides) -> Settings:
+        """Settings for a fresh namespace no test has used; ``overrides`` are per-section dicts (``embedding={...}``).
+
+        With the test embedding model (and the session's servers known), the namespace comes already migrated:
+        PostgreSQL schema, and on FalkorDB the graph schema (see :class:`_SpareNamespace`). ``migrated=False``, another
+        embedding model, or an explicit graph name / schema give an empty namespace, for tests of migration itself.
+        """
+        embedding = {"model": TEST_MODEL, "dimension": TEST_DIMENSION, **overrides.get("embedding", {})}
+        named = "name" in overrides.get("graph", {}) or "db_schema" in overrides.get("postgres", {})
+        if (not migrated or self._spare is None or named
+                or (embedding["model"], embedding["dimension"]) != (TEST_MODEL, TEST_DIMENSION)):
+            return self.settings_for(_new_tag(), **overrides)
+        self.spare_taken = True
+        return self.settings_for(self._spare.take(), **overrides)
+
     def graph_store(self, settings: Settings) -> GraphStore:
         """A raw graph store on the namespace's graph (the adapter the settings select, as the engine opens it)."""
         return make_graph_store(settings, falkordb_socket=str(self.endpoints.falkordb_socket))
 
+    # Neo4j: one database for every test, emptied through a session-long driver (a driver per wipe costs more than
+    # the wipe itself).
+
+    def _wipe_driver(self) -> neo4j_driver.Driver:
+        assert self.neo4j is not None
+        if self._driver is None:
+            import neo4j
+
+            auth = (self.neo4j.user, self.neo4j.password) if self.neo4j.password else None
+            self._driver = neo4j.GraphDatabase.driver(self.neo4j.uri, auth=auth)
+        return self._driver
+
+    def _neo4j_query(self, query: LiteralString) -> list[dict]:
+        records, _, _ = self._wipe_driver().execute_query(query, database_="neo4j")
+        return [record.data() for record in records]
+
+    def ensure_empty(self) -> None:
+        """On Neo4j: empty the shared database if anything is in it (a test that died half-way, a store test)."""
+        if self.neo4j is not None and self._neo4j_query("MATCH (n) RETURN 1 AS found LIMIT 1"):
+            _run_sync(self.drop_graph(self.settings_for(_new_tag())))
+
     async def drop_graph(self, settings: Settings) -> None:
         """Empty the namespace's graph (on Neo4j: the shared database, see :func:`wipe_neo4j`)."""
+        if self.neo4j is not None:
+            meta = await asyncio.to_thread(self._neo4j_query, _META_QUERY)
+            if not meta or meta[0] == _TEST_META:
+                await asyncio.to_thread(self._neo4j_query, "MATCH (n) DETACH DELETE n")
+                return
         graph = self.graph_store(settings)
         try:
             if self.neo4j is not None:
@@ -172,32 +327,65 @@ class Namespaces:
 
     async def drop(self, settings: Settings) -> None:
         """Remove everything the namespace stored: graph, PostgreSQL schema, Redis keys."""
-        await self.drop_graph(settings)
-        redis = aioredis.Redis(unix_socket_path=str(self.endpoints.falkordb_socket))
+        if self.neo4j is not None:
+            await self.drop_graph(settings)
+        await drop_namespace(settings, graph=self.neo4j is None, stores=self._stores or await locate_stores(settings))
+
+    def make_next_spare(self) -> None:
+        """If :meth:`new` handed out the spare, start making the next one in the background."""
+        if self._spare is not None and self.spare_taken:
+            self.spare_taken = False
+            self._spare.make_in_background()
+
+    def close(self) -> None:
+        """End of session: drop the waiting spare and close the Neo4j driver."""
         try:
-            keys = [k async for k in redis.scan_iter(match=settings.redis.key_prefix + "*")]
-            if keys:
-                await redis.delete(*keys)
+            if self._spare is not None:
+                self._spare.discard()
         finally:
-            await redis.aclose()
-        async with await psycopg.AsyncConnection.connect(self.endpoints.postgres_dsn, autocommit=True) as conn:
-            await conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
-                pgsql.Identifier(settings.postgres.db_schema)))
+            if self._driver is not None:
+                self._driver.close()
+
+
+_META_QUERY: LiteralString = (
+    "MATCH (m:AgentxMeta {key: 'embedding'}) RETURN m.model AS model, m.dimension AS dimension"
+)
+_TEST_META = {"model": TEST_MODEL, "dimension": TEST_DIMENSION}
+
+
+def _new_tag() -> str:
+    return "t" + uuid.uuid4().hex[:12]
+
+
+def _utc_day() -> date:
+    return datetime.now(UTC).date()
 
 
 async def wipe_neo4j(graph: GraphStore) -> None:
     """Empty the shared Neo4j database: every node; the schema too if it was made for another embedding model."""
-    meta = await graph.read("MATCH (m:AgentxMeta {key: 'embedding'}) RETURN m.model AS model, m.dimension AS dimension")
-    if meta and meta[0] != {"model": TEST_MODEL, "dimension": TEST_DIMENSION}:
+    meta = await graph.read(_META_QUERY)
+    if meta and meta[0] != _TEST_META:
         await graph.drop_all()
     else:
         await graph.write("MATCH (n) DETACH DELETE n")
 
 
+#: The session's :class:`Namespaces`, one per backend in use (see :func:`namespaces_by_backend`).
+_SESSION_NAMESPACES: dict[str, Namespaces] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """As a test body starts, make the next spare namespace in the background if its setup took the waiting one."""
+    for namespaces in _SESSION_NAMESPACES.values():
+        namespaces.make_next_spare()
+    yield
+
+
 @pytest.fixture(scope="session")
 def namespaces_by_backend(embedded_stack, embedded_home):
     """One :class:`Namespaces` per backend, made when first asked for (Neo4j starts only then)."""
-    made: dict[str, Namespaces] = {}
+    made = _SESSION_NAMESPACES
 
     def get(backend: str, request) -> Namespaces:
         if backend not in made:
@@ -205,7 +393,12 @@ def namespaces_by_backend(embedded_stack, embedded_home):
             made[backend] = Namespaces(backend, embedded_home, embedded_stack[1], neo4j)
         return made[backend]
 
-    return get
+    yield get
+    try:
+        for namespaces in made.values():
+            namespaces.close()
+    finally:
+        made.clear()
 
 
 @pytest.fixture(scope="session")
@@ -221,10 +414,10 @@ def make_settings(home: Path, **overrides) -> Settings:
 
 @pytest.fixture
 def settings(namespaces):
-    """A factory of fresh, isolated settings on the current backend, all cleaned up after the test."""
+    """A factory of fresh, isolated, already migrated namespaces on the current backend (``settings(migrated=False)``
+    for an empty one), all dropped after the test."""
     made: list[Settings] = []
-    if namespaces.neo4j is not None:  # a previous test that died half-way must not leak into this one
-        asyncio.run(namespaces.drop_graph(namespaces.new()))
+    namespaces.ensure_empty()  # Neo4j: whatever a previous test left behind must not leak into this one
 
     def factory(**overrides) -> Settings:
         s = namespaces.new(**overrides)
