@@ -16,10 +16,10 @@ FalkorDB it also gets its own graph. Neo4j Community has a single user database,
 after each test and checked empty before the next (nodes only; the schema stays unless the test used another embedding
 model, then everything is dropped).
 
-Template. A namespace comes already migrated (PostgreSQL schema; on FalkorDB the graph schema too), so a test does not
-pay for the migrations and schema statements when its memory opens: it was made ahead of time, by the engine's own
-``migrate`` and ``apply_schema``, while the previous test's body ran (see ``_SpareNamespace``).
-``settings(migrated=False)`` gives an empty one, for tests of migration itself.
+Template. A namespace's PostgreSQL schema comes already migrated, so a test does not pay for the migrations when its
+memory opens: the schema was made ahead of time, by the engine's own ``migrate``, while the previous test's body ran
+(see ``_SpareNamespace``). ``settings(migrated=False)`` gives an empty one, for tests of migration itself. Graphs are
+not templated (see ``_SpareNamespace`` for why).
 """
 
 from __future__ import annotations
@@ -159,15 +159,19 @@ def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class _SpareNamespace:
-    """One namespace migrated ahead of time, handed out by :meth:`Namespaces.new` instead of an empty one.
+    """One namespace whose PostgreSQL schema was migrated ahead of time, handed out by :meth:`Namespaces.new`.
 
-    It is made by the engine's own ``migrate`` and ``apply_schema`` (the PostgreSQL schema; on FalkorDB also the
-    graph with its constraints, indexes and embedding record), under a fresh random tag no test has used, so taking it
-    costs nothing and a test sees exactly what a freshly migrated namespace has. After a test took the spare, the next
-    one is made on a background thread while that test's body runs (:func:`pytest_runtest_call`), so the migration
-    overlaps the test instead of adding to the next test's setup; a test body that opens a memory of its own may wait
-    for it on the migrations' advisory lock, no longer than it used to migrate its own schema. A spare made on an
-    earlier UTC day is thrown away: the audit-log day partitions a migration creates depend on the date.
+    Its schema is made by the engine's own ``migrate`` under a fresh random tag no test has used, so taking it costs
+    nothing and a test sees exactly what a freshly migrated schema has. The graph is left alone: a new graph gets its
+    schema in ~15 ms when the memory opens (a FalkorDB ``GRAPH.COPY`` of a template graph keeps the indexes and
+    constraints but takes ~60 ms), Neo4j's one database keeps its schema across tests anyway, and store tests apply
+    their own graph schema to a namespace's graph.
+
+    After a test took the spare, the next one is made on a background thread while that test's body runs
+    (:func:`pytest_runtest_call`), so the migration overlaps the test instead of adding to the next test's setup; a
+    test body that opens a memory of its own may wait for it on the migrations' advisory lock, no longer than it used
+    to migrate its own schema. A spare made on an earlier UTC day is thrown away: the audit-log day partitions a
+    migration creates depend on the date.
     """
 
     def __init__(self, namespaces: Namespaces, stores: StoreLocations) -> None:
@@ -185,27 +189,13 @@ class _SpareNamespace:
             return
         await self._drop_waiting()
         tag, day = _new_tag(), _utc_day()
-        settings = self._namespaces.settings_for(tag)
-        graph = None if self._namespaces.neo4j is not None else self._namespaces.graph_store(settings)
-
-        async def apply_graph_schema() -> None:
-            if graph is not None:
-                try:
-                    await graph.apply_schema(dimension=TEST_DIMENSION, model=TEST_MODEL)
-                finally:
-                    await graph.close()
-
-        await asyncio.gather(
-            migrate(self._stores.postgres_dsn, tag, dimension=TEST_DIMENSION, model=TEST_MODEL),
-            apply_graph_schema(),
-        )
+        await migrate(self._stores.postgres_dsn, tag, dimension=TEST_DIMENSION, model=TEST_MODEL)
         self._tag, self._day = tag, day
 
     async def _drop_waiting(self) -> None:
         tag, self._tag = self._tag, None
         if tag is not None:
-            await drop_namespace(self._namespaces.settings_for(tag), graph=self._namespaces.neo4j is None,
-                                 stores=self._stores)
+            await drop_namespace(self._namespaces.settings_for(tag), graph=False, stores=self._stores)
 
     def _join(self) -> None:
         if self._worker is not None:
@@ -272,9 +262,9 @@ class Namespaces:
     def new(self, *, migrated: bool = True, **overrides) -> Settings:
         """Settings for a fresh namespace no test has used; ``overrides`` are per-section dicts (``embedding={...}``).
 
-        With the test embedding model (and the session's servers known), the namespace comes already migrated:
-        PostgreSQL schema, and on FalkorDB the graph schema (see :class:`_SpareNamespace`). ``migrated=False``, another
-        embedding model, or an explicit graph name / schema give an empty namespace, for tests of migration itself.
+        With the test embedding model (and the session's servers known), its PostgreSQL schema comes already migrated
+        (see :class:`_SpareNamespace`); its graph is empty. ``migrated=False``, another embedding model, or an
+        explicit graph name / schema give an empty schema, for tests of migration itself.
         """
         embedding = {"model": TEST_MODEL, "dimension": TEST_DIMENSION, **overrides.get("embedding", {})}
         named = "name" in overrides.get("graph", {}) or "db_schema" in overrides.get("postgres", {})
@@ -414,8 +404,8 @@ def make_settings(home: Path, **overrides) -> Settings:
 
 @pytest.fixture
 def settings(namespaces):
-    """A factory of fresh, isolated, already migrated namespaces on the current backend (``settings(migrated=False)``
-    for an empty one), all dropped after the test."""
+    """A factory of fresh, isolated namespaces on the current backend, their PostgreSQL schema already migrated
+    (``settings(migrated=False)``: not migrated), all dropped after the test."""
     made: list[Settings] = []
     namespaces.ensure_empty()  # Neo4j: whatever a previous test left behind must not leak into this one
 
