@@ -10,7 +10,12 @@ from agentx_memory.errors import ValidationError
 def test_unknown_user_has_an_empty_profile(memory):
     profile = memory.get_profile("nobody")
     assert profile.user_id == "nobody"
-    assert (profile.preferences, profile.expertise_areas, profile.communication_style, profile.metadata) == ({}, [], {}, {})
+    assert (profile.preferences, profile.expertise_areas, profile.communication_style, profile.metadata) == (
+        {},
+        [],
+        {},
+        {},
+    )
     assert profile.created_at is None
     assert memory._portal.run(memory.core.ctx.postgres.fetch("SELECT count(*) AS n FROM user_profiles"))[0]["n"] == 0
 

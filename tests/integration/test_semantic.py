@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from agentx_memory import Entity, Fact, Turn
@@ -197,7 +199,7 @@ def test_create_relationship_unknown_or_foreign_entity(memory):
 
 def _chain(memory, user="alice"):
     ids = [memory.upsert_entity(Entity(user_id=user, name=n)).id for n in "ABCD"]
-    for src, dst in zip(ids, ids[1:]):
+    for src, dst in itertools.pairwise(ids):
         memory.create_relationship(src, dst, "RELATED_TO", user_id=user)
     return ids
 
@@ -209,7 +211,7 @@ def test_get_entity_graph_depths_on_a_chain(memory):
     for depth, ids in expected.items():
         graph = memory.get_entity_graph([a], depth=depth)
         assert [e.id for e in graph.entities] == ids, depth
-        assert {(r.source_id, r.target_id) for r in graph.relationships} == set(zip(ids, ids[1:]))
+        assert {(r.source_id, r.target_id) for r in graph.relationships} == set(itertools.pairwise(ids))
         assert [f.id for f in graph.facts] == ([fact.id] if c in ids else [])
     # traversal is undirected: from the middle, depth 1 reaches both sides
     assert sorted(e.id for e in memory.get_entity_graph([c], depth=1).entities) == sorted([b, c, d])
