@@ -35,7 +35,6 @@ from ..procedural import ProceduralMemory
 from ..rows import entity_from_row, fact_from_row, turn_from_row
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
-from ..sql.search import TurnSearch
 from . import fusion, rerank
 from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
 from .legs import LEGS
@@ -56,7 +55,7 @@ class MemoryRetriever:
         self.ctx = ctx
         self.semantic = semantic
         self.procedural = procedural
-        self.turn_search = TurnSearch(ctx.postgres)
+        self.turn_search = ctx.sql.search
         self._user_turn_counts: dict[str, tuple[float, int]] = {}
 
     @property

@@ -20,6 +20,7 @@ from .audit_log import AuditLog
 from .conversation_log import ConversationLog
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
+from .search import TurnSearch
 from .timeline import Timeline, TimelineEntry
 from .tool_invocations import ToolInvocationLog
 
@@ -32,6 +33,7 @@ __all__ = [
     "Timeline",
     "TimelineEntry",
     "ToolInvocationLog",
+    "TurnSearch",
     "migrate",
     "schema_dir",
 ]
@@ -45,9 +47,10 @@ class Repositories:
     timeline: Timeline
     tools: ToolInvocationLog
     profiles: ProfileRows
+    search: TurnSearch
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
-                   profiles=ProfileRows(store))
+                   profiles=ProfileRows(store), search=TurnSearch(store))

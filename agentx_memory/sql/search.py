@@ -188,16 +188,25 @@ class TurnSearch:
         range), each row with ``lexical`` (``ts_rank``), ``cosine``, ``cosine_floor`` (cosine of the last dense
         candidate) and ``lexical_hits``. ``exact`` scans the user's vectors exactly instead of using HNSW."""
         boost_start, boost_end = boost if boost else (None, None)
-        return await self.store.fetch(TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX, {
-            **scope.params(), "limit": limit, "text": text, "embedding": embedding, "lexical": lexical,
-            "boost_start": boost_start, "boost_end": boost_end,
-        })
+        return await self.store.fetch(
+            TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
+            what="searching turns",
+            params={
+                **scope.params(),
+                "limit": limit,
+                "text": text,
+                "embedding": embedding,
+                "lexical": lexical,
+                "boost_start": boost_start,
+                "boost_end": boost_end,
+            },
+        )
 
     async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,
                            exclude: Sequence[str], text: str, embedding: Any, lexical: bool) -> list[dict[str, Any]]:
         """The turns within ``span`` of each hit ``(conversation_id, turn_index)``, except the ``exclude`` ids, with
         the same ``lexical`` and ``cosine`` columns as :meth:`candidates`."""
-        return await self.store.fetch(TURNS_AROUND, {
+        return await self.store.fetch(TURNS_AROUND, what="reading the turns around hits", params={
             **scope.params(), "text": text, "embedding": embedding, "lexical": lexical, "span": span,
             "have": list(exclude), "conversation_ids": [c for c, _ in hits], "indexes": [i for _, i in hits],
         })
@@ -206,28 +215,37 @@ class TurnSearch:
         """The names (deduplicated, order kept) that are participants (``metadata.speaker``) of the user's turns."""
         if not names:
             return []
-        rows = await self.store.fetch(SPEAKERS_AMONG, {"user_id": user_id, "names": list(dict.fromkeys(names))})
+        rows = await self.store.fetch(
+            SPEAKERS_AMONG, what="looking up speakers", params={"user_id": user_id, "names": list(dict.fromkeys(names))}
+        )
         return [r["name"] for r in rows]
 
     async def count_user_turns(self, user_id: str) -> int:
         """How many turns the user has stored."""
-        rows = await self.store.fetch(COUNT_USER_TURNS, {"user_id": user_id})
+        rows = await self.store.fetch(COUNT_USER_TURNS, what="counting turns", params={"user_id": user_id})
         return int(rows[0]["n"])
 
     async def turns_by_ids(self, scope: SearchScope, ids: Sequence[str]) -> list[dict[str, Any]]:
         """The turns with these ids that lie inside the scope."""
-        return await self.store.fetch(TURNS_BY_IDS, {**scope.params(), "ids": list(ids)})
+        return await self.store.fetch(
+            TURNS_BY_IDS, what="reading turns by id", params={**scope.params(), "ids": list(ids)}
+        )
 
     async def lexical_timeline(self, scope: SearchScope, *, text: str, types: Sequence[str], limit: int
                                ) -> list[dict[str, Any]]:
         """Timeline rows of the given memory types matching ``text``: ``memory_type``, ``node_id``, ``rank``; best
         first. The time window applies to facts only."""
-        return await self.store.fetch(LEXICAL_TIMELINE, {**scope.params(), "limit": limit, "types": list(types),
-                                                         "text": text})
+        return await self.store.fetch(
+            LEXICAL_TIMELINE,
+            what="searching the timeline",
+            params={**scope.params(), "limit": limit, "types": list(types), "text": text},
+        )
 
     async def embeddings(self, user_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """The stored embeddings of the user's turns with these ids, by turn id (turns without one are left out)."""
         if not ids:
             return {}
-        rows = await self.store.fetch(EMBEDDINGS_BY_IDS, {"user_id": user_id, "ids": list(ids)})
+        rows = await self.store.fetch(
+            EMBEDDINGS_BY_IDS, what="reading turn embeddings", params={"user_id": user_id, "ids": list(ids)}
+        )
         return {r["turn_id"]: r["embedding"] for r in rows}
