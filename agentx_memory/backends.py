@@ -122,7 +122,7 @@ async def drop_namespace(
             f"refusing to drop the default namespace (PostgreSQL schema {schema!r}, Redis key prefix {prefix!r}): "
             "a namespace to drop needs its own postgres.db_schema and redis.key_prefix"
         )
-    from .runtime.postgres import drop_schema
+    from .sql.postgres import drop_schema
 
     stores = stores or await locate_stores(settings)
     if graph:

@@ -8,7 +8,6 @@ creates only what is missing.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from falkordb.node import Node
 from falkordb.path import Path
 
 from ..errors import ConflictError, StorageError, StorageUnavailableError
+from ..runtime.polling import WaitTimeoutError, await_until
 from . import cypher
 from .dialects import FalkorDialect, schema_specs
 from .port import GraphStore, Statement
@@ -181,16 +181,19 @@ class FalkorGraphStore(GraphStore):
             if "already exists" not in str(exc):
                 raise StorageError(f"FalkorDB could not create unique constraint on {label}.{prop}: {exc}") from exc
         # Constraints build asynchronously; wait until it is enforced.
-        for _ in range(200):
+        async def operational() -> bool:
             rows = await self.read(
                 "CALL db.constraints() YIELD type, label, properties, status "
                 "WHERE label = $label RETURN properties, status",
                 {"label": label},
             )
-            if any(r["properties"] == [prop] and r["status"] == "OPERATIONAL" for r in rows):
-                return
-            await asyncio.sleep(0.01)
-        raise StorageError(f"FalkorDB unique constraint on {label}.{prop} did not become operational")
+            return any(r["properties"] == [prop] and r["status"] == "OPERATIONAL" for r in rows)
+
+        try:
+            await await_until(operational, timeout=10, interval=0.01,
+                              what=f"the FalkorDB unique constraint on {label}.{prop} to become operational")
+        except WaitTimeoutError as exc:
+            raise StorageError(str(exc)) from exc
 
     async def drop_all(self) -> None:
         try:

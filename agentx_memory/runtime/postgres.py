@@ -28,10 +28,8 @@ from typing import Any
 
 import psutil
 import psycopg
-from psycopg import sql as pgsql
 
 from ..errors import RuntimeServerError
-from ..sql.errors import pg_errors
 from .layout import POSTGRES_PORT, POSTGRES_SOCKET_NAME
 from .managed import ManagedServer, ServerProbe
 from .processes import (
@@ -52,7 +50,6 @@ __all__ = [
     "PostgresProbe",
     "PostgresServer",
     "conninfo",
-    "drop_schema",
     "postgres_bin_dir",
     "postgres_os_user",
 ]
@@ -110,19 +107,6 @@ def conninfo(**params: str | int) -> str:
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
     return " ".join(f"{key}={quote(str(value))}" for key, value in params.items())
-
-
-async def drop_schema(dsn: str, db_schema: str) -> None:
-    """Drop ``db_schema`` and everything in it (``DROP SCHEMA IF EXISTS … CASCADE``) on the server at ``dsn``.
-
-    The PostgreSQL step of :func:`agentx_memory.backends.drop_namespace`, on a bare connection (no pool, no
-    search_path); it works on any server, embedded or not. Driver errors come out as :class:`StorageError`.
-    """
-    statement = pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(db_schema))
-    async with pg_errors(f"dropping schema {db_schema}"), await psycopg.AsyncConnection.connect(
-        dsn, autocommit=True
-    ) as conn:
-        await conn.execute(statement)
 
 
 def postgres_os_user(pgdata: Path) -> OsUser:

@@ -27,7 +27,9 @@ from psycopg_pool import AsyncConnectionPool
 from ..errors import EmbeddingDimensionMismatchError, StorageError
 from .errors import pg_errors, wrap_pg_error
 
-__all__ = ["Connection", "Params", "PostgresStore", "Query", "migrate", "pending_migrations", "schema_dir"]
+__all__ = [
+    "Connection", "Params", "PostgresStore", "Query", "drop_schema", "migrate", "pending_migrations", "schema_dir",
+]
 
 #: A statement: a constant (``Final[LiteralString]`` in the repositories) or one composed with :mod:`psycopg.sql`.
 Query: TypeAlias = QueryNoTemplate
@@ -121,6 +123,19 @@ async def _check_embedding_meta(conn: psycopg.AsyncConnection, *, dimension: int
             f"PostgreSQL schema was created with embedding model {stored.get('model')!r} "
             f"(dimension {stored.get('dimension')}); configured now: {model!r} (dimension {dimension})"
         )
+
+
+async def drop_schema(dsn: str, db_schema: str) -> None:
+    """Drop ``db_schema`` and everything in it (``DROP SCHEMA IF EXISTS … CASCADE``) on the server at ``dsn``.
+
+    The PostgreSQL step of :func:`agentx_memory.backends.drop_namespace`, on a bare connection (no pool, no
+    search_path); it works on any server, embedded or not. Driver errors come out as :class:`StorageError`.
+    """
+    statement = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(db_schema))
+    async with pg_errors(f"dropping schema {db_schema}"), await psycopg.AsyncConnection.connect(
+        dsn, autocommit=True
+    ) as conn:
+        await conn.execute(statement)
 
 
 class _VectorAsList(VectorLoader):

@@ -22,8 +22,8 @@ DRIVERS = frozenset({"psycopg", "psycopg_pool", "pgvector"})
 #: Modules (paths relative to the package; a trailing "/" means a whole subpackage) that may import a driver.
 DRIVER_ALLOWED = {
     "sql/": "the PostgreSQL port itself",
-    "runtime/postgres.py": "server management: probes the embedded server and drops a namespace's schema on a bare"
-                           " connection, before or without any pool",
+    "runtime/postgres.py": "server management: probes the embedded server and creates its database on a bare"
+                           " connection, before any pool exists",
     "bench/": "benchmark floors bypass the engine on purpose (raw COPY and pgvector queries to measure against)",
 }
 
