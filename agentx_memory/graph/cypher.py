@@ -36,6 +36,9 @@ DELETE_ALL_NODES: Final[LiteralString] = (
 
 SHOW_CONSTRAINT_NAMES: Final[LiteralString] = "SHOW CONSTRAINTS YIELD name RETURN name"
 
+# Every named schema object (constraints' backing indexes carry the constraint's name), for apply_schema to skip.
+SHOW_ALL_INDEX_NAMES: Final[LiteralString] = "SHOW INDEXES YIELD name RETURN name"
+
 # The two token LOOKUP indexes are Neo4j's own (label and relationship-type scans): never dropped.
 SHOW_INDEX_NAMES: Final[LiteralString] = (
     "SHOW INDEXES YIELD name, type, owningConstraint WHERE owningConstraint IS NULL AND type <> 'LOOKUP' RETURN name"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -109,6 +110,15 @@ def _plan_text(plan: Mapping[str, Any] | None, depth: int = 0) -> str:
     line = "    " * depth + f"{plan.get('operatorType', '?')} {detail}".rstrip()
     children = [_plan_text(child, depth + 1) for child in plan.get("children", [])]
     return "\n".join([line, *children])
+
+
+_SCHEMA_OBJECT_NAME = re.compile(r"\bCREATE (?:\w+ )?(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS\b")
+
+
+def _schema_object_name(statement: str) -> str | None:
+    """The name a ``CREATE … INDEX|CONSTRAINT name IF NOT EXISTS`` statement creates (None for any other text)."""
+    match = _SCHEMA_OBJECT_NAME.search(statement)
+    return match.group(1) if match else None
 
 
 class Neo4jGraphStore(GraphStore):
@@ -286,13 +296,21 @@ class Neo4jGraphStore(GraphStore):
         schema_dialect = Neo4jDialect(search_clause=self._search_capable)
         if self._search_capable:
             await self._drop_vector_indexes_without_tenant_filters()
+        # Opening a memory re-applies the schema: one listing instead of ~45 round trips of IF NOT EXISTS no-ops.
+        # A statement whose object exists by name is skipped, which is what IF NOT EXISTS would have done.
+        existing = await self._schema_object_names()
         # Constraints first: the meta node's MERGE relies on the AgentxMeta key constraint under concurrency.
         for statement in schema_dialect.schema_statements(dimension):
-            await self._schema_write(statement)
+            if _schema_object_name(statement) not in existing:
+                await self._schema_write(statement)
         await self._auto_commit(cypher.AWAIT_INDEXES)
         await cypher.check_embedding_meta(self, dimension=dimension, model=model)
         if self._search_capable:
             self._search_dialect = schema_dialect  # vector searches may use the filtered indexes from now on
+
+    async def _schema_object_names(self) -> set[str]:
+        rows = await self.read(cypher.SHOW_CONSTRAINT_NAMES) + await self.read(cypher.SHOW_ALL_INDEX_NAMES)
+        return {row["name"] for row in rows}
 
     async def _drop_vector_indexes_without_tenant_filters(self) -> None:
         """Vector indexes made before the server had SEARCH (or by an older agentx-memory) lack the tenant filter
