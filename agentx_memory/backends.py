@@ -17,7 +17,7 @@ import redis.exceptions
 
 from .errors import ConfigurationError, StorageError, StorageUnavailableError
 from .graph.port import GraphStore
-from .settings import Settings
+from .settings import GraphSettings, Settings
 from .sql.postgres import PostgresStore, migrate
 from .working import WorkingStore
 
@@ -113,14 +113,16 @@ async def drop_namespace(
     database, so pass ``graph=False`` when others share it. ``keys``: delete the Redis keys under
     ``redis.key_prefix``. ``stores``: where the stores are, if known (else :func:`locate_stores`, which starts the
     embedded servers when needed). The servers keep running; other namespaces are not touched. Raises
-    :class:`ConfigurationError` when the namespace is the shared default (schema ``public``, or ``keys`` with an
-    empty key prefix), which is never dropped.
+    :class:`ConfigurationError` when the namespace is the shared default (schema ``public``, ``graph`` with the
+    default graph name, or ``keys`` with an empty key prefix), which is never dropped.
     """
     schema, prefix = settings.postgres.db_schema, settings.redis.key_prefix
-    if schema == "public" or (keys and not prefix):
+    default_graph = GraphSettings.model_fields["name"].default
+    if schema == "public" or (keys and not prefix) or (graph and settings.graph.name == default_graph):
         raise ConfigurationError(
-            f"refusing to drop the default namespace (PostgreSQL schema {schema!r}, Redis key prefix {prefix!r}): "
-            "a namespace to drop needs its own postgres.db_schema and redis.key_prefix"
+            f"refusing to drop the default namespace (PostgreSQL schema {schema!r}, graph {settings.graph.name!r}, "
+            f"Redis key prefix {prefix!r}): a namespace to drop needs its own postgres.db_schema, graph.name and "
+            "redis.key_prefix"
         )
     from .sql.postgres import drop_schema
 
@@ -137,18 +139,20 @@ async def drop_namespace(
 
 
 async def _delete_keys(redis_url: str, prefix: str) -> None:
-    """Delete every key that starts with ``prefix`` (glob characters in it are matched literally)."""
-    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    """Delete the keys the working store writes under ``prefix`` (``{prefix}{family}:*`` for each key family, glob
+    characters in the prefix matched literally): a bare ``{prefix}*`` would also match a longer prefix's keys."""
+    escaped = "".join("\\" + c if c in "*?[]\\" else c for c in prefix)
     client = aioredis.Redis.from_url(redis_url)
     try:
-        batch: list[bytes] = []
-        async for key in client.scan_iter(match=pattern, count=1000):
-            batch.append(key)
-            if len(batch) >= 1000:
+        for family in WorkingStore.KEY_FAMILIES:
+            batch: list[bytes] = []
+            async for key in client.scan_iter(match=f"{escaped}{family}:*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    await client.unlink(*batch)
+                    batch.clear()
+            if batch:
                 await client.unlink(*batch)
-                batch.clear()
-        if batch:
-            await client.unlink(*batch)
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
         raise StorageUnavailableError(f"Redis unavailable while deleting the keys {prefix}*: {exc}") from exc
     except redis.exceptions.RedisError as exc:

@@ -9,8 +9,7 @@ so callers never have to import a driver to catch a failure::
      │    └── EmbeddingDimensionMismatchError  the store was created with another embedding model/dimension
      ├── ValidationError             bad input: names the field and the limit (also a ValueError)
      ├── NotFoundError               an id that does not exist for this user (also a KeyError)
-     ├── ConflictError               a write that collides with stored state (unique key, concurrent update,
-     │                               a PostgreSQL serialization failure or deadlock)
+     ├── ConflictError               a write that collides with stored state (unique key, concurrent update)
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
      └── RuntimeServerError          the embedded runtime could not start, stop or find a server

@@ -74,6 +74,9 @@ class WorkingStore:
         self.settings = settings
         self.prefix = key_prefix
 
+    #: The first part of every key the store writes; dropping a namespace deletes ``{prefix}{family}:*`` for each.
+    KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session")
+
     def key(self, *parts: str) -> str:
         """Build a key from parts with the configured prefix (parts are joined with ``:``)."""
         return self.prefix + ":".join(parts)

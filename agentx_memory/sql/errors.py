@@ -6,13 +6,14 @@ one context manager::
     async with pg_errors("writing memory_timeline"), store.connection() as conn:
         await conn.execute(...)
 
-psycopg error                                          agentx error
-=====================================================  ==========================================================
-unique, exclusion or foreign-key violation             :class:`~agentx_memory.errors.ConflictError`
-serialization failure, deadlock (transaction rollback)  :class:`~agentx_memory.errors.ConflictError`
-operational / interface error, pool timeout, OSError   :class:`~agentx_memory.errors.StorageUnavailableError`
-any other ``psycopg.Error``                            :class:`~agentx_memory.errors.StorageError`
-=====================================================  ==========================================================
+====================================================  ====================================================
+psycopg error                                         agentx error
+====================================================  ====================================================
+unique, exclusion or foreign-key violation            :class:`~agentx_memory.errors.ConflictError`
+serialization failure, deadlock (class 40 rollback)   :class:`~agentx_memory.errors.StorageError` (retryable)
+operational / interface error, pool timeout, OSError  :class:`~agentx_memory.errors.StorageUnavailableError`
+any other ``psycopg.Error``                           :class:`~agentx_memory.errors.StorageError`
+====================================================  ====================================================
 
 The original exception is always the ``__cause__`` (``raise ... from exc``); errors of our own tree raised inside the
 block pass through untouched.
@@ -30,18 +31,24 @@ from ..errors import AgentXMemoryError, ConflictError, StorageError, StorageUnav
 
 __all__ = ["pg_errors", "wrap_pg_error"]
 
-# psycopg does not derive SerializationFailure and DeadlockDetected from TransactionRollback (all are SQLSTATE
-# class 40, all OperationalError): each is named, so none of them reads as "server unavailable".
-_CONFLICTS = (
-    pg.UniqueViolation, pg.ExclusionViolation, pg.ForeignKeyViolation,
-    pg.TransactionRollback, pg.SerializationFailure, pg.DeadlockDetected,
-)
+# A write that collides with stored state: the caller's input conflicts, so retrying it cannot help.
+_CONFLICTS = (pg.UniqueViolation, pg.ExclusionViolation, pg.ForeignKeyViolation)
+
+# SQLSTATE class 40: the server rolled the transaction back because of concurrent ones (psycopg does not derive
+# SerializationFailure and DeadlockDetected from TransactionRollback; all three are OperationalError). Not a conflict
+# of the caller's input (ingest reports a ConflictError as a bad line) and not an unreachable server: a StorageError
+# that says a retry may succeed.
+_ROLLED_BACK = (pg.TransactionRollback, pg.SerializationFailure, pg.DeadlockDetected)
 
 
 def wrap_pg_error(exc: BaseException, what: str) -> AgentXMemoryError:
     """The agentx error for a psycopg error (or an ``OSError``) raised while doing ``what``."""
     if isinstance(exc, _CONFLICTS):
         return ConflictError(f"PostgreSQL refused a conflicting write while {what}: {exc}")
+    if isinstance(exc, _ROLLED_BACK):
+        return StorageError(
+            f"PostgreSQL rolled back a transaction that raced with others while {what} (retrying may succeed): {exc}"
+        )
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, OSError)):
         return StorageUnavailableError(f"PostgreSQL unavailable while {what}: {exc}")
     return StorageError(f"PostgreSQL failed while {what}: {exc}")

@@ -83,8 +83,8 @@ def test_the_store_itself_goes_through_the_seam(with_store):
 @pytest.mark.parametrize(("sqlstate", "driver_error", "ours"), [
     ("foreign_key_violation", psycopg.errors.ForeignKeyViolation, ConflictError),
     ("exclusion_violation", psycopg.errors.ExclusionViolation, ConflictError),
-    ("serialization_failure", psycopg.errors.SerializationFailure, ConflictError),
-    ("deadlock_detected", psycopg.errors.DeadlockDetected, ConflictError),
+    ("serialization_failure", psycopg.errors.SerializationFailure, StorageError),
+    ("deadlock_detected", psycopg.errors.DeadlockDetected, StorageError),
     ("check_violation", psycopg.errors.CheckViolation, StorageError),
     ("undefined_table", psycopg.errors.UndefinedTable, StorageError),
 ])
