@@ -136,12 +136,7 @@ class EpisodicMemory:
 
     async def _log(self, turns: list[Turn]) -> list[Turn]:
         """Append to conversation_logs in one transaction; return the turns as stored (indexes assigned, ids
-        adopted: the repository updates them in place)."""
-        owners: dict[str, str] = {}
-        for turn in turns:
-            if owners.setdefault(turn.conversation_id, turn.user_id) != turn.user_id:
-                raise ValidationError(
-                    "turns", f"conversation {turn.conversation_id!r} has turns of several users in one batch")
+        adopted: the repository updates them in place; it refuses a conversation with turns of several users)."""
         return await self.ctx.sql.conversations.append(turns)
 
     # --- the graph projection -----------------------------------------------------------------------------------

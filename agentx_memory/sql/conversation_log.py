@@ -17,7 +17,7 @@ from typing import Any, Final, LiteralString
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from ..errors import ConflictError
+from ..errors import ConflictError, ValidationError
 from ..models import Turn
 from ..rows import turn_from_row
 from . import search
@@ -119,10 +119,15 @@ class ConversationLog:
         """Log the turns in one transaction (see the module docstring for the rules) and return them, updated in
         place: each has its index, and a re-stored turn has the id it was stored under.
 
-        Every turn of one conversation must have the same ``user_id`` (the caller validates that)."""
+        Every turn of one conversation must have the same ``user_id`` (:class:`ValidationError` otherwise, before
+        anything is written): the owner check covers the whole group only then."""
         groups: dict[str, list[Turn]] = {}
         for turn in turns:
             groups.setdefault(turn.conversation_id, []).append(turn)
+        for conversation_id, group in groups.items():
+            if len({t.user_id for t in group}) > 1:
+                raise ValidationError(
+                    "turns", f"conversation {conversation_id!r} has turns of several users in one batch")
         async with pg_errors("writing conversation_logs"), self.store.connection() as conn, conn.transaction():
             for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
                 await self._append_conversation(conn, conversation_id, groups[conversation_id])

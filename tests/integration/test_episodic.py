@@ -133,6 +133,16 @@ def test_a_conversation_belongs_to_one_user(memory):
     assert _count_rows(memory, "conversation_logs") == 1
 
 
+def test_one_batch_cannot_mix_users_in_a_conversation(memory):
+    batch = [Turn(conversation_id="c2", user_id="alice", content="hers"),
+             Turn(conversation_id="c3", user_id="alice", content="fine"),
+             Turn(conversation_id="c2", user_id="bob", content="his")]
+    with pytest.raises(ValidationError, match="several users") as caught:
+        memory.store_turns(batch)
+    assert caught.value.field == "turns"
+    assert _count_rows(memory, "conversation_logs") == 0  # nothing of the batch, not even the valid conversation
+
+
 def test_two_users_with_identical_content_never_see_each_other(memory):
     for user in ("alice", "bob"):
         memory.store_turns(
