@@ -16,10 +16,8 @@ Every method scoped to a user takes ``user_id``; a memory opened with ``user_id=
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -40,7 +38,7 @@ from .settings import RecallSettings, Settings, load_settings
 from .validation import check_channel, check_id
 from .working import WorkingMemory
 
-__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncProxy", "SyncWorkingMemory"]
+__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncWorkingMemory"]
 
 T = TypeVar("T")
 
@@ -297,27 +295,6 @@ class _Portal:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
         self.loop.close()
-
-
-class SyncProxy:
-    """Untyped blocking view of an internal async object: its coroutine methods run on the portal, other attributes
-    pass through. The public objects have typed twins instead (:class:`AgentMemory`, :class:`SyncWorkingMemory`);
-    this serves tests and tools that drive internals such as the :class:`~agentx_memory.working.WorkingStore`."""
-
-    def __init__(self, target: Any, portal: _Portal):
-        self._target = target
-        self._portal = portal
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if inspect.iscoroutinefunction(attr):
-            method: Callable[..., Coroutine[Any, Any, Any]] = attr
-
-            @functools.wraps(method)
-            def blocking(*args: Any, **kwargs: Any) -> Any:
-                return self._portal.run(method(*args, **kwargs))
-            return blocking
-        return attr
 
 
 class SyncWorkingMemory:

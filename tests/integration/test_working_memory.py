@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import pytest
 
 from agentx_memory import AgentMemory, Turn
 from agentx_memory.errors import ValidationError
-from agentx_memory.memory import SyncProxy
 
 
 @pytest.fixture
@@ -148,8 +148,21 @@ def test_values_over_the_size_limit_are_rejected(memory):
     assert wm.get("fits") == "x" * (limit // 2)
 
 
+class _Blocking:
+    """The internal WorkingStore with its coroutine methods run on the memory's portal."""
+
+    def __init__(self, target, portal):
+        self._target, self._portal = target, portal
+
+    def __getattr__(self, name):
+        attr = getattr(self._target, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+        return lambda *args, **kwargs: self._portal.run(attr(*args, **kwargs))
+
+
 def test_working_store_locks_jobs_and_session_keys(memory):
-    store = SyncProxy(memory.core.ctx.working, memory._portal)
+    store = _Blocking(memory.core.ctx.working, memory._portal)
     token = store.acquire_lock("conv-1", ttl_seconds=30)
     assert token
     assert store.acquire_lock("conv-1") is None  # a second acquire fails while held
