@@ -13,7 +13,7 @@ so callers never have to import a driver to catch a failure::
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
      └── RuntimeServerError          the embedded runtime could not start, stop or find a server
-          └── WaitTimeoutError       (runtime.polling) a polled condition did not hold in time; also a TimeoutError
+          └── WaitTimeoutError       (polling.py) a polled condition did not hold in time; also a TimeoutError
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from falkordb.node import Node
 from falkordb.path import Path
 
 from ..errors import ConflictError, StorageError, StorageUnavailableError
-from ..runtime.polling import WaitTimeoutError, await_until
+from ..polling import WaitTimeoutError, await_until
 from . import cypher
 from .dialects import FalkorDialect, schema_specs
 from .port import GraphStore, Statement

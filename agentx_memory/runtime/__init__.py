@@ -11,8 +11,8 @@ uses the same data directory::
 
 Modules: ``stack`` (both servers of a data directory, the lock, the socket directory) · ``managed`` (the
 probe/start/wait/stop state machine both servers share) · ``falkordb`` and ``postgres`` (the server-specific steps)
-· ``polling`` (``wait_until``: every wait with a timeout that names what it waited for) · ``processes`` (pids,
-sockets, ports, commands) · ``layout`` (paths inside the data directory) · ``locks`` (the cross-process lock).
+· ``processes`` (pids, sockets, ports, commands; waits go through :mod:`agentx_memory.polling`) · ``layout``
+(paths inside the data directory) · ``locks`` (the cross-process lock).
 """
 
 from .stack import EmbeddedStack, Endpoints

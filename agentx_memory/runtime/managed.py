@@ -2,7 +2,7 @@
 
 A :class:`ManagedServer` subclass says how to probe its server (:meth:`~ManagedServer.probe`), how to launch it,
 how to shut it down and what to add to its status; the base decides what to do in each state, waits through
-:func:`~.polling.wait_until` and words the errors the same way for every server::
+:func:`~agentx_memory.polling.wait_until` and words the errors the same way for every server::
 
     probe ──► starting ──(wait while starting)──► running ──► ready hook ──► pid
       │                                      └──► foreign ──► error naming who holds the socket
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from ..errors import RuntimeServerError
+from ..polling import WaitTimeoutError, wait_until
 from ..settings import EmbeddedSettings
 from .layout import DataLayout, directory_size
-from .polling import WaitTimeoutError, wait_until
 from .processes import owned_server_pid, read_pid_file, tail
 
 __all__ = ["ManagedServer", "ProbeState", "ServerProbe"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from .polling import WaitTimeoutError, wait_until
+from ..polling import WaitTimeoutError, wait_until
 
 __all__ = [
     "CommandResult",

@@ -43,7 +43,7 @@ import weakref
 from functools import cache
 from pathlib import Path
 
-from agentx_memory.runtime.polling import WaitTimeoutError, wait_until
+from agentx_memory.polling import WaitTimeoutError, wait_until
 
 DEFAULT_VERSION = "5.26.30"
 """The Neo4j started when none is asked for: the newest 5.26 LTS patch on Maven Central when this was written."""

@@ -4,7 +4,7 @@ Servers, processes and indexes that come up (or go away) asynchronously are awai
 (blocking) or :func:`await_until` (asyncio) instead of hand-written ``while``/``sleep`` loops, so every wait has a
 timeout and every timeout says what was awaited::
 
-    pid = wait_until(lambda: server.pid_if_running(), timeout=30, what="FalkorDB to answer on its socket")
+    pid = wait_until(lambda: server.probe().pid, timeout=30, what="FalkorDB to write its pid")
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from ..errors import RuntimeServerError
+from .errors import RuntimeServerError
 
 __all__ = ["WaitTimeoutError", "await_until", "wait_until"]
 
