@@ -20,7 +20,6 @@ from psycopg.types.json import Jsonb
 from ..errors import ConflictError, ValidationError
 from ..models import Turn
 from ..rows import turn_from_row
-from . import search
 from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
@@ -97,6 +96,18 @@ RECENT_TURNS: Final[LiteralString] = (
 
 TURN_INDEX: Final[LiteralString] = "SELECT turn_index FROM conversation_logs WHERE turn_id = %s AND user_id = %s"
 
+#: Recompute the neighbour context (previous + this + next turn) of turns around freshly stored indexes.
+UPDATE_CONTEXT_TSV: Final[LiteralString] = """
+UPDATE conversation_logs AS c
+SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
+               || setweight(to_tsvector('english', coalesce(p.content, '') || ' ' || coalesce(n.content, '')), 'B')
+FROM conversation_logs AS self
+LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
+LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1
+WHERE self.id = c.id AND c.conversation_id = %(conversation_id)s
+  AND c.turn_index BETWEEN %(low)s AND %(high)s
+"""
+
 
 def _content_hash(content: str) -> str:
     # equal hashes at one (conversation, index) make a re-store idempotent
@@ -170,7 +181,7 @@ class ConversationLog:
             if turn.id not in inserted:
                 await _adopt_occupant(conn, turn)
         indexes = [t.index for t in to_insert if t.index is not None]
-        await conn.execute(search.UPDATE_CONTEXT_TSV, {
+        await conn.execute(UPDATE_CONTEXT_TSV, {
             "conversation_id": conversation_id, "low": min(indexes) - 1, "high": max(indexes) + 1,
         })
 

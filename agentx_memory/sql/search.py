@@ -1,6 +1,7 @@
 """Retrieval queries on PostgreSQL: full-text and vector search over the user's turns and timeline.
 
-Every query filters by ``user_id`` and channels inside the statement. The lexical leg is PostgreSQL full text: the
+Every search filters by ``user_id`` (and, where it ranks turns or timeline rows, by channels and the time window)
+inside the statement. The lexical leg is PostgreSQL full text: the
 question becomes an OR of its stemmed content words (``plainto_tsquery`` with ``&`` turned into ``|`` — PostgreSQL's
 own output, never user text, is rewritten), ranked with ``ts_rank`` over ``context_tsv``: the turn's own words
 (weight A) and its neighbours' (weight B). The vector leg is pgvector cosine distance: an exact scan of the user's rows
@@ -14,7 +15,7 @@ exception: an index-ordered scan takes no second key, and it is approximate anyw
 
 :class:`TurnSearch` is the repository the retriever uses: one typed method per statement, rows returned as dicts
 (vectors as ``list[float]``, see :class:`~agentx_memory.sql.postgres.PostgresStore`). The statements stay module
-constants (``UPDATE_CONTEXT_TSV`` is the episodic log's, ``OR_QUERY`` the benchmarks' full-text baseline).
+constants (``OR_QUERY`` is also the benchmarks' full-text baseline).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ __all__ = [
     "TURNS_BY_IDS",
     "TURN_CANDIDATES_EXACT",
     "TURN_CANDIDATES_INDEX",
-    "UPDATE_CONTEXT_TSV",
     "SearchScope",
     "TurnSearch",
 ]
@@ -143,19 +143,6 @@ EMBEDDINGS_BY_IDS: Final[LiteralString] = """
 SELECT turn_id, embedding FROM conversation_logs
 WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 """
-
-#: Recompute the neighbour context (previous + this + next turn) of turns around freshly stored indexes.
-UPDATE_CONTEXT_TSV: Final[LiteralString] = """
-UPDATE conversation_logs AS c
-SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
-               || setweight(to_tsvector('english', coalesce(p.content, '') || ' ' || coalesce(n.content, '')), 'B')
-FROM conversation_logs AS self
-LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
-LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1
-WHERE self.id = c.id AND c.conversation_id = %(conversation_id)s
-  AND c.turn_index BETWEEN %(low)s AND %(high)s
-"""
-
 
 @dataclass(frozen=True)
 class SearchScope:
