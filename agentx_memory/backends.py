@@ -21,7 +21,10 @@ from .settings import GraphSettings, Settings
 from .sql.postgres import PostgresStore, migrate
 from .working import WorkingStore
 
-__all__ = ["Backends", "StoreLocations", "drop_namespace", "locate_stores", "make_graph_store", "open_backends"]
+__all__ = [
+    "Backends", "StoreLocations", "drop_namespace", "locate_stores", "make_graph_store", "migrate_namespace",
+    "open_backends",
+]
 
 
 @dataclass
@@ -82,15 +85,21 @@ async def locate_stores(settings: Settings) -> StoreLocations:
     )
 
 
+async def migrate_namespace(settings: Settings, stores: StoreLocations, graph: GraphStore) -> list[int]:
+    """Bring the namespace's schema up to date: pending PostgreSQL migrations, then the graph's constraints and
+    indexes (both idempotent). Returns the migration versions applied now."""
+    dimension, model = settings.embedding.dimension, settings.embedding.model
+    applied = await migrate(stores.postgres_dsn, settings.postgres.db_schema, dimension=dimension, model=model)
+    await graph.apply_schema(dimension=dimension, model=model)
+    return applied
+
+
 async def open_backends(settings: Settings, *, migrate_schema: bool = True) -> Backends:
     """Connect to (and, when embedded, start) the graph, PostgreSQL and Redis, and apply pending schema."""
     stores = await locate_stores(settings)
     graph = make_graph_store(settings, falkordb_socket=stores.falkordb_socket)
-    dimension, model = settings.embedding.dimension, settings.embedding.model
-
     if migrate_schema:
-        await migrate(stores.postgres_dsn, settings.postgres.db_schema, dimension=dimension, model=model)
-        await graph.apply_schema(dimension=dimension, model=model)
+        await migrate_namespace(settings, stores, graph)
 
     postgres = PostgresStore(
         stores.postgres_dsn,

@@ -45,15 +45,12 @@ def _stack(settings: Settings) -> EmbeddedStack:
 
 
 async def _migrate(settings: Settings) -> tuple[list[int], int | None]:
-    from .backends import locate_stores, make_graph_store
-    from .sql.postgres import migrate
+    from .backends import locate_stores, make_graph_store, migrate_namespace
 
     stores = await locate_stores(settings)
-    applied = await migrate(stores.postgres_dsn, settings.postgres.db_schema, dimension=settings.embedding.dimension,
-                            model=settings.embedding.model)
     graph = make_graph_store(settings, falkordb_socket=stores.falkordb_socket)
     try:
-        await graph.apply_schema(dimension=settings.embedding.dimension, model=settings.embedding.model)
+        applied = await migrate_namespace(settings, stores, graph)
     finally:
         await graph.close()
     return applied, await _schema_version(settings, stores.postgres_dsn)
