@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -332,7 +332,7 @@ class SyncWorkingMemory:
 
     # BEGIN GENERATED from WorkingMemory by scripts/gen_sync_facade.py: do not edit, rerun the script
 
-    def add_turn(self, turn: Any) -> None:
+    def add_turn(self, turn: Turn | Mapping[str, Any]) -> None:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
         self._portal.run(self._core.add_turn(turn))
 

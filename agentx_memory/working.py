@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from .errors import StorageUnavailableError, ValidationError
+from .models import Turn
 from .settings import WorkingMemorySettings
 
 __all__ = ["WorkingMemory", "WorkingStore"]
@@ -174,9 +176,9 @@ class WorkingMemory:
         raw = await self.store._call(self.store.client.lrange(self._key(suffix), 0, limit - 1))
         return [json.loads(item) for item in raw]
 
-    async def add_turn(self, turn: Any) -> None:
+    async def add_turn(self, turn: Turn | Mapping[str, Any]) -> None:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
-        item = turn.model_dump(mode="json", exclude={"embedding"}) if hasattr(turn, "model_dump") else dict(turn)
+        item = turn.model_dump(mode="json", exclude={"embedding"}) if isinstance(turn, Turn) else dict(turn)
         await self._push("turns", item, self.store.settings.max_turns)
 
     async def get_recent_turns(self, limit: int = 10) -> list[dict[str, Any]]:
