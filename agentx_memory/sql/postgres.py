@@ -17,7 +17,7 @@ from typing import Any, TypeAlias
 import psycopg
 from pgvector import Vector
 from pgvector.psycopg import register_vector_async
-from pgvector.psycopg.vector import VectorLoader
+from pgvector.psycopg.vector import VectorBinaryLoader, VectorLoader
 from psycopg import sql
 from psycopg.abc import QueryNoTemplate
 from psycopg.rows import DictRow, dict_row
@@ -147,6 +147,13 @@ class _VectorAsList(VectorLoader):
         return Vector.from_text(data.decode("utf8")).to_list()
 
 
+class _VectorAsListBinary(VectorBinaryLoader):
+    """The binary-format twin of :class:`_VectorAsList` (for cursors that fetch in binary)."""
+
+    def load(self, data: Any) -> list[float]:  # type: ignore[override]  # a list on purpose, not a Vector
+        return Vector.from_binary(data).to_list()
+
+
 class PostgresStore:
     """A pooled async connection to the agentx schema (``psycopg_pool``), with pgvector types registered.
 
@@ -160,6 +167,7 @@ class PostgresStore:
         async def configure(conn: Connection) -> None:
             await register_vector_async(conn)
             conn.adapters.register_loader("vector", _VectorAsList)
+            conn.adapters.register_loader("vector", _VectorAsListBinary)
             # HNSW scans with a WHERE filter keep going until enough rows pass it (pgvector 0.8): a user filter
             # must never starve the result of a shared index.
             await conn.execute("SET hnsw.iterative_scan = relaxed_order")

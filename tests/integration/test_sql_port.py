@@ -198,3 +198,15 @@ def test_the_audit_logger_maintains_partitions(with_store):
     # the three 400-day-old ones (old .. old + 2) go
     assert first == (4, 3) and again == (0, 0)
     assert partitions == [f"memory_audit_log_{today + timedelta(days=i):%Y%m%d}" for i in range(-1, 11)]
+
+
+def test_vectors_leave_the_store_as_lists_in_text_and_binary_results(with_store):
+    async def body(store: PostgresStore) -> list[Any]:
+        query = "SELECT '[1,2.5,-3]'::vector AS v"
+        rows = await store.fetch(query)
+        async with store.connection() as conn, conn.cursor(binary=True) as cur:
+            await cur.execute(query)
+            binary = await cur.fetchone()
+        return [rows[0]["v"], binary["v"] if binary else None]
+
+    assert with_store(body) == [[1.0, 2.5, -3.0], [1.0, 2.5, -3.0]]
