@@ -24,6 +24,7 @@ from .validation import check_channel, check_channels, check_id, check_json, che
 
 __all__ = ["ProceduralMemory", "StrategyMatch"]
 
+#: The share of cosine similarity in a strategy's score; the Laplace-smoothed success rate has the rest.
 SIMILARITY_SHARE = 0.7
 
 

@@ -2,7 +2,8 @@
 
 One place knows the column and property names of each store, so retrieval and the memory subsystems build models the
 same way. Rows arrive here as plain Python values: the repositories in ``sql/`` and the graph adapters convert driver
-types (pgvector vectors, timestamps in milliseconds stay as the graph stores them) before a row leaves them.
+types before a row leaves them (pgvector vectors become lists of floats). Graph timestamps arrive as the graph stores
+them, epoch milliseconds, and become datetimes here.
 """
 
 from __future__ import annotations

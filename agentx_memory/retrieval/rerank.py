@@ -26,7 +26,7 @@ from typing import Any, Final, Protocol
 import numpy as np
 
 from ..models import Entity, Fact, Relationship
-from ..procedural import StrategyMatch
+from ..procedural import SIMILARITY_SHARE, StrategyMatch
 from ..settings import RecallSettings, RetrievalSettings
 from .bundle import ScoredEntity, ScoredFact, ScoredStrategy
 from .timeparse import TimeRange
@@ -47,6 +47,7 @@ __all__ = [
     "lend_fact_scores",
     "mmr",
     "mmr_pool",
+    "one_per_claim",
     "rank_strategies",
     "recency",
     "unique_by_content",
@@ -383,7 +384,8 @@ def rank_strategies(matches: Iterable[StrategyMatch], procedural_weight: float) 
     out = []
     for match in matches:
         scored = ScoredStrategy(item=match, cosine=match.similarity)
-        scored.add("vector", match.similarity, procedural_weight * 0.7, "cosine similarity to the task")
-        scored.add("success_rate", match.success_rate, procedural_weight * 0.3, "Laplace-smoothed success rate")
+        scored.add("vector", match.similarity, procedural_weight * SIMILARITY_SHARE, "cosine similarity to the task")
+        scored.add("success_rate", match.success_rate, procedural_weight * (1 - SIMILARITY_SHARE),
+                   "Laplace-smoothed success rate")
         out.append(scored)
     return sorted(out, key=lambda x: (-x.score, x.id))

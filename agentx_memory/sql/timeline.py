@@ -63,6 +63,8 @@ INSERT_KEEP_FIRST: Final[LiteralString] = _INSERT + " ON CONFLICT (memory_type, 
 INSERT_REFRESH: Final[LiteralString] = (
     _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
     " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel"
+    # defence in depth: node ids are unique per store, but a row is only ever refreshed by its own user
+    " WHERE memory_timeline.user_id = EXCLUDED.user_id"
 )
 
 _STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({

@@ -4,6 +4,7 @@ audit partitions' upkeep. No graph is involved, so these tests run once (not per
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -210,3 +211,14 @@ def test_vectors_leave_the_store_as_lists_in_text_and_binary_results(with_store)
         return [rows[0]["v"], binary["v"] if binary else None]
 
     assert with_store(body) == [[1.0, 2.5, -3.0], [1.0, 2.5, -3.0]]
+
+
+def test_a_timeline_refresh_never_rewrites_another_users_row(with_store):
+    async def body(store: PostgresStore) -> dict[str, dict[str, Any]]:
+        timeline = Timeline(store)
+        await timeline.write([_entry("fact", "alice's claim", 0.5, "p")])
+        await timeline.write([dataclasses.replace(_entry("fact", "bob's claim", 0.9, "_global"), user_id="bob")])
+        return await _timeline_rows(store)
+
+    row = with_store(body)["fact"]
+    assert (row["summary"], row["importance_score"], row["channel"]) == ("alice's claim", 0.5, "p")
