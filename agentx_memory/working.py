@@ -11,6 +11,10 @@ Key patterns (every key also carries the configured ``redis.key_prefix``)::
                                                              release)
     session:{session_id}:{key}                               string: session-scoped ephemeral data
 
+Each ``{…}`` segment is written with ``%`` and ``:`` percent-encoded (``%25``, ``%3A``; see :func:`key_segment`), so
+the segments of a key can always be told apart: user ``w:_global:b`` and user ``w`` with conversation ``b:_global:c``
+get different keys. Ids without ``%`` or ``:`` appear in keys exactly as written above.
+
 Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on write. Values are JSON. Nothing
 acknowledged lives only here: turns are cached here after they are durable in PostgreSQL. Per-field expiry of the
 context hash needs Redis 7.4+ (``HEXPIRE``); the embedded FalkorDB server is Redis 8.
@@ -32,7 +36,7 @@ from .errors import StorageUnavailableError, ValidationError
 from .models import Turn
 from .settings import WorkingMemorySettings
 
-__all__ = ["WorkingMemory", "WorkingStore"]
+__all__ = ["WorkingMemory", "WorkingStore", "key_segment"]
 
 # Atomic "delete only if I still hold the lock".
 _RELEASE_LOCK = """
@@ -68,6 +72,15 @@ def _load(text: str | bytes | None) -> Any:
     return None if text is None else json.loads(text)
 
 
+def key_segment(part: str) -> str:
+    """One key segment, with ``%`` and ``:`` percent-encoded so that ``:`` only ever separates segments.
+
+    The encoding is injective (``%`` is encoded first, so ``a%3Ab`` and ``a:b`` stay distinct) and leaves every other
+    character alone: an ordinary id is its own segment.
+    """
+    return part.replace("%", "%25").replace(":", "%3A")
+
+
 class WorkingStore:
     """The Redis side of agentx-memory: key building, TTLs, consolidation locks and job records."""
 
@@ -80,8 +93,9 @@ class WorkingStore:
     KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session")
 
     def key(self, *parts: str) -> str:
-        """Build a key from parts with the configured prefix (parts are joined with ``:``)."""
-        return self.prefix + ":".join(parts)
+        """Build a key from parts with the configured prefix: each part encoded by :func:`key_segment`, joined with
+        ``:`` (so distinct part tuples never give the same key)."""
+        return self.prefix + ":".join(key_segment(part) for part in parts)
 
     async def _call(self, coro):
         try:

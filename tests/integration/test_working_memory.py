@@ -9,6 +9,7 @@ import pytest
 
 from agentx_memory import AgentMemory, Turn
 from agentx_memory.errors import ValidationError
+from agentx_memory.working import WorkingStore
 
 
 @pytest.fixture
@@ -190,3 +191,37 @@ def test_working_store_locks_jobs_and_session_keys(memory):
     assert {"consolidation:lock:conv-1", "consolidation:job:job-1", "session:s-1:scratch"} <= set(found)
     assert 0 < found["session:s-1:scratch"] <= memory.settings.working.ttl_seconds
     assert found["consolidation:job:job-1"] > 0 and found["consolidation:lock:conv-1"] > 0
+
+
+# (user, conversation) pairs whose plainly ':'-joined keys would be equal (or equal after a naive ':' escape)
+_COLLIDING = [
+    (("w", "b:_global:c"), ("w:_global:b", "c")),
+    (("a:b", "c"), ("a", "b:c")),
+    (("a%3Ab", "c"), ("a:b", "c")),
+    (("a%253A", "c"), ("a%3A", "c")),
+    (("u", "c:turns"), ("u:_global:c", "turns")),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), _COLLIDING)
+def test_ids_with_separators_never_share_a_session(memory, first, second):
+    one, two = memory.working(*first), memory.working(*second)
+    one.add_turn({"content": "first's turn"})
+    one.set("secret", "first's value")
+    one.set_active_goal("g-1", "first's goal")
+    one.push_thought("first's thought")
+    assert two.get_context()["values"] == {} and two.get_recent_turns() == []
+    assert two.get_active_goal() is None and two.get_thoughts() == [] and two.get("secret") is None
+    assert two.clear_session() == 0  # clearing the other session deletes nothing of the first
+    assert one.get("secret") == "first's value" and len(one.get_recent_turns()) == 1
+    assert len(keys(memory)) == 4  # and every key still starts with a key family drop_namespace deletes
+    assert all(key.split(":", 1)[0] in WorkingStore.KEY_FAMILIES for key in keys(memory))
+
+
+def test_session_and_lock_keys_with_separators_are_distinct(memory):
+    store = _Blocking(memory.core.ctx.working, memory._portal)
+    store.session_set("s:k", "x", {"v": 1})
+    assert store.session_get("s", "k:x") is None
+    assert store.session_get("s:k", "x") == {"v": 1}
+    store.record_job("j:1", {"status": "done"})
+    assert store.get_job("j%3A1") is None
