@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import ValidationError
 from .models import GLOBAL_CHANNEL
 
-__all__ = ["check_channel", "check_channels", "check_id", "check_json", "check_range", "check_text"]
+__all__ = [
+    "INT32_MAX", "check_channel", "check_channels", "check_id", "check_ids", "check_int", "check_json", "check_range",
+    "check_text",
+]
 
 _CHANNEL = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$")
+#: The longest id: ids are VARCHAR(100) columns in PostgreSQL (conversation ids VARCHAR(200): pass ``max_len=200``).
 _ID_MAX = 100
+#: The largest value of a PostgreSQL INTEGER column (turn index, token count, latency).
+INT32_MAX = 2**31 - 1
+#: The range of a graph integer (both graph databases store 64-bit integers).
+_INT64 = (-(2**63), 2**63 - 1)
+#: Characters no id may contain: control characters (C0, DEL, C1: newline, tab, NUL …), lone surrogates (not
+#: encodable as UTF-8), line and paragraph separators.
+_BAD_ID_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
 
 def check_channel(channel: str, field: str = "channel") -> str:
@@ -42,20 +55,53 @@ def check_channels(channels: Iterable[str] | str | None, *, active: str | None =
 
 
 def check_id(value: Any, field: str, *, max_len: int = _ID_MAX) -> str:
-    """A non-empty id string of at most ``max_len`` characters."""
-    if not isinstance(value, str) or not value.strip():
+    """The one rule for every id (user, conversation, turn, entity, fact, goal, invocation, tool name …).
+
+    A string of 1 to ``max_len`` characters (so it always fits its VARCHAR column), with no leading or trailing
+    whitespace and no control character (newline, tab, NUL …), lone surrogate or line separator anywhere: such ids
+    are easy to produce by accident, cannot be told apart when printed, and some crash the graph server. Returns the
+    id unchanged.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string id, got {type(value).__name__}")
+    if not value:
         raise ValidationError(field, "must be a non-empty string")
     if len(value) > max_len:
         raise ValidationError(field, f"is {len(value)} characters; the limit is {max_len}")
+    for ch in value:
+        if unicodedata.category(ch) in _BAD_ID_CATEGORIES:
+            raise ValidationError(field, f"must not contain control characters, lone surrogates or line separators "
+                                         f"(found {ch!r} in {value!r})")
+    if value != value.strip():
+        raise ValidationError(field, f"must not start or end with whitespace: {value!r}")
     return value
 
 
-def check_text(value: Any, field: str, *, max_bytes: int, limit_name: str = "") -> str:
-    """Non-empty text of at most ``max_bytes`` UTF-8 bytes."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(field, "must not be empty")
+def check_ids(values: Any, field: str, *, max_len: int = _ID_MAX) -> list[str]:
+    """A list of ids, each checked by :func:`check_id` (a single string is not a list of ids)."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise ValidationError(field, f"must be a list of ids, got {type(values).__name__}")
+    return [check_id(v, field, max_len=max_len) for v in values]
+
+
+def _check_chars(value: str, field: str) -> None:
+    """No NUL (neither database stores it in text) and no lone surrogate (not encodable as UTF-8)."""
     if "\x00" in value:
         raise ValidationError(field, "must not contain NUL characters (\\x00); neither database stores them in text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"is not valid Unicode text: a lone surrogate {value[exc.start]!r} at "
+                                     f"position {exc.start}") from exc
+
+
+def check_text(value: Any, field: str, *, max_bytes: int, limit_name: str = "") -> str:
+    """Non-empty text of at most ``max_bytes`` UTF-8 bytes, without NUL characters or lone surrogates."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValidationError(field, "must not be empty")
+    _check_chars(value, field)
     size = len(value.encode("utf-8"))
     if size > max_bytes:
         hint = f" ({limit_name})" if limit_name else ""
@@ -64,11 +110,16 @@ def check_text(value: Any, field: str, *, max_bytes: int, limit_name: str = "") 
 
 
 def check_json(value: Any, field: str, *, max_bytes: int) -> str:
-    """JSON text of ``value`` (must be serializable, at most ``max_bytes``)."""
+    """JSON text of ``value`` (must be serializable, at most ``max_bytes``).
+
+    Strings in it (keys and values) must not hold NUL or lone surrogates, and numbers must be finite: PostgreSQL's
+    JSONB rejects all three.
+    """
     try:
-        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ValidationError(field, f"must be JSON-serializable: {exc}") from exc
+    _check_json_strings(value, field)
     size = len(text.encode("utf-8"))
     if size > max_bytes:
         raise ValidationError(
@@ -77,8 +128,32 @@ def check_json(value: Any, field: str, *, max_bytes: int) -> str:
     return text
 
 
+def _check_json_strings(value: Any, field: str) -> None:
+    # Iterative: json.dumps already bounded the depth, and this must not hit the recursion limit either.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            _check_chars(item, field)
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+
+
 def check_range(value: float, field: str, low: float, high: float) -> float:
-    """A number within [low, high]."""
-    if not isinstance(value, (int, float)) or not (low <= value <= high):
+    """A finite number within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not (low <= value <= high):
         raise ValidationError(field, f"must be between {low} and {high}, got {value!r}")
     return float(value)
+
+
+def check_int(value: Any, field: str, *, low: int = _INT64[0], high: int = _INT64[1]) -> int:
+    """An integer (not a bool) within [low, high]; the default range is what the graph stores (64 bits)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer, got {type(value).__name__}")
+    if not (low <= value <= high):
+        raise ValidationError(field, f"must be between {low} and {high}, got {value}")
+    return value
