@@ -341,7 +341,12 @@ class SyncWorkingMemory:
         return self._portal.run(self._core.get_recent_turns(limit))
 
     def set(self, key: str, value: Any, ttl_seconds: int | None = None) -> None:
-        """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds)."""
+        """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds).
+
+        ``ttl_seconds`` is a whole number from 1 to :data:`MAX_TTL_SECONDS`; anything else (0 included) raises
+        :class:`~agentx_memory.errors.ValidationError` before anything is written. The value and its expiry are
+        written in one MULTI/EXEC transaction.
+        """
         self._portal.run(self._core.set(key, value, ttl_seconds))
 
     def get(self, key: str) -> Any:

@@ -23,20 +23,25 @@ context hash needs Redis 7.4+ (``HEXPIRE``); the embedded FalkorDB server is Red
 from __future__ import annotations
 
 import json
+import math
+import operator
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from datetime import date, datetime
 from typing import Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from .errors import StorageUnavailableError, ValidationError
+from .errors import StorageError, StorageUnavailableError, ValidationError
 from .models import Turn
 from .settings import WorkingMemorySettings
 
-__all__ = ["WorkingMemory", "WorkingStore", "key_segment"]
+__all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment"]
+
+#: The longest TTL accepted anywhere in working memory: 100 years, in seconds.
+MAX_TTL_SECONDS = 100 * 365 * 86400
 
 # Atomic "delete only if I still hold the lock".
 _RELEASE_LOCK = """
@@ -69,7 +74,30 @@ def _dump(value: Any, limit: int, field: str) -> str:
 
 
 def _load(text: str | bytes | None) -> Any:
-    return None if text is None else json.loads(text)
+    """A stored JSON value (None when absent); a value that is not JSON (written by another program) is a
+    StorageError, never a raw decoding error."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StorageError(f"Redis holds a value that is not JSON under a working-memory key: {exc}") from exc
+
+
+def _ttl_seconds(value: Any, default: int) -> int:
+    """``ttl_seconds`` checked before anything is written: None means ``default``; otherwise a whole number of
+    seconds from 1 to :data:`MAX_TTL_SECONDS` (0 is rejected, not silently replaced by the default)."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise ValidationError("ttl_seconds", f"must be a whole number of seconds, got {value!r}")
+    try:
+        ttl = operator.index(value)
+    except TypeError:
+        raise ValidationError("ttl_seconds", f"must be a whole number of seconds, got {value!r}") from None
+    if not 1 <= ttl <= MAX_TTL_SECONDS:
+        raise ValidationError("ttl_seconds", f"must be from 1 to {MAX_TTL_SECONDS} seconds (100 years), got {ttl}")
+    return ttl
 
 
 def key_segment(part: str) -> str:
@@ -97,11 +125,16 @@ class WorkingStore:
         ``:`` (so distinct part tuples never give the same key)."""
         return self.prefix + ":".join(key_segment(part) for part in parts)
 
-    async def _call(self, coro):
+    async def _call(self, coro: Awaitable[Any]) -> Any:
+        """Await one Redis call or pipeline: the one place Redis errors become ours. Unreachable or timed out →
+        StorageUnavailableError; refused (WRONGTYPE, OOM, a bad argument) → StorageError; both ``from`` the
+        driver's exception."""
         try:
             return await coro
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
             raise StorageUnavailableError(f"Redis unreachable: {exc}") from exc
+        except redis.exceptions.RedisError as exc:
+            raise StorageError(f"Redis refused a working-memory operation: {exc}") from exc
 
     def session(self, user_id: str, conversation_id: str, channel: str = "_global") -> WorkingMemory:
         """A :class:`WorkingMemory` view of one user's session in one channel."""
@@ -111,6 +144,10 @@ class WorkingStore:
 
     async def acquire_lock(self, conversation_id: str, ttl_seconds: float = 600) -> str | None:
         """Take ``consolidation:lock:{conversation_id}``; return a token, or None if someone else holds it."""
+        if (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float)) or not math.isfinite(ttl_seconds)
+                or not 0.001 <= ttl_seconds <= MAX_TTL_SECONDS):
+            raise ValidationError("ttl_seconds",
+                                  f"must be from 0.001 to {MAX_TTL_SECONDS} seconds, got {ttl_seconds!r}")
         token = uuid.uuid4().hex
         ok = await self._call(
             self.client.set(
@@ -128,26 +165,26 @@ class WorkingStore:
 
     async def record_job(self, job_id: str, fields: dict[str, Any], ttl_seconds: int = 86400) -> None:
         """Write (merge) fields of ``consolidation:job:{job_id}``."""
+        ttl = _ttl_seconds(ttl_seconds, 86400)
         key = self.key("consolidation", "job", job_id)
         mapping: dict[Any, str] = {k: json.dumps(v, default=str) for k, v in fields.items()}
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=mapping)
-            pipe.expire(key, ttl_seconds)
+            pipe.expire(key, ttl)
             await self._call(pipe.execute())
 
     async def get_job(self, job_id: str) -> dict[str, Any] | None:
         """Fields of ``consolidation:job:{job_id}``, or None."""
         raw = await self._call(self.client.hgetall(self.key("consolidation", "job", job_id)))
-        return {_s(k): json.loads(v) for k, v in raw.items()} if raw else None
+        return {_s(k): _load(v) for k, v in raw.items()} if raw else None
 
     # --- session-scoped ephemeral data ----------------------------------------------------------------------
 
     async def session_set(self, session_id: str, key: str, value: Any, ttl_seconds: int | None = None) -> None:
-        """Set ``session:{session_id}:{key}`` with a TTL (default working.ttl_seconds)."""
+        """Set ``session:{session_id}:{key}`` with a TTL (default working.ttl_seconds; 1 s to 100 years)."""
+        ttl = _ttl_seconds(ttl_seconds, self.settings.ttl_seconds)
         text = _dump(value, self.settings.max_value_bytes, "value")
-        await self._call(
-            self.client.set(self.key("session", session_id, key), text, ex=ttl_seconds or self.settings.ttl_seconds)
-        )
+        await self._call(self.client.set(self.key("session", session_id, key), text, ex=ttl))
 
     async def session_get(self, session_id: str, key: str) -> Any:
         """Value of ``session:{session_id}:{key}``, or None."""
@@ -188,7 +225,7 @@ class WorkingMemory:
         if limit <= 0:
             return []
         raw = await self.store._call(self.store.client.lrange(self._key(suffix), 0, limit - 1))
-        return [json.loads(item) for item in raw]
+        return [_load(item) for item in raw]
 
     async def add_turn(self, turn: Turn | Mapping[str, Any]) -> None:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
@@ -200,12 +237,15 @@ class WorkingMemory:
         return list(reversed(await self._recent("turns", limit)))
 
     async def set(self, key: str, value: Any, ttl_seconds: int | None = None) -> None:
-        """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds)."""
+        """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds).
+
+        ``ttl_seconds`` is a whole number from 1 to :data:`MAX_TTL_SECONDS`; anything else (0 included) raises
+        :class:`~agentx_memory.errors.ValidationError` before anything is written. The value and its expiry are
+        written in one MULTI/EXEC transaction.
+        """
         if not key:
             raise ValidationError("key", "must not be empty")
-        ttl = int(ttl_seconds or self._ttl)
-        if ttl <= 0:
-            raise ValidationError("ttl_seconds", f"must be > 0, got {ttl_seconds}")
+        ttl = _ttl_seconds(ttl_seconds, self._ttl)
         text = _dump(value, self.store.settings.max_value_bytes, "value")
         ctx = self._key("context")
         async with self.store.client.pipeline(transaction=True) as pipe:
@@ -249,7 +289,7 @@ class WorkingMemory:
             "user_id": self.user_id,
             "channel": self.channel,
             "conversation_id": self.conversation_id,
-            "values": {_s(k): json.loads(v) for k, v in raw.items()},
+            "values": {_s(k): _load(v) for k, v in raw.items()},
             "recent_turns": await self.get_recent_turns(self.store.settings.max_turns),
             "active_goal": await self.get_active_goal(),
             "thoughts": await self.get_thoughts(self.store.settings.max_thoughts),

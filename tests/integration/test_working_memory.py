@@ -6,10 +6,11 @@ import inspect
 import time
 
 import pytest
+import redis.exceptions
 
 from agentx_memory import AgentMemory, Turn
-from agentx_memory.errors import ValidationError
-from agentx_memory.working import WorkingStore
+from agentx_memory.errors import StorageError, StorageUnavailableError, ValidationError
+from agentx_memory.working import MAX_TTL_SECONDS, WorkingStore
 
 
 @pytest.fixture
@@ -225,3 +226,49 @@ def test_session_and_lock_keys_with_separators_are_distinct(memory):
     assert store.session_get("s:k", "x") == {"v": 1}
     store.record_job("j:1", {"status": "done"})
     assert store.get_job("j%3A1") is None
+
+
+@pytest.mark.parametrize("ttl", [0, -1, 10**12, MAX_TTL_SECONDS + 1, 2.5, "60", True])
+def test_a_bad_ttl_is_rejected_before_anything_is_written(memory, ttl):
+    wm = memory.working(None, "conv-1")
+    store = _Blocking(memory.core.ctx.working, memory._portal)
+    with pytest.raises(ValidationError, match="ttl_seconds"):
+        wm.set("k", "v", ttl_seconds=ttl)
+    with pytest.raises(ValidationError, match="ttl_seconds"):
+        store.session_set("s-1", "k", "v", ttl_seconds=ttl)
+    with pytest.raises(ValidationError, match="ttl_seconds"):
+        store.record_job("job-1", {"status": "x"}, ttl_seconds=ttl)
+    assert keys(memory) == {}  # no value left behind without its expiry
+    wm.set("k", "v", ttl_seconds=MAX_TTL_SECONDS)  # the bound itself is accepted, and the value expires
+    found = keys(memory)
+    assert list(found) == ["working:alice:_global:conv-1:context"] and found[next(iter(found))] > 0
+
+
+@pytest.mark.parametrize("ttl", [0, -0.5, float("nan"), float("inf"), "1"])
+def test_a_bad_lock_ttl_is_rejected(memory, ttl):
+    store = _Blocking(memory.core.ctx.working, memory._portal)
+    with pytest.raises(ValidationError, match="ttl_seconds"):
+        store.acquire_lock("conv-1", ttl_seconds=ttl)
+    assert keys(memory) == {}
+
+
+def test_redis_refusals_are_storage_errors(memory):
+    wm = memory.working(None, "conv-1")
+    client = memory.core.ctx.working.client
+    prefix = memory.settings.redis.key_prefix
+    base = prefix + "working:alice:_global:conv-1:"
+    for suffix in ("context", "turns", "thoughts"):  # another program wrote the wrong type under our keys
+        redis_call(memory, client.set(base + suffix, "not a hash or list"))
+    redis_call(memory, client.rpush(base + "goal", "not a string"))
+    calls = [lambda: wm.set("k", 1), lambda: wm.get("k"), lambda: wm.delete("k"), lambda: wm.get_context(),
+             lambda: wm.add_turn({"content": "x"}), lambda: wm.get_recent_turns(), lambda: wm.push_thought("t"),
+             lambda: wm.get_thoughts(), lambda: wm.get_active_goal()]
+    for call in calls:
+        with pytest.raises(StorageError) as caught:
+            call()
+        assert not isinstance(caught.value, StorageUnavailableError)
+        assert isinstance(caught.value.__cause__, redis.exceptions.ResponseError)
+        assert "WRONGTYPE" in str(caught.value)
+    redis_call(memory, client.set(base + "goal", "{not json"))
+    with pytest.raises(StorageError, match="JSON"):
+        wm.get_active_goal()
