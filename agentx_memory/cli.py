@@ -134,8 +134,13 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
     from .memory import AgentMemory
 
     with AgentMemory(settings) as memory:
-        count = memory.reconcile()
-    console.print(f"reconciled {count} turn(s)")
+        result = memory.reconcile()
+    console.print(f"reconciled {result.projected} turn(s)")
+    for turn in result.quarantined:
+        console.print(f"quarantined turn {turn.turn_id}: {turn.error}", markup=False)
+    if result.quarantined_total:
+        console.print(f"{result.quarantined_total} turn(s) in quarantine (conversation_logs.projection_error; "
+                      "clear it to retry a turn)")
     return 0
 
 

@@ -22,11 +22,12 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
 from .context import MemoryContext
-from .errors import NotFoundError, StorageError, ValidationError
+from .errors import NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Turn
 from .sql.timeline import TimelineEntry
@@ -34,11 +35,36 @@ from .timeutil import to_ms
 from .tokens import count_tokens
 from .validation import check_channel, check_channels, check_id, check_json, check_text
 
-__all__ = ["ROLES", "EpisodicMemory"]
+__all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult"]
 
 log = logging.getLogger(__name__)
 
 ROLES = ("user", "assistant", "system", "tool")
+
+@dataclass(frozen=True)
+class QuarantinedTurn:
+    """A log row that reconcile could not project: its turn id and why (as recorded in ``projection_error``)."""
+
+    turn_id: str
+    error: str
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    """What one :meth:`EpisodicMemory.reconcile` run did.
+
+    ``projected``: log rows projected into the graph (and written to the timeline); ``quarantined``: rows this run
+    could not project and took out of the queue; ``quarantined_total``: every row in quarantine after the run
+    (including earlier runs'). ``int(result)`` is ``projected`` (what reconcile returned before quarantine).
+    """
+
+    projected: int = 0
+    quarantined: tuple[QuarantinedTurn, ...] = ()
+    quarantined_total: int = 0
+
+    def __int__(self) -> int:
+        return self.projected
+
 
 class EpisodicMemory:
     """Stores and reads conversation turns."""
@@ -153,7 +179,6 @@ class EpisodicMemory:
         ]
         for start in range(0, len(rows), 500):
             await self.ctx.graph.write(cypher.PROJECT_TURNS, {"rows": rows[start:start + 500]})
-        await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
 
     # --- public API ---------------------------------------------------------------------------------------------
 
@@ -196,6 +221,8 @@ class EpisodicMemory:
                 except Exception:  # the cache is best effort; the turn is durable already
                     log.exception("working-memory cache update failed for turn %s", turn.id)
         await self._timeline(turns)
+        # "projected" means in the graph and on the timeline: a crash before this line leaves the turns to reconcile
+        await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
         for (user_id, channel, conversation_id), group in by_session.items():
             await self.ctx.audit.log_write(
                 "store", "episodic", channel, [t.id for t in group], user_id=user_id, conversation_id=conversation_id,
@@ -211,17 +238,57 @@ class EpisodicMemory:
             for t in turns
         ])
 
-    async def reconcile(self, batch_size: int = 500) -> int:
-        """Project every durable-log row the graph is missing (idempotent); return how many were projected."""
-        total = 0
+    async def reconcile(self, batch_size: int = 500) -> ReconcileResult:
+        """Project every durable-log row the graph (or the timeline) is missing; idempotent.
+
+        Rows go in batches; when a batch fails, its rows are tried one by one, and a row that fails alone is
+        quarantined: the reason is recorded in its log row (``projection_error``), later runs skip it, and the
+        result reports it. A row whose ids break the id rules is quarantined without being sent to the graph (some
+        such values crash the graph server). An unreachable store is not a row's fault: it raises
+        :class:`~agentx_memory.errors.StorageUnavailableError` and quarantines nothing.
+        """
+        log_rows = self.ctx.sql.conversations
+        projected = 0
+        quarantined: list[QuarantinedTurn] = []
         position = 0
         while True:
-            position, turns = await self.ctx.sql.conversations.unprojected(after=position, limit=batch_size)
-            if not turns:
-                return total
-            await self._project(turns)
-            await self._timeline(turns)
-            total += len(turns)
+            positions = await log_rows.unprojected(after=position, limit=batch_size)
+            if not positions:
+                break
+            position = positions[-1]
+            try:
+                projected += await self._reconcile_rows(positions)
+                continue
+            except StorageUnavailableError:
+                raise
+            except Exception:  # some row of the batch is bad: find it, one row at a time
+                log.warning("reconcile: a batch of %d rows failed; retrying its rows one by one", len(positions))
+            for one in positions:
+                try:
+                    projected += await self._reconcile_rows([one])
+                except StorageUnavailableError:
+                    raise
+                except Exception as exc:
+                    reason = f"{type(exc).__name__}: {exc}"[:2000]
+                    turn_id = await log_rows.quarantine(one, reason)
+                    if turn_id is not None:
+                        log.error("reconcile: quarantined turn %s (log row %d): %s", turn_id, one, reason)
+                        quarantined.append(QuarantinedTurn(turn_id=turn_id, error=reason))
+        return ReconcileResult(projected=projected, quarantined=tuple(quarantined),
+                               quarantined_total=await log_rows.quarantined_count())
+
+    async def _reconcile_rows(self, positions: list[int]) -> int:
+        """Read, check, project and timeline the log rows at ``positions``; return how many were projected."""
+        turns = await self.ctx.sql.conversations.rows(positions)
+        for turn in turns:  # stored before today's id rules, or written around the API: never send it to the graph
+            check_id(turn.id, "id")
+            check_id(turn.user_id, "user_id")
+            check_id(turn.conversation_id, "conversation_id", max_len=200)
+            check_channel(turn.channel)
+        await self._project(turns)
+        await self._timeline(turns)
+        await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
+        return len(turns)
 
     async def get_conversation(self, conversation_id: str, user_id: str, *,
                                with_embeddings: bool = False) -> list[Turn]:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .context import MemoryContext
-from .episodic import EpisodicMemory
+from .episodic import EpisodicMemory, ReconcileResult
 from .errors import ValidationError
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
@@ -110,8 +110,12 @@ class AsyncAgentMemory:
         """The user's turns of the last ``hours`` in ``channels`` (always with ``_global``), newest first."""
         return await self.episodic.get_recent_turns(self._user(user_id), channels, hours, limit)
 
-    async def reconcile(self) -> int:
-        """Project every durable-log turn that the graph is missing; returns how many."""
+    async def reconcile(self) -> ReconcileResult:
+        """Project every durable-log turn that the graph (or the timeline) is missing.
+
+        A turn that cannot be projected is quarantined (why is recorded in its log row; later runs skip it) instead
+        of blocking the others. The result says how many turns were projected, which were quarantined by this run
+        and how many are in quarantine in all (``int(result)`` is the number projected)."""
         return await self.episodic.reconcile()
 
     # --- semantic -----------------------------------------------------------------------------------------------
@@ -456,8 +460,12 @@ class AgentMemory:
         """The user's turns of the last ``hours`` in ``channels`` (always with ``_global``), newest first."""
         return self._portal.run(self._core.get_recent_turns(user_id, channels, hours, limit))
 
-    def reconcile(self) -> int:
-        """Project every durable-log turn that the graph is missing; returns how many."""
+    def reconcile(self) -> ReconcileResult:
+        """Project every durable-log turn that the graph (or the timeline) is missing.
+
+        A turn that cannot be projected is quarantined (why is recorded in its log row; later runs skip it) instead
+        of blocking the others. The result says how many turns were projected, which were quarantined by this run
+        and how many are in quarantine in all (``int(result)`` is the number projected)."""
         return self._portal.run(self._core.reconcile())
 
     def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:

@@ -79,8 +79,23 @@ MARK_PROJECTED: Final[LiteralString] = (
     "UPDATE conversation_logs SET projected = TRUE WHERE turn_id = ANY(%s) AND NOT projected"
 )
 
-UNPROJECTED: Final[LiteralString] = (
-    "SELECT id, " + _COLUMNS + ", embedding FROM conversation_logs WHERE NOT projected AND id > %s ORDER BY id LIMIT %s"
+#: The reconcile queue: row positions only, so a row whose data cannot be read back never blocks the others.
+UNPROJECTED_IDS: Final[LiteralString] = (
+    "SELECT id FROM conversation_logs WHERE NOT projected AND projection_error IS NULL AND id > %s"
+    " ORDER BY id LIMIT %s"
+)
+
+ROWS_BY_ID: Final[LiteralString] = (
+    "SELECT id, " + _COLUMNS + ", embedding FROM conversation_logs WHERE id = ANY(%s) ORDER BY id"
+)
+
+QUARANTINE: Final[LiteralString] = (
+    "UPDATE conversation_logs SET projection_error = %s, projection_failed_at = now()"
+    " WHERE id = %s AND NOT projected RETURNING turn_id"
+)
+
+COUNT_QUARANTINED: Final[LiteralString] = (
+    "SELECT count(*) AS n FROM conversation_logs WHERE projection_error IS NOT NULL AND NOT projected"
 )
 
 CONVERSATION_TURNS: Final[LiteralString] = (
@@ -213,12 +228,28 @@ class ConversationLog:
         ), what="reading preceding turns")
         return {r["turn_id"]: r["content"] for r in rows}
 
-    async def unprojected(self, *, after: int, limit: int) -> tuple[int, list[Turn]]:
-        """Up to ``limit`` turns not yet in the graph, with their vectors, in log order after row ``after``; and the
-        row position to continue from."""
-        rows = await self.store.fetch(UNPROJECTED, (after, limit), what="reading unprojected turns")
-        last = rows[-1]["id"] if rows else after
-        return last, [turn_from_row(r, with_embedding=True) for r in rows]
+    async def unprojected(self, *, after: int, limit: int) -> list[int]:
+        """Row positions of up to ``limit`` turns not yet in the graph and not quarantined, in log order after row
+        ``after`` (read them with :meth:`rows`)."""
+        rows = await self.store.fetch(UNPROJECTED_IDS, (after, limit), what="reading unprojected turns")
+        return [r["id"] for r in rows]
+
+    async def rows(self, positions: Sequence[int]) -> list[Turn]:
+        """The turns at these row positions, with their vectors, in log order. A row whose stored data cannot be
+        read back as a turn raises (:class:`~agentx_memory.errors.StorageError` or pydantic's error)."""
+        rows = await self.store.fetch(ROWS_BY_ID, (list(positions),), what="reading unprojected turns")
+        return [turn_from_row(r, with_embedding=True) for r in rows]
+
+    async def quarantine(self, position: int, error: str) -> str | None:
+        """Take the unprojected row at ``position`` out of the reconcile queue, recording why (``projection_error``)
+        and when; return its turn id (``None`` when it was projected meanwhile)."""
+        rows = await self.store.fetch(QUARANTINE, (error, position), what="quarantining a turn")
+        return rows[0]["turn_id"] if rows else None
+
+    async def quarantined_count(self) -> int:
+        """How many log rows are in quarantine (unprojected, with a ``projection_error``)."""
+        rows = await self.store.fetch(COUNT_QUARANTINED, (), what="counting quarantined turns")
+        return int(rows[0]["n"])
 
     async def conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False) -> list[Turn]:
         """Every turn of the user's conversation in index order (empty when there is none)."""

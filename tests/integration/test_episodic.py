@@ -19,6 +19,7 @@ from agentx_memory import (
     ConflictError,
     NotFoundError,
     StorageError,
+    StorageUnavailableError,
     Turn,
     ValidationError,
 )
@@ -217,8 +218,11 @@ def test_graph_outage_then_reconcile_leaves_graph_and_log_identical():
         unprojected = memory._portal.run(memory.core.ctx.postgres.fetch(
             "SELECT count(*) AS n FROM conversation_logs WHERE NOT projected"))[0]["n"]
         assert unprojected == 30
+        with pytest.raises(StorageUnavailableError):  # an outage is no row's fault: nothing is quarantined
+            memory.reconcile()
         stack.ensure_running()  # the server comes back with its data (AOF)
-        assert memory.reconcile() == 30
+        result = memory.reconcile()
+        assert (result.projected, result.quarantined, result.quarantined_total) == (30, (), 0)
         log = memory._portal.run(memory.core.ctx.postgres.fetch(
             "SELECT turn_id, turn_index, content FROM conversation_logs ORDER BY turn_index"))
         graph = gread(memory, "MATCH (t:Turn) RETURN t.id AS turn_id, t.index AS turn_index, t.content AS content "
@@ -227,7 +231,7 @@ def test_graph_outage_then_reconcile_leaves_graph_and_log_identical():
         assert len(log) == 50
         chain = gread(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
         assert chain == {"links": 49, "consecutive": 49}
-        assert memory.reconcile() == 0  # idempotent
+        assert memory.reconcile().projected == 0  # idempotent
     finally:
         memory.close()
         stack.stop()

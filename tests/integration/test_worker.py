@@ -56,6 +56,27 @@ def test_worker_once_reprojects_lost_turns_and_manages_audit_partitions(settings
     assert set(summary["audit_partitions"]) == {"created", "dropped"}
 
 
+def test_reconcile_job_reports_a_quarantined_row_and_still_projects_the_others(settings):
+    """A log row reconcile cannot project (here a timestamp of 'infinity', which no Python datetime holds) is
+    quarantined and reported; it used to fail the job every run and block every other unprojected row."""
+    s = settings()
+
+    async def scenario():
+        memory = await AsyncAgentMemory.open(s)
+        try:
+            for turn_id, index, timestamp in (("a", 0, "now()"), ("b", 1, "'infinity'"), ("c", 2, "now()")):
+                await memory.ctx.postgres.execute(
+                    "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role,"
+                    " content) VALUES (%s, 'u', 'c', %s, " + timestamp + ", 'user', 'text')", (turn_id, index))
+        finally:
+            await memory.close()
+        return await run_once(s), await run_once(s)
+
+    first, second = run(scenario())
+    assert first["reconcile"] == {"projected": 2, "quarantined": 1, "quarantined_total": 1}
+    assert second["reconcile"] == {"projected": 0, "quarantined": 0, "quarantined_total": 1}
+
+
 def test_audit_partition_job_creates_ahead_drops_past_retention_and_is_idempotent(settings):
     s = settings()
     today = datetime.now(UTC).date()

@@ -8,5 +8,11 @@ from agentx_memory import AsyncAgentMemory
 
 
 async def run(memory: AsyncAgentMemory) -> dict[str, Any]:
-    """Project every unprojected conversation_logs row; idempotent: ``{"projected": n}``."""
-    return {"projected": await memory.reconcile()}
+    """Project every unprojected conversation_logs row; idempotent: ``{"projected": n}``, plus ``"quarantined"``
+    (rows this run could not project and set aside) and ``"quarantined_total"`` when there are any."""
+    result = await memory.reconcile()
+    summary: dict[str, Any] = {"projected": result.projected}
+    if result.quarantined_total:
+        summary["quarantined"] = len(result.quarantined)
+        summary["quarantined_total"] = result.quarantined_total
+    return summary

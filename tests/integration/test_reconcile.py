@@ -1,0 +1,121 @@
+"""reconcile() on the real servers: a row that cannot be projected is quarantined, reported and skipped, and never
+blocks the other rows; turns missing their timeline row get it back (issue 11, items 2 and 18)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentx_memory import StorageError, Turn
+from agentx_memory.graph import cypher
+from agentx_memory.sql.postgres import schema_dir
+from tests.conftest import gread, sql
+
+# A log row written around the API (an older release, a restore, a manual fix): the log takes it, reconcile meets it.
+_INSERT = (
+    "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content, channel)"
+    " VALUES (%(turn_id)s, 'alice', %(conversation_id)s, %(index)s, {timestamp}, 'user', %(content)s, '_global')"
+)
+
+
+def _insert(memory, turn_id: str, index: int, *, conversation_id: str = "c1", timestamp: str = "now()") -> None:
+    sql(memory, _INSERT.format(timestamp=timestamp), {
+        "turn_id": turn_id, "conversation_id": conversation_id, "index": index, "content": f"turn {turn_id}"})
+
+
+def _graph_turns(memory) -> list[str]:
+    return [r["id"] for r in gread(memory, "MATCH (t:Turn) RETURN t.id AS id ORDER BY t.id")]
+
+
+def _timeline_ids(memory) -> list[str]:
+    rows = sql(memory, "SELECT neo4j_node_id AS id FROM memory_timeline WHERE memory_type = 'episodic' ORDER BY 1")
+    return [r["id"] for r in rows]
+
+
+def test_a_row_that_cannot_be_read_back_is_quarantined_and_the_others_still_project(memory):
+    """PostgreSQL stores the timestamp 'infinity'; no Python datetime (so no Turn, no graph integer) can hold it.
+    Before quarantine the whole batch failed, every run, and no other unprojected row was ever projected."""
+    _insert(memory, "good-1", 0)
+    _insert(memory, "bad", 1, timestamp="'infinity'")
+    _insert(memory, "good-2", 2)
+
+    result = memory.reconcile()
+
+    assert result.projected == 2
+    assert [q.turn_id for q in result.quarantined] == ["bad"]
+    assert "timestamp" in result.quarantined[0].error
+    assert result.quarantined_total == 1
+    assert _graph_turns(memory) == ["good-1", "good-2"]
+    assert _timeline_ids(memory) == ["good-1", "good-2"]
+    row = sql(memory, "SELECT projected, projection_error, projection_failed_at FROM conversation_logs"
+                      " WHERE turn_id = 'bad'")[0]
+    assert row["projected"] is False
+    assert row["projection_error"] == result.quarantined[0].error
+    assert row["projection_failed_at"] is not None
+
+    again = memory.reconcile()  # the quarantined row is not retried, but still reported in the total
+    assert (again.projected, again.quarantined, again.quarantined_total) == (0, (), 1)
+
+    # clearing the error puts the row back in the queue (it fails again here: the data is still unreadable)
+    sql(memory, "UPDATE conversation_logs SET projection_error = NULL WHERE turn_id = 'bad'")
+    retried = memory.reconcile()
+    assert [q.turn_id for q in retried.quarantined] == ["bad"]
+
+
+def test_a_row_with_an_id_known_to_crash_the_graph_is_quarantined_without_being_sent(memory):
+    """An id ending in a newline crashed FalkorDB (issue 11, item 1), so reconcile crashed it again every five
+    minutes. Stored rows are held to the id rules before anything reaches the graph."""
+    _insert(memory, "turn-1\n", 0)
+    _insert(memory, "turn-2", 1)
+    _insert(memory, "turn-3", 0, conversation_id=" c2")
+
+    result = memory.reconcile()
+
+    assert result.projected == 1
+    assert sorted(q.turn_id for q in result.quarantined) == ["turn-1\n", "turn-3"]
+    assert all("ValidationError" in q.error for q in result.quarantined)
+    assert _graph_turns(memory) == ["turn-2"]
+    assert memory.reconcile().quarantined == ()
+
+
+def test_a_failing_row_in_a_later_batch_blocks_nothing_before_or_after_it(memory):
+    for i in range(7):
+        _insert(memory, f"t{i}", i, timestamp="'-infinity'" if i == 4 else "now()")
+    result = memory._portal.run(memory.core.episodic.reconcile(batch_size=3))  # batches [0-2], [3-5], [6]
+    assert result.projected == 6
+    assert [q.turn_id for q in result.quarantined] == ["t4"]
+    assert _graph_turns(memory) == ["t0", "t1", "t2", "t3", "t5", "t6"]
+    chain = gread(memory, cypher.COUNT_FOLLOWED_BY, {"conversation_id": "c1", "user_id": "alice"})[0]
+    assert chain == {"links": 4, "consecutive": 4}  # t0-t1-t2-t3 and t5-t6: the quarantined t4 is the gap
+
+
+def test_a_turn_whose_timeline_write_failed_is_repaired_by_reconcile(memory):
+    """The log and the graph took the turn, then the timeline write failed (a PostgreSQL restart, a crash): the
+    turn used to be marked projected already, so reconcile never wrote its timeline row (issue 11, item 18)."""
+    sql(memory, "CREATE FUNCTION refuse_timeline() RETURNS trigger LANGUAGE plpgsql AS"
+                " $$ BEGIN RAISE EXCEPTION 'timeline refused'; END $$")
+    sql(memory, "CREATE TRIGGER refuse_timeline BEFORE INSERT ON memory_timeline"
+                " FOR EACH ROW EXECUTE FUNCTION refuse_timeline()")
+    with pytest.raises(StorageError, match="timeline refused"):
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon"))
+    sql(memory, "DROP TRIGGER refuse_timeline ON memory_timeline")
+    assert _timeline_ids(memory) == []
+
+    result = memory.reconcile()
+
+    assert result.projected == 1
+    [turn] = memory.get_conversation("c1", user_id="alice")
+    assert _timeline_ids(memory) == [turn.id]
+    assert memory.reconcile().projected == 0
+
+
+def test_the_migration_sends_projected_turns_without_a_timeline_row_back_to_reconcile(memory):
+    """Turns damaged before the fix (projected, no timeline row) are repaired: migration 0005 puts them back in the
+    queue once (re-running its statements is harmless), and the next reconcile writes their timeline rows."""
+    stored = memory.store_turns([Turn(conversation_id="c1", user_id="alice", content=f"turn {i}") for i in range(3)])
+    sql(memory, "DELETE FROM memory_timeline WHERE neo4j_node_id = %s", (stored[1].id,))
+    migration = next((schema_dir() / "postgres").glob("0005_*.sql")).read_text(encoding="utf-8")
+    sql(memory, migration)
+
+    assert memory.reconcile().projected == 1
+    assert _timeline_ids(memory) == sorted(t.id for t in stored)
+    assert sorted(_graph_turns(memory)) == sorted(t.id for t in stored)
