@@ -33,7 +33,7 @@ from .models import Turn
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .tokens import count_tokens
-from .validation import check_channel, check_channels, check_id, check_json, check_text
+from .validation import INT32_MAX, check_channel, check_channels, check_id, check_int, check_json, check_text
 
 __all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult"]
 
@@ -96,13 +96,17 @@ class EpisodicMemory:
             check_id(turn.id, f"{where}id")
             check_id(turn.user_id, f"{where}user_id")
             check_id(turn.conversation_id, f"{where}conversation_id", max_len=200)
+            if turn.model is not None:
+                check_id(turn.model, f"{where}model")
             if turn.role not in ROLES:
                 raise ValidationError(f"{where}role", f"{turn.role!r} is not one of {', '.join(ROLES)}")
             check_text(turn.content, f"{where}content", max_bytes=limits.max_turn_bytes,
                        limit_name="limits.max_turn_bytes")
             check_json(turn.metadata, f"{where}metadata", max_bytes=limits.max_metadata_bytes)
-            if turn.index is not None and turn.index < 0:
-                raise ValidationError(f"{where}index", f"must be >= 0, got {turn.index}")
+            if turn.index is not None:
+                check_int(turn.index, f"{where}index", low=0, high=INT32_MAX)  # conversation_logs.turn_index
+            if turn.token_count is not None:
+                check_int(turn.token_count, f"{where}token_count", low=0, high=INT32_MAX)
             if turn.embedding is not None:
                 turn.embedding = self.ctx.embedder.check(turn.embedding, f"{where}embedding")
             if turn.id in seen:

@@ -15,7 +15,7 @@ from .models import GOAL_STATUSES, Goal, utcnow
 from .rows import goal_from_row
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
-from .validation import check_channel, check_channels, check_id, check_json, check_text
+from .validation import check_channel, check_channels, check_id, check_ids, check_int, check_json, check_text
 
 __all__ = ["GoalMemory"]
 
@@ -34,6 +34,10 @@ class GoalMemory:
         check_channel(goal.channel)
         check_id(goal.user_id, "user_id")
         check_id(goal.id, "id")
+        if goal.parent_id is not None:
+            check_id(goal.parent_id, "parent_id")
+        check_ids(goal.blocked_by, "blocked_by")
+        check_int(goal.priority, "priority")  # the graph stores 64-bit integers (a larger one was clamped)
         check_text(goal.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         if goal.status not in GOAL_STATUSES:
             raise ValidationError("status", f"{goal.status!r} is not one of {', '.join(GOAL_STATUSES)}")
@@ -72,6 +76,7 @@ class GoalMemory:
 
     async def get_goal(self, goal_id: str, user_id: str) -> Goal:
         """One goal with its parent id and blockers, or NotFoundError."""
+        check_id(goal_id, "goal_id")
         found = await self.get_goals(user_id, [goal_id])
         if not found:
             raise NotFoundError("goal", goal_id)
@@ -80,6 +85,8 @@ class GoalMemory:
     async def complete_goal(self, goal_id: str, status: str = "completed", result: str | None = None, *,
                             user_id: str) -> Goal:
         """Set a goal's status (completed, abandoned, blocked or active again) and result."""
+        check_id(goal_id, "goal_id")
+        check_id(user_id, "user_id")
         if status not in GOAL_STATUSES:
             raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
         if result is not None:
@@ -95,6 +102,9 @@ class GoalMemory:
 
     async def block_goal(self, goal_id: str, blocker_id: str, *, user_id: str) -> Goal:
         """Record that ``goal_id`` is BLOCKED_BY ``blocker_id`` (both the user's goals). The status is unchanged."""
+        check_id(goal_id, "goal_id")
+        check_id(blocker_id, "blocker_id")
+        check_id(user_id, "user_id")
         if goal_id == blocker_id:
             raise ValidationError("blocker_id", f"a goal cannot block itself ({goal_id!r})")
         rows = await self.ctx.graph.write(cypher.BLOCK_GOAL,

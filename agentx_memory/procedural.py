@@ -20,7 +20,16 @@ from .models import Strategy, ToolInvocation
 from .rows import strategy_from_row
 from .semantic import normalize_name
 from .timeutil import now_ms, to_ms
-from .validation import check_channel, check_channels, check_id, check_json, check_text
+from .validation import (
+    INT32_MAX,
+    check_channel,
+    check_channels,
+    check_id,
+    check_ids,
+    check_int,
+    check_json,
+    check_text,
+)
 
 __all__ = ["ProceduralMemory", "StrategyMatch"]
 
@@ -49,11 +58,18 @@ class ProceduralMemory:
         check_id(inv.user_id, "user_id")
         check_id(inv.conversation_id, "conversation_id", max_len=200)
         check_id(inv.tool_name, "tool_name")
+        check_id(inv.id, "invocation_id")
+        if inv.turn_id is not None:
+            check_id(inv.turn_id, "turn_id")
+        if inv.task_type is not None:
+            check_id(inv.task_type, "task_type")  # a label in a VARCHAR(100) column, held to the id rule
         limit = self.ctx.settings.limits.max_turn_bytes
         check_json(inv.tool_input, "tool_input", max_bytes=limit)
         check_json(inv.tool_output, "tool_output", max_bytes=limit)
-        if inv.latency_ms is not None and inv.latency_ms < 0:
-            raise ValidationError("latency_ms", f"must be >= 0, got {inv.latency_ms}")
+        if inv.error_message:
+            check_text(inv.error_message, "error_message", max_bytes=limit)
+        if inv.latency_ms is not None:
+            check_int(inv.latency_ms, "latency_ms", low=0, high=INT32_MAX)  # tool_invocations.latency_ms
         if inv.turn_id:
             turn_index = await self.ctx.sql.conversations.turn_index(inv.turn_id, inv.user_id)
             if turn_index is None:
@@ -98,10 +114,12 @@ class ProceduralMemory:
         """Record a strategy (or reinforce the same one learned before); return it as stored."""
         check_channel(channel)
         check_id(user_id, "user_id")
+        if from_conversation_id is not None:
+            check_id(from_conversation_id, "from_conversation_id", max_len=200)
         check_text(description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         if context_pattern:
             check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_turn_bytes)
-        tools = [check_id(t, "tool_sequence") for t in tool_sequence]
+        tools = check_ids(tool_sequence, "tool_sequence")
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
         embedding = (await self.ctx.embedder.embed_documents([f"{description}\n{context_pattern}".strip()]))[0].tolist()
         rows = await self.ctx.graph.write(cypher.UPSERT_STRATEGY, {
@@ -118,6 +136,7 @@ class ProceduralMemory:
 
     async def get_strategy(self, strategy_id: str, user_id: str) -> Strategy:
         """One strategy of the user, or NotFoundError."""
+        check_id(strategy_id, "strategy_id")
         rows = await self.ctx.graph.read(cypher.GET_STRATEGY, {"id": strategy_id, "user_id": user_id})
         if not rows:
             raise NotFoundError("strategy", strategy_id)
@@ -125,6 +144,8 @@ class ProceduralMemory:
 
     async def reinforce_strategy(self, strategy_id: str, success: bool, *, user_id: str) -> Strategy:
         """Count one more success or failure of a strategy."""
+        check_id(strategy_id, "strategy_id")
+        check_id(user_id, "user_id")
         rows = await self.ctx.graph.write(cypher.REINFORCE_STRATEGY, {
             "id": strategy_id, "user_id": user_id, "success": bool(success), "now": now_ms(),
         })

@@ -30,7 +30,7 @@ from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationsh
 from .rows import entity_from_row, fact_from_row
 from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
-from .validation import check_channel, check_id, check_json, check_range, check_text
+from .validation import check_channel, check_id, check_ids, check_json, check_range, check_text
 
 __all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
 
@@ -79,6 +79,7 @@ class SemanticMemory:
             entity.channel = channel
         check_channel(entity.channel)
         check_id(entity.user_id, "user_id")
+        check_id(entity.id, "id")
         check_text(entity.name, "name", max_bytes=1000)
         entity.name = _SPACES.sub(" ", entity.name.strip())
         for alias in entity.aliases:
@@ -107,6 +108,7 @@ class SemanticMemory:
 
     async def get_entity(self, entity_id: str, user_id: str) -> Entity:
         """One entity of the user, or NotFoundError."""
+        check_id(entity_id, "entity_id")
         found = await self.get_entities(user_id, [entity_id])
         if not found:
             raise NotFoundError("entity", entity_id)
@@ -115,6 +117,9 @@ class SemanticMemory:
     async def create_relationship(self, source_id: str, target_id: str, rel_type: str,
                                   properties: dict[str, Any] | None = None, *, user_id: str) -> Relationship:
         """Link two of the user's entities with a typed relationship (idempotent: MERGE)."""
+        check_id(source_id, "source_id")
+        check_id(target_id, "target_id")
+        check_id(user_id, "user_id")
         if rel_type not in RELATIONSHIP_TYPES:
             raise ValidationError("rel_type", f"{rel_type!r} is not one of {', '.join(RELATIONSHIP_TYPES)}")
         props = properties or {}
@@ -144,7 +149,7 @@ class SemanticMemory:
             raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
         if isinstance(entity_ids, str):
             entity_ids = [entity_ids]
-        ids = list(dict.fromkeys(entity_ids))
+        ids = list(dict.fromkeys(check_ids(entity_ids, "entity_ids")))
         neighbours = await self.ctx.graph.read(cypher.ENTITY_NEIGHBOURS[depth],
                                                {"ids": ids, "user_id": user_id, "limit": limit})
         all_ids = ids + [r["id"] for r in neighbours]
@@ -204,6 +209,13 @@ class SemanticMemory:
         check_channel(fact.channel)
         check_id(fact.user_id, "user_id")
         check_id(fact.id, "id")
+        if fact.source_turn_id is not None:
+            check_id(fact.source_turn_id, "source_turn_id")
+        if fact.conversation_id is not None:
+            check_id(fact.conversation_id, "conversation_id", max_len=200)
+        check_ids(fact.entity_ids, "entity_ids")
+        if fact.source:
+            check_text(fact.source, "source", max_bytes=1000)
         check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_turn_bytes,
                    limit_name="limits.max_turn_bytes")
         check_range(fact.confidence, "confidence", 0.0, 1.0)
@@ -244,6 +256,7 @@ class SemanticMemory:
 
     async def get_fact(self, fact_id: str, user_id: str) -> Fact:
         """One fact of the user, or NotFoundError."""
+        check_id(fact_id, "fact_id")
         rows = await self.ctx.graph.read(cypher.GET_FACT, {"id": fact_id, "user_id": user_id})
         if not rows or rows[0]["fact"] is None:
             raise NotFoundError("fact", fact_id)
@@ -251,6 +264,7 @@ class SemanticMemory:
 
     async def promote_to_global(self, fact_id: str, reason: str, *, user_id: str) -> Fact:
         """Copy a project-channel fact into ``_global`` (PROMOTED_FROM the original); idempotent."""
+        check_id(fact_id, "fact_id")
         check_text(reason, "reason", max_bytes=2000)
         source = await self.get_fact(fact_id, user_id)
         if source.channel == GLOBAL_CHANNEL:

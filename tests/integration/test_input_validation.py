@@ -1,0 +1,169 @@
+"""Bad input never reaches a server (issue 11 items 1, 7, 13).
+
+Every id of every public call is held to one rule (validation.check_id): ids with surrounding whitespace, a newline,
+NUL, a lone surrogate, an empty id or a 5,000-character one used to reach FalkorDB (and crash it for every tenant:
+SIGSEGV in ``EnforceUniqueEntity``), or PostgreSQL (a field-less StorageError). Each must raise our ValidationError
+naming the field, with nothing written to the graph or to PostgreSQL. The same for text and JSON that PostgreSQL
+cannot store (NUL, lone surrogates) and integers beyond their column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agentx_memory import Entity, Fact, Goal, Turn
+from agentx_memory.errors import ValidationError
+from tests.conftest import gread, sql
+
+#: Ids that look ordinary but are not: each one has crashed FalkorDB or been rejected by PostgreSQL.
+BAD_IDS = [" trip", "grep ", "turn-1\n", "", "a\x00b", "a\ud800b", "tab\there", "x" * 5000]
+
+_TABLES = ("conversation_logs", "tool_invocations", "memory_timeline", "user_profiles", "memory_audit_log")
+
+
+def _state(memory) -> dict[str, int]:
+    """How many nodes and relationships the graph holds and how many rows each PostgreSQL table has."""
+    state = {
+        "nodes": gread(memory, "MATCH (n) RETURN count(n) AS n")[0]["n"],
+        "relationships": gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"],
+    }
+    for table in _TABLES:
+        state[table] = sql(memory, "SELECT count(*) AS n FROM " + table)[0]["n"]
+    return state
+
+
+def _turn(**fields: Any) -> Turn:
+    return Turn(**{"conversation_id": "trip", "user_id": "alice", "content": "We fly to Lisbon on May 3rd.",
+                   **fields})
+
+
+def _invocation(memory, **fields: Any) -> Any:
+    args: dict[str, Any] = {"conversation_id": "trip", "turn_id": None, "tool_name": "grep", "tool_input": {"q": 1},
+                            "tool_output": "ok", "success": True, "latency_ms": 5, **fields}
+    return memory.record_invocation(**args)
+
+
+#: (field named by the error, call with the bad id in that field). The first turn, entity, fact, goal and strategy
+#: of the setup below exist, so only the bad id can be what fails.
+CASES: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "store_turn.id": ("id", lambda m, bad: m.store_turn(_turn(id=bad))),
+    "store_turn.conversation_id": ("conversation_id", lambda m, bad: m.store_turn(_turn(conversation_id=bad))),
+    "store_turn.user_id": ("user_id", lambda m, bad: m.store_turn(_turn(user_id=bad))),
+    "store_turn.model": ("model", lambda m, bad: m.store_turn(_turn(role="assistant", model=bad))),
+    "store_turns.id": ("turns[1].id", lambda m, bad: m.store_turns([_turn(), _turn(id=bad)])),
+    "get_conversation": ("conversation_id", lambda m, bad: m.get_conversation(bad)),
+    "working": ("conversation_id", lambda m, bad: m.working("alice", bad)),
+    "upsert_entity.id": ("id", lambda m, bad: m.upsert_entity(Entity(id=bad, user_id="alice", name="Porto"))),
+    "upsert_entity.user_id": ("user_id", lambda m, bad: m.upsert_entity(Entity(user_id=bad, name="Porto"))),
+    "get_entity": ("entity_id", lambda m, bad: m.get_entity(bad)),
+    "get_entity_graph": ("entity_ids", lambda m, bad: m.get_entity_graph(["e1", bad])),
+    "create_relationship.source_id": ("source_id", lambda m, bad: m.create_relationship(bad, "e1", "KNOWS")),
+    "create_relationship.target_id": ("target_id", lambda m, bad: m.create_relationship("e1", bad, "KNOWS")),
+    "learn_fact.id": ("id", lambda m, bad: m.learn_fact(Fact(id=bad, user_id="alice", claim="Lisbon is sunny"))),
+    "learn_fact.user_id": ("user_id", lambda m, bad: m.learn_fact(Fact(user_id=bad, claim="Lisbon is sunny"))),
+    "learn_fact.source_turn_id": ("source_turn_id", lambda m, bad: m.learn_fact(
+        Fact(user_id="alice", claim="Lisbon is sunny", source_turn_id=bad))),
+    "learn_fact.conversation_id": ("conversation_id", lambda m, bad: m.learn_fact(
+        Fact(user_id="alice", claim="Lisbon is sunny", conversation_id=bad))),
+    "learn_fact.entity_ids": ("entity_ids", lambda m, bad: m.learn_fact(
+        Fact(user_id="alice", claim="Lisbon is sunny", entity_ids=["e1", bad]))),
+    "get_fact": ("fact_id", lambda m, bad: m.get_fact(bad)),
+    "promote_to_global": ("fact_id", lambda m, bad: m.promote_to_global(bad, "it holds everywhere")),
+    "record_invocation.conversation_id": ("conversation_id", lambda m, bad: _invocation(m, conversation_id=bad)),
+    "record_invocation.turn_id": ("turn_id", lambda m, bad: _invocation(m, turn_id=bad)),
+    "record_invocation.tool_name": ("tool_name", lambda m, bad: _invocation(m, tool_name=bad)),
+    "record_invocation.invocation_id": ("invocation_id", lambda m, bad: _invocation(m, invocation_id=bad)),
+    "record_invocation.task_type": ("task_type", lambda m, bad: _invocation(m, task_type=bad)),
+    "record_invocation.user_id": ("user_id", lambda m, bad: _invocation(m, user_id=bad)),
+    "learn_strategy.tool_sequence": ("tool_sequence", lambda m, bad: m.learn_strategy(
+        "search then read", tool_sequence=["grep", bad])),
+    "learn_strategy.from_conversation_id": ("from_conversation_id", lambda m, bad: m.learn_strategy(
+        "search then read", from_conversation_id=bad)),
+    "learn_strategy.user_id": ("user_id", lambda m, bad: m.learn_strategy("search then read", user_id=bad)),
+    "reinforce_strategy": ("strategy_id", lambda m, bad: m.reinforce_strategy(bad, True)),
+    "add_goal.id": ("id", lambda m, bad: m.add_goal(Goal(id=bad, user_id="alice", description="visit Porto"))),
+    "add_goal.user_id": ("user_id", lambda m, bad: m.add_goal(Goal(user_id=bad, description="visit Porto"))),
+    "add_goal.parent_id": ("parent_id", lambda m, bad: m.add_goal(
+        Goal(user_id="alice", description="visit Porto", parent_id=bad))),
+    "add_goal.blocked_by": ("blocked_by", lambda m, bad: m.add_goal(
+        Goal(user_id="alice", description="visit Porto", blocked_by=["g1", bad]))),
+    "get_goal": ("goal_id", lambda m, bad: m.get_goal(bad)),
+    "complete_goal": ("goal_id", lambda m, bad: m.complete_goal(bad)),
+    "block_goal.goal_id": ("goal_id", lambda m, bad: m.block_goal(bad, "g1")),
+    "block_goal.blocker_id": ("blocker_id", lambda m, bad: m.block_goal("g1", bad)),
+    "update_profile.user_id": ("user_id", lambda m, bad: m.update_profile(bad, preferences={"a": 1})),
+    "get_profile.user_id": ("user_id", lambda m, bad: m.get_profile(bad)),
+}
+
+
+def _setup(memory) -> None:
+    memory.store_turn(_turn(id="t1"))
+    memory.upsert_entity(Entity(id="e1", user_id="alice", name="Lisbon", type="place"))
+    memory.learn_fact(Fact(id="f1", user_id="alice", claim="Lisbon is in Portugal", entity_ids=["e1"]))
+    memory.add_goal(Goal(id="g1", user_id="alice", description="plan the trip"))
+    memory.learn_strategy("search then read", tool_sequence=["grep"])
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_ids_are_rejected_before_any_write(memory, case):
+    field, call = CASES[case]
+    _setup(memory)
+    before = _state(memory)
+    for bad in BAD_IDS:
+        with pytest.raises(ValidationError) as caught:
+            call(memory, bad)
+        assert caught.value.field == field, (bad, str(caught.value))
+    assert _state(memory) == before
+    # the server survived: the graph still answers
+    assert memory.get_entity("e1").name == "Lisbon"
+
+
+def test_wrong_typed_ids_are_our_validation_error(memory):
+    for bad in (None, 7, ["a"]):
+        with pytest.raises(ValidationError, match="entity_id"):
+            memory.get_entity(bad)
+        with pytest.raises(ValidationError, match="tool_sequence"):
+            memory.learn_strategy("search then read", tool_sequence=[bad])
+    with pytest.raises(ValidationError, match="tool_sequence"):
+        memory.learn_strategy("search then read", tool_sequence="grep")  # a string is not a list of tools
+
+
+def test_ids_at_the_column_width_are_stored(memory):
+    stored = memory.store_turn(_turn(id="t" * 100, conversation_id="c" * 200, user_id="u" * 100))
+    assert (len(stored.id), len(stored.conversation_id)) == (100, 200)
+    entity = memory.upsert_entity(Entity(id="e" * 100, user_id="alice", name="Porto"))
+    assert memory.get_entity(entity.id).id == "e" * 100
+
+
+BAD_VALUES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "lone surrogate in content": ("content", lambda m: m.store_turn(_turn(content="caf\udce9 au lait"))),
+    "NUL in metadata": ("metadata", lambda m: m.store_turn(_turn(metadata={"note": "a\x00b"}))),
+    "lone surrogate in a metadata key": ("metadata", lambda m: m.store_turn(_turn(metadata={"\ud800": 1}))),
+    "NaN in metadata": ("metadata", lambda m: m.store_turn(_turn(metadata={"x": float("nan")}))),
+    "turn index beyond INTEGER": ("index", lambda m: m.store_turn(_turn(index=99_999_999_999))),
+    "negative token_count": ("token_count", lambda m: m.store_turn(_turn(token_count=-5))),
+    "token_count beyond INTEGER": ("token_count", lambda m: m.store_turn(_turn(token_count=2**31))),
+    "latency beyond INTEGER": ("latency_ms", lambda m: _invocation(m, latency_ms=2**40)),
+    "lone surrogate in tool input": ("tool_input", lambda m: _invocation(m, tool_input={"q": "\udfff"})),
+    "lone surrogate in an entity name": ("name", lambda m: m.upsert_entity(Entity(user_id="alice", name="\ud800"))),
+    "NUL in a claim": ("claim", lambda m: m.learn_fact(Fact(user_id="alice", claim="a\x00b"))),
+    "goal priority beyond 64 bits": ("priority", lambda m: m.add_goal(
+        Goal(user_id="alice", description="visit Porto", priority=2**70))),
+    "lone surrogate in a goal description": ("description", lambda m: m.add_goal(
+        Goal(user_id="alice", description="\ud800"))),
+    "lone surrogate in a strategy": ("description", lambda m: m.learn_strategy("\ud800")),
+    "lone surrogate in the recall query": ("query", lambda m: m.remember("\ud800")),
+}
+
+
+def test_values_no_store_can_hold_are_rejected_before_any_write(memory):
+    _setup(memory)
+    before = _state(memory)
+    for name, (field, call) in BAD_VALUES.items():
+        with pytest.raises(ValidationError) as caught:
+            call(memory)
+        assert caught.value.field == field, (name, str(caught.value))
+    assert _state(memory) == before
