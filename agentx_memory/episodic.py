@@ -164,9 +164,10 @@ class EpisodicMemory:
 
     # --- the durable log ----------------------------------------------------------------------------------------
 
-    async def _log(self, turns: list[Turn]) -> list[Turn]:
-        """Append to conversation_logs in one transaction; return the turns as stored (indexes assigned, ids
-        adopted: the repository updates them in place; it refuses a conversation with turns of several users)."""
+    async def _log(self, turns: list[Turn]) -> set[str]:
+        """Append to conversation_logs in one transaction; return the ids written by this call. The turns become
+        what is stored (indexes assigned; a re-stored turn is the stored one: the repository updates them in place;
+        it refuses a conversation with turns of several users, and a stored id or index with other content)."""
         return await self.ctx.sql.conversations.append(turns)
 
     # --- the graph projection -----------------------------------------------------------------------------------
@@ -190,14 +191,17 @@ class EpisodicMemory:
         """Store turns durably and project them into the graph; return them as stored (ids, indexes assigned).
 
         ``channel`` overrides each turn's own channel when given. Re-storing a turn (same id, or same content at the
-        same conversation index) is a no-op that returns the stored turn.
+        same conversation index) is a no-op that returns the stored turn: what the log holds (channel, metadata,
+        timestamp …) is what is returned and projected, and it is not cached or audited again. A stored id or index
+        with other content is a :class:`~agentx_memory.errors.ConflictError`, and nothing of the batch is written.
         """
         started = time.perf_counter()
         turns = self.validate(turns, channel)
         previous = await self._assumed_previous(turns)
         embedded = await self._embed_missing(turns, previous)
-        stored = await self._log(turns)
-        await self._fix_context(stored, previous, embedded)
+        written = await self._log(turns)
+        stored = turns  # updated in place: each is what the log holds now
+        await self._fix_context([t for t in stored if t.id in written], previous, embedded)
         try:
             await self._project(stored)
         except StorageError as exc:
@@ -205,17 +209,20 @@ class EpisodicMemory:
                 f"{len(stored)} turn(s) are stored in the durable log but not yet in the graph ({exc}); "
                 "reconcile() projects them once the graph is reachable"
             ) from exc
-        await self._after_store(stored, started)
+        await self._after_store(stored, written, started)
         return stored
 
     async def store_turn(self, turn: Turn, channel: str | None = None) -> Turn:
         """Store one turn (see :meth:`store_turns`)."""
         return (await self.store_turns([turn], channel))[0]
 
-    async def _after_store(self, turns: list[Turn], started: float) -> None:
+    async def _after_store(self, turns: list[Turn], written: set[str], started: float) -> None:
+        # Only turns written by this call are cached and audited: a re-store is a no-op there (no duplicates); the
+        # timeline (keep-first) and the projected mark are re-done for all, which repairs an interrupted first store.
         by_session: dict[tuple[str, str, str], list[Turn]] = defaultdict(list)
         for t in turns:
-            by_session[(t.user_id, t.channel, t.conversation_id)].append(t)
+            if t.id in written:
+                by_session[(t.user_id, t.channel, t.conversation_id)].append(t)
         cap = self.ctx.settings.working.max_turns
         for (user_id, channel, conversation_id), group in by_session.items():
             session = self.ctx.working.session(user_id, conversation_id, channel)

@@ -2,8 +2,10 @@
 
 Appending turns is one transaction per batch. Each conversation of the batch is handled under its own advisory lock
 (taken in a fixed order, so two batches never deadlock): the conversation must belong to the batch's user, turns
-already stored by id keep their index (an idempotent re-store), the others get the next free indexes, and a turn whose
-(conversation, index) is taken by the same content adopts the stored turn's id. Anything else is a
+already stored by id with the same content are re-stores, the others get the next free indexes, and a turn whose
+(conversation, index) is taken by the same content is a re-store of the turn there. A re-stored turn becomes the
+stored one (id, channel, metadata, vector …: what the log holds, never the caller's copy). Anything else (a stored id
+with other content, an index taken by other content, another user's conversation) is a
 :class:`~agentx_memory.errors.ConflictError` and nothing of the batch is written.
 """
 
@@ -56,7 +58,7 @@ CONVERSATION_OWNER: Final[LiteralString] = (
 )
 
 STORED_BY_ID: Final[LiteralString] = (
-    "SELECT turn_id, conversation_id, turn_index FROM conversation_logs WHERE turn_id = ANY(%s)"
+    "SELECT " + _COLUMNS + ", embedding FROM conversation_logs WHERE turn_id = ANY(%s)"
 )
 
 NEXT_INDEX: Final[LiteralString] = (
@@ -72,7 +74,7 @@ INSERT_TURN: Final[LiteralString] = (
 )
 
 OCCUPANT: Final[LiteralString] = (
-    "SELECT turn_id, content_hash FROM conversation_logs WHERE conversation_id = %s AND turn_index = %s"
+    "SELECT " + _COLUMNS + ", embedding FROM conversation_logs WHERE conversation_id = %s AND turn_index = %s"
 )
 
 MARK_PROJECTED: Final[LiteralString] = (
@@ -125,7 +127,7 @@ WHERE self.id = c.id AND c.conversation_id = %(conversation_id)s
 
 
 def _content_hash(content: str) -> str:
-    # equal hashes at one (conversation, index) make a re-store idempotent
+    # stored with each turn (a cheap equality key for tools reading the log)
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
@@ -141,9 +143,9 @@ class ConversationLog:
 
     # --- writing ------------------------------------------------------------------------------------------------
 
-    async def append(self, turns: Sequence[Turn]) -> list[Turn]:
-        """Log the turns in one transaction (see the module docstring for the rules) and return them, updated in
-        place: each has its index, and a re-stored turn has the id it was stored under.
+    async def append(self, turns: Sequence[Turn]) -> set[str]:
+        """Log the turns in one transaction (see the module docstring for the rules); return the ids of the turns
+        this call wrote. The turns are updated in place: each has its index, and a re-stored turn is the stored one.
 
         Every turn of one conversation must have the same ``user_id`` (:class:`ValidationError` otherwise, before
         anything is written): the owner check covers the whole group only then."""
@@ -154,12 +156,13 @@ class ConversationLog:
             if len({t.user_id for t in group}) > 1:
                 raise ValidationError(
                     "turns", f"conversation {conversation_id!r} has turns of several users in one batch")
+        inserted: set[str] = set()
         async with pg_errors("writing conversation_logs"), self.store.connection() as conn, conn.transaction():
             for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
-                await self._append_conversation(conn, conversation_id, groups[conversation_id])
-        return list(turns)
+                inserted |= await self._append_conversation(conn, conversation_id, groups[conversation_id])
+        return inserted
 
-    async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn]) -> None:
+    async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn]) -> set[str]:
         user_id = group[0].user_id
         await conn.execute(LOCK_CONVERSATION, (conversation_id,))
         owner = await (await conn.execute(CONVERSATION_OWNER, (conversation_id,))).fetchone()
@@ -175,14 +178,16 @@ class ConversationLog:
                 row = existing[turn.id]
                 if row["conversation_id"] != conversation_id:
                     raise ConflictError(f"turn id {turn.id!r} is already stored in another conversation")
-                turn.index = row["turn_index"]  # already stored: idempotent
+                if row["content"] != turn.content:
+                    raise ConflictError(f"turn id {turn.id!r} is already stored with different content")
+                _become(turn, row)  # already stored: idempotent
                 continue
             if turn.index is None:
                 turn.index = next_index
                 next_index += 1
             to_insert.append(turn)
         if not to_insert:
-            return
+            return set()
         inserted: set[str] = set()
         async with conn.cursor() as cur:
             await cur.executemany(INSERT_TURN, [_row(t) for t in to_insert], returning=True)
@@ -199,6 +204,7 @@ class ConversationLog:
         await conn.execute(UPDATE_CONTEXT_TSV, {
             "conversation_id": conversation_id, "low": min(indexes) - 1, "high": max(indexes) + 1,
         })
+        return inserted
 
     async def set_embeddings(self, turns: Sequence[Turn]) -> None:
         """Replace the stored vectors of these turns with their ``embedding``."""
@@ -277,12 +283,19 @@ class ConversationLog:
 async def _adopt_occupant(conn: Connection, turn: Turn) -> None:
     """(conversation_id, index) is taken: the same content is an idempotent re-store; anything else conflicts."""
     row = await (await conn.execute(OCCUPANT, (turn.conversation_id, turn.index))).fetchone()
-    if row and row["content_hash"] == _content_hash(turn.content):
-        turn.id = row["turn_id"]
+    if row and row["content"] == turn.content:
+        _become(turn, row)
         return
     raise ConflictError(
         f"turn index {turn.index} of conversation {turn.conversation_id!r} is already taken by a different turn"
     )
+
+
+def _become(turn: Turn, row: dict[str, Any]) -> None:
+    """Make a re-stored turn what the log holds (the caller's other channel, metadata or vector are not stored)."""
+    stored = turn_from_row(row, with_embedding=True)
+    for name in type(stored).model_fields:
+        setattr(turn, name, getattr(stored, name))
 
 
 def _row(turn: Turn) -> dict[str, Any]:

@@ -95,6 +95,39 @@ def test_restoring_is_idempotent(memory):
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="something else", index=0))
 
 
+def test_restoring_a_turn_id_returns_projects_and_caches_what_is_stored(memory):
+    """Issue 11 item 5: a re-store kept the log row but projected the caller's channel and metadata, returned the
+    caller's copy, and cached and audited the turn a second time."""
+    first = memory.store_turn(Turn(conversation_id="c1", user_id="alice", channel="proj-a", content="hello",
+                                   metadata={"v": 1}))
+    copy = first.model_copy(update={"channel": "proj-b", "metadata": {"v": 2}, "role": "assistant",
+                                    "embedding": None})
+    again = memory.store_turn(copy)
+    assert again.model_dump(exclude={"embedding"}) == first.model_dump(exclude={"embedding"})
+    assert again.embedding == pytest.approx(first.embedding)
+    # the same content at the same index under a new id, in another channel: the stored turn too
+    replay = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="hello", index=0, channel="proj-b"))
+    assert (replay.id, replay.channel, replay.metadata) == (first.id, "proj-a", {"v": 1})
+    node = gread(memory, "MATCH (t:Turn) RETURN t.channel AS channel, t.metadata AS metadata, t.role AS role")
+    assert node == [{"channel": "proj-a", "metadata": '{"v": 1}', "role": "user"}]
+    assert [t["id"] for t in memory.working("alice", "c1", channel="proj-a").get_recent_turns(10)] == [first.id]
+    assert memory.working("alice", "c1", channel="proj-b").get_recent_turns(10) == []
+    audits = sql(memory, "SELECT count(*) AS n FROM memory_audit_log WHERE operation = 'store'"
+                         " AND memory_type = 'episodic'")
+    assert audits[0]["n"] == 1
+    assert _count_rows(memory, "memory_timeline") == 1
+
+
+def test_restoring_a_turn_id_with_other_content_is_a_conflict_and_writes_nothing(memory):
+    first = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="hello"))
+    batch = [Turn(conversation_id="c1", user_id="alice", content="new turn"),
+             first.model_copy(update={"content": "hello, edited"})]
+    with pytest.raises(ConflictError, match="different content"):
+        memory.store_turns(batch)
+    assert [t.content for t in memory.get_conversation("c1", user_id="alice")] == ["hello"]
+    assert gread(memory, "MATCH (t:Turn) RETURN t.content AS content") == [{"content": "hello"}]
+
+
 def test_eight_concurrent_writers_into_one_conversation(settings):
     """8 writers x 250 turns → 2,000 turns with contiguous unique indexes and an intact FOLLOWED_BY chain."""
     # Neo4j resolves lock cycles between the writers' projections by aborting one; the driver retries it. The suite's
