@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from .context import MemoryContext
+from .errors import ValidationError
 from .models import UserProfile
-from .validation import check_id, check_json
+from .validation import check_id, check_json, check_text
 
 __all__ = ["ProfileStore"]
 
@@ -28,13 +30,22 @@ class ProfileStore:
                              expertise_areas: list[Any] | None = None,
                              communication_style: dict[str, Any] | None = None,
                              metadata: dict[str, Any] | None = None) -> UserProfile:
-        """Merge into the profile: dicts are merged key by key, expertise areas are a set union."""
+        """Merge into the profile: dicts are merged key by key, expertise areas are a set union.
+
+        ``preferences``, ``communication_style`` and ``metadata`` must be dicts with string keys and JSON values;
+        ``expertise_areas`` a list of non-empty strings. Anything else is a ValidationError and nothing is written.
+        """
         check_id(user_id, "user_id")
         limit = self.ctx.settings.limits.max_metadata_bytes
-        for name, value in (("preferences", preferences), ("expertise_areas", expertise_areas),
-                            ("communication_style", communication_style), ("metadata", metadata)):
+        objects = {"preferences": preferences, "communication_style": communication_style, "metadata": metadata}
+        for name, value in objects.items():
+            if value is not None:
+                _check_object(value, name)
             check_json(value, name, max_bytes=limit)
-        expertise: dict[str, Any] = {}  # a set from the first write on (JSON equality, first-seen order)
+        if expertise_areas is not None:
+            _check_areas(expertise_areas)
+        check_json(expertise_areas, "expertise_areas", max_bytes=limit)
+        expertise: dict[str, Any] = {}  # a set from the first write on (first-seen order)
         for area in expertise_areas or []:
             expertise.setdefault(json.dumps(area, sort_keys=True), area)
         profile = await self.ctx.sql.profiles.merge(
@@ -43,3 +54,20 @@ class ProfileStore:
         )
         await self.ctx.audit.log_write("update", "profile", None, [user_id], user_id=user_id)
         return profile
+
+
+def _check_object(value: Any, field: str) -> None:
+    """A JSON object: a mapping with string keys (the merge is key by key, so a list or a scalar cannot merge)."""
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a dict (a JSON object), got {type(value).__name__}")
+    for key in value:
+        if not isinstance(key, str):
+            raise ValidationError(field, f"keys must be strings, got {key!r}")
+
+
+def _check_areas(value: Any) -> None:
+    """A list of non-empty strings (a single string would be stored character by character)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValidationError("expertise_areas", f"must be a list of strings, got {type(value).__name__}")
+    for area in value:
+        check_text(area, "expertise_areas", max_bytes=1000)

@@ -57,3 +57,50 @@ def test_update_profile_rejects_bad_input(memory):
     with pytest.raises(ValidationError, match="user_id"):
         memory.update_profile("x" * 101, preferences={"a": 1})
     assert memory.get_profile().created_at is None
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("preferences", [1]),
+    ("preferences", "dark mode"),
+    ("preferences", {1: "one"}),
+    ("preferences", {"x": "\ud800"}),
+    ("metadata", [{"a": 1}]),
+    ("communication_style", "formal"),
+    ("expertise_areas", "rust"),
+    ("expertise_areas", [1, 2]),
+    ("expertise_areas", {"rust": True}),
+    ("expertise_areas", ["rust", ""]),
+])
+def test_update_profile_checks_types_before_writing(memory, field, value):
+    """Issue 11 item 3: preferences=[1] stored [{}, 1] and then failed; expertise_areas="rust" stored r, u, s, t."""
+    memory.update_profile(preferences={"language": "pt"}, expertise_areas=["python"])
+    before = memory.get_profile()
+    with pytest.raises(ValidationError) as caught:
+        memory.update_profile(**{field: value})
+    assert caught.value.field.startswith(field)
+    assert memory.get_profile() == before
+
+
+def test_a_profile_broken_by_the_old_bug_still_loads_and_heals(memory, caplog):
+    """Rows written before the type checks (a JSON array where an object belongs, a string for the areas, NULL)
+    load with what is usable in them, a warning in the log, and the next update repairs them."""
+    from tests.conftest import sql
+
+    sql(memory, "INSERT INTO user_profiles (user_id, preferences, expertise_areas, communication_style, metadata)"
+                " VALUES ('alice', '[{\"language\": \"pt\"}, 1]', '\"rust\"', '\"formal\"', NULL) RETURNING user_id")
+    with caplog.at_level("WARNING", logger="agentx_memory"):
+        profile = memory.get_profile()
+    assert profile.preferences == {"language": "pt"}
+    assert profile.expertise_areas == ["rust"]
+    assert (profile.communication_style, profile.metadata) == ({}, {})
+    assert "user_profiles" in caplog.text and "alice" in caplog.text
+    assert memory.remember("where do we fly?").user_context.preferences == {"language": "pt"}
+
+    healed = memory.update_profile(preferences={"units": "metric"}, expertise_areas=["sql"],
+                                   communication_style={"tone": "casual"}, metadata={"source": "test"})
+    assert healed.preferences == {"language": "pt", "units": "metric"}
+    assert healed.expertise_areas == ["rust", "sql"]
+    assert (healed.communication_style, healed.metadata) == ({"tone": "casual"}, {"source": "test"})
+    stored = sql(memory, "SELECT jsonb_typeof(preferences) AS p, jsonb_typeof(expertise_areas) AS e,"
+                         " jsonb_typeof(communication_style) AS c, jsonb_typeof(metadata) AS m FROM user_profiles")
+    assert stored == [{"p": "object", "e": "array", "c": "object", "m": "object"}]
