@@ -5,6 +5,11 @@ and optionally ``metadata`` (object), ``channel``, ``id`` and ``index``. Every l
 bad line is reported with its line number and skipped, never half-stored. Good lines are stored in batches; a batch
 that collides with stored state (a conversation of another user, two users in one conversation, a turn index taken
 by a different turn) is stored again line by line, so only the colliding lines are skipped and reported.
+
+A line is bad when it is not UTF-8, not a JSON object, misses a field, or holds a value no store accepts (a lone
+surrogate or NUL in text, an id with surrounding whitespace or a control character, an index beyond PostgreSQL's
+INTEGER …): every check raises our ValidationError, so a bad line never reaches a server. Only an unreachable
+server (:class:`~agentx_memory.errors.StorageUnavailableError`) stops an ingest.
 """
 
 from __future__ import annotations
@@ -13,11 +18,11 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO
 
 import pydantic
 
-from .errors import AgentXMemoryError, ConflictError, ValidationError
+from .errors import AgentXMemoryError, StorageUnavailableError, ValidationError
 from .memory import AsyncAgentMemory
 from .models import Turn
 
@@ -34,9 +39,9 @@ class IngestReport:
     skipped: list[tuple[int, str]] = field(default_factory=list)
 
 
-def _open(path: Path) -> TextIO:
+def _open(path: Path) -> BinaryIO:
     try:
-        return path.open(encoding="utf-8")
+        return path.open("rb")
     except OSError as exc:
         raise ValidationError("file", f"cannot read {str(path)!r}: {exc.strerror or exc}") from exc
 
@@ -47,8 +52,13 @@ def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
     A file that cannot be read raises :class:`~agentx_memory.errors.ValidationError` (field ``file``).
     """
     with _open(path) as handle:
-        for number, line in enumerate(_lines(handle, path), start=1):
-            if not line.strip():
+        for number, data in enumerate(handle, start=1):
+            if not data.strip():
+                continue
+            try:
+                line = data.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                report.skipped.append((number, f"not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})"))
                 continue
             try:
                 raw = json.loads(line)
@@ -60,13 +70,6 @@ def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
                 yield number, Turn(**raw)
             except (ValueError, pydantic.ValidationError) as exc:
                 report.skipped.append((number, _short(exc)))
-
-
-def _lines(handle, path: Path) -> Iterator[str]:
-    try:
-        yield from handle
-    except UnicodeDecodeError as exc:
-        raise ValidationError("file", f"{str(path)!r} is not UTF-8 text: {exc}") from exc
 
 
 def _short(exc: Exception) -> str:
@@ -86,20 +89,25 @@ async def ingest_file(memory: AsyncAgentMemory, path: Path, *, batch_size: int =
         try:
             memory.episodic.validate([turn])  # the same checks store_turns applies
             valid.append(turn)
-        except AgentXMemoryError as exc:
+        except (AgentXMemoryError, ValueError, TypeError) as exc:
             report.skipped.append((number, str(exc)))
     numbers = {id(turn): number for number, turn in numbered}
     for start in range(0, len(valid), batch_size):
         batch = valid[start:start + batch_size]
         try:
             await memory.store_turns(batch)
-        except (ConflictError, ValidationError):
-            # Nothing of the batch was stored (the durable log writes it in one transaction): find the colliding
-            # lines by storing the batch again one line at a time, in file order.
+        except StorageUnavailableError:
+            raise
+        except AgentXMemoryError:
+            # Nothing of the batch was stored (the durable log writes it in one transaction): find the lines that
+            # collide with stored state or that a store refused by storing the batch again one line at a time, in
+            # file order.
             for turn in batch:
                 try:
                     await memory.store_turns([turn])
-                except (ConflictError, ValidationError) as exc:
+                except StorageUnavailableError:
+                    raise
+                except AgentXMemoryError as exc:
                     report.skipped.append((numbers[id(turn)], str(exc)))
                     continue
                 report.stored += 1
