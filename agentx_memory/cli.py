@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -16,13 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from rich.console import Console
 from rich.table import Table
 
-from .errors import AgentXMemoryError, ConfigurationError
+from .errors import AgentXMemoryError, ConfigurationError, ValidationError
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from .runtime import EmbeddedStack
 
-__all__ = ["COMMANDS", "ArgumentAdder", "Handler", "build_parser", "main", "status_report"]
+__all__ = ["COMMANDS", "ArgumentAdder", "Handler", "build_parser", "json_safe", "main", "status_report"]
 
 console = Console()
 
@@ -144,20 +145,37 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _default_locomo() -> str:
+_LOCOMO_DEFAULTS = ("../shared/data/locomo/locomo-dev.json", "../../shared/data/locomo/locomo-dev.json")
+
+
+def _locomo_data(data: str | None) -> str:
+    """The LoCoMo file ``bench locomo`` reads: ``--data``, else the first default that exists. A ValidationError
+    naming ``--data`` (exit 2) when there is none or it is not a file, before any store is touched."""
     from pathlib import Path
 
-    for candidate in (Path("../shared/data/locomo/locomo-dev.json"), Path("../../shared/data/locomo/locomo-dev.json")):
-        if candidate.exists():
-            return str(candidate)
-    return "locomo-dev.json"
+    if data is None:
+        for candidate in _LOCOMO_DEFAULTS:
+            if Path(candidate).is_file():
+                return candidate
+        raise ValidationError("--data", "bench locomo needs a LoCoMo JSON file: pass --data PATH (none given, and "
+                                        f"no {' or '.join(_LOCOMO_DEFAULTS)} from {Path.cwd()})")
+    if not Path(data).is_file():
+        problem = "is a directory" if Path(data).is_dir() else "does not exist"
+        raise ValidationError("--data", f"{data} {problem}; pass the LoCoMo JSON file")
+    from .bench.locomo import load_locomo
+
+    try:
+        load_locomo(Path(data))  # unreadable, not JSON or not LoCoMo: say so now (it takes well under a second)
+    except ValidationError as exc:
+        raise ValidationError("--data", str(exc).removeprefix("data: ")) from exc
+    return data
 
 
 def _bench_args(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", required=True)
     locomo = sub.add_parser("locomo", help="LoCoMo evidence recall (ours, baselines, ablations)")
-    locomo.add_argument("--data", default=_default_locomo(),
-                        help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json)")
+    locomo.add_argument("--data", default=None,
+                        help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json if it exists)")
     locomo.add_argument("--out", default="benchmarks/results", help="directory for locomo.json/.md/.png")
     locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
     locomo.add_argument("--samples", type=int, default=None, help="only the first N samples")
@@ -192,6 +210,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         # A benchmark resets its graph, and a Neo4j graph is the whole database: never empty it unasked.
         raise ConfigurationError("benchmarks drop their graph before and after, which on Neo4j is the whole database "
                                  f"({settings.graph.uri}): pass --wipe-neo4j if it holds nothing you keep")
+    if args.bench == "locomo":
+        args.data = _locomo_data(args.data)  # a bad --data fails before any store is touched
 
     if args.bench == "locomo":
         from .bench.locomo import run_locomo
@@ -258,6 +278,18 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None, so ``json.dumps(allow_nan=False)`` prints valid
+    JSON (``NaN`` and ``Infinity`` are not JSON; a stored zero vector gives a NaN cosine)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
 def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
     """Recall memories for a query and print them (table with scores, or JSON)."""
     from . import MemoryBundle
@@ -278,7 +310,7 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         payload = bundle.model_dump(mode="json", exclude={"turns": {"__all__": {"item": {"embedding"}}}})
         payload["explain"] = bundle.explain()
-        print(json.dumps(payload, indent=2, default=str))
+        print(json.dumps(json_safe(payload), indent=2, default=str, allow_nan=False))
     else:
         print_bundle(console, bundle, explain=args.explain, prompt_tokens=args.prompt_tokens)
     return 0
@@ -333,15 +365,21 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the background worker (or each job once with --once)."""
+    """Run the background worker (or each job once with --once: exit 1 when a job failed)."""
     import logging
 
     from workers.scheduler import run_once, run_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.once:
+        failed = []
         for name, summary in asyncio.run(run_once(settings)).items():
-            console.print(f"{name}: {summary}")
+            console.print(f"{name}: {summary}", markup=False)
+            if summary.get("error"):
+                failed.append(name)
+        if failed:
+            console.print(f"[red]failed[/red]: {', '.join(failed)} (the log above has why)")
+            return 1
         return 0
     asyncio.run(run_worker(settings))
     return 0

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from dateutil import parser as dateparser
 
+from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
@@ -70,9 +71,26 @@ def _session_time(text: str) -> datetime:
 
 
 def load_locomo(path: Path) -> list[LocomoSample]:
-    """Read a LoCoMo JSON file into samples (see the module docstring for how turns are built)."""
+    """Read a LoCoMo JSON file into samples (see the module docstring for how turns are built).
+
+    A file that cannot be read, is not JSON or is not a list of LoCoMo samples raises
+    :class:`~agentx_memory.errors.ValidationError` for the field ``data``, naming the file.
+    """
+    try:
+        return _samples(json.loads(Path(path).read_text()))
+    except OSError as exc:
+        raise ValidationError("data", f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # also a Turn pydantic rejects, or a date dateparser cannot read
+        raise ValidationError("data", f"{path} is not a LoCoMo JSON file: {exc}") from exc
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValidationError("data", f"{path} is not a LoCoMo JSON file: no {exc} where a sample has one") from exc
+
+
+def _samples(data: Any) -> list[LocomoSample]:
+    if not isinstance(data, list):
+        raise ValueError(f"a list of samples was expected, got {type(data).__name__}")
     samples = []
-    for raw in json.loads(Path(path).read_text()):
+    for raw in data:
         conv = raw["conversation"]
         sample_id = raw["sample_id"]
         speakers = {conv.get("speaker_a"): "user", conv.get("speaker_b"): "assistant"}

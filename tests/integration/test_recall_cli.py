@@ -190,3 +190,25 @@ def test_ingest_missing_file_fails_cleanly(namespace, tmp_path):
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert "nope.jsonl" in result.stdout + result.stderr and "file" in result.stdout
+
+
+def _strict_json(text: str):
+    """json.loads that refuses NaN and ±Infinity, which are not JSON (Python's json accepts them by default)."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not valid JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_remember_json_is_valid_json_for_zero_vectors(namespace):
+    """A stored zero vector has no cosine similarity (NaN): the JSON output says null, never NaN."""
+    s, env = namespace
+    with AgentMemory(s, user_id="alice") as memory:
+        turn = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon in May"))
+        # a zero vector stored before vectors were checked (or by another writer): pgvector's cosine of it is NaN
+        memory._portal.run(memory.core.ctx.postgres.execute(
+            "UPDATE conversation_logs SET embedding = array_fill(0, ARRAY[%s])::vector WHERE turn_id = %s",
+            (s.embedding.dimension, turn.id)))
+    result = agentx("remember", "Where did I move?", "--user", "alice", "--json", env=env)
+    assert result.returncode == 0, result.stderr + result.stdout
+    payload = _strict_json(result.stdout)
+    assert payload["query"] == "Where did I move?" and "NaN" not in result.stdout
