@@ -111,7 +111,11 @@ class ProceduralMemory:
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True, channel: str = "_global",
                              *, user_id: str) -> Strategy:
-        """Record a strategy (or reinforce the same one learned before); return it as stored."""
+        """Record a strategy (or reinforce the same one learned before); return it as stored.
+
+        Learning the same strategy again (same user, channel and description) counts one more success or failure;
+        a non-empty ``context_pattern`` or ``tool_sequence`` replaces the stored one (the tools' USES_TOOL edges
+        too), an empty one keeps it."""
         check_channel(channel)
         check_id(user_id, "user_id")
         if from_conversation_id is not None:

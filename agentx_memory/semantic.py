@@ -201,7 +201,11 @@ class SemanticMemory:
     # --- facts --------------------------------------------------------------------------------------------------
 
     async def learn_fact(self, fact: Fact, channel: str | None = None) -> Fact:
-        """Store a fact with its provenance (DERIVED_FROM its source turn, ABOUT its entities). Idempotent by id."""
+        """Store a fact with its provenance (DERIVED_FROM its source turn, ABOUT its entities); return it as stored.
+
+        Idempotent by id. Re-learning an id updates the claim, source, temporal and metadata, keeps the higher
+        confidence and the first source turn and conversation, and never moves the fact: another channel than the
+        stored one is a :class:`~agentx_memory.errors.ConflictError` (nothing is written)."""
         started = time.perf_counter()
         fact = fact.model_copy(deep=True)
         if channel is not None:
@@ -236,7 +240,7 @@ class SemanticMemory:
         if fact.embedding is None:
             fact.embedding = (await self.ctx.embedder.embed_documents([fact.claim]))[0].tolist()
         try:
-            await self.ctx.graph.write(cypher.STORE_FACT, {
+            written = await self.ctx.graph.write(cypher.STORE_FACT, {
                 "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
                 "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
                 "conversation_id": fact.conversation_id, "temporal": fact.temporal, "metadata": metadata,
@@ -244,13 +248,18 @@ class SemanticMemory:
             })
         except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's fact
             raise ConflictError(f"fact id {fact.id!r} is already used by another user's fact") from exc
-        await self._timeline("fact", fact.id, fact.user_id, fact.channel, fact.created_at, fact.claim, fact.confidence)
-        await self.ctx.audit.log_write("store", "semantic", fact.channel, [fact.id], {"kind": "fact"},
-                                       user_id=fact.user_id, conversation_id=fact.conversation_id,
+        stored = await self.get_fact(fact.id, fact.user_id)
+        if not written:  # the fact exists in another channel: it does not move (promote_to_global copies it)
+            raise ConflictError(f"fact id {fact.id!r} is already stored in channel {stored.channel!r}, not "
+                                f"{fact.channel!r}; a fact keeps its channel (promote_to_global copies it to _global)")
+        # the timeline and the audit get what is stored (the higher confidence, the first source), not the caller's
+        await self._timeline("fact", stored.id, stored.user_id, stored.channel, stored.created_at, stored.claim,
+                             stored.confidence)
+        await self.ctx.audit.log_write("store", "semantic", stored.channel, [stored.id], {"kind": "fact"},
+                                       user_id=stored.user_id, conversation_id=stored.conversation_id,
                                        latency_ms=_ms(started),
-                                       payload=fact.model_dump(mode="json", exclude={"embedding"}))
-        fact.embedding = None
-        return await self.get_fact(fact.id, fact.user_id)
+                                       payload=stored.model_dump(mode="json", exclude={"embedding"}))
+        return stored
 
     store_fact = learn_fact
 

@@ -250,11 +250,18 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 
 # Keyed by (id, user_id): an id that is another user's fact makes the MERGE create a second node with that id,
 # which the unique constraint on Fact.id refuses (ConflictError), so a fact is never taken over by another user.
+# Re-learning a fact (same id) updates its claim, source, temporal and metadata, but it stays in its channel (no row
+# comes back when the stored fact is in another one: the caller raises ConflictError, nothing is written), keeps the
+# higher of the two confidences (evidence again does not make a fact less certain) and its first source turn and
+# conversation (every source turn stays linked by DERIVED_FROM).
 STORE_FACT: Final[LiteralString] = """
 MERGE (f:Fact {id: $id, user_id: $user_id})
-ON CREATE SET f.created_at = $created_at, f.access_count = 0
-SET f.channel = $channel, f.claim = $claim, f.confidence = $confidence, f.source = $source,
-    f.source_turn_id = $source_turn_id, f.conversation_id = $conversation_id, f.temporal = $temporal,
+ON CREATE SET f.created_at = $created_at, f.access_count = 0, f.channel = $channel, f.confidence = $confidence
+WITH f WHERE f.channel = $channel
+SET f.claim = $claim, f.source = $source,
+    f.confidence = CASE WHEN f.confidence >= $confidence THEN f.confidence ELSE $confidence END,
+    f.source_turn_id = coalesce(f.source_turn_id, $source_turn_id),
+    f.conversation_id = coalesce(f.conversation_id, $conversation_id), f.temporal = $temporal,
     f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false)
 WITH f
 OPTIONAL MATCH (t:Turn {id: $source_turn_id, user_id: $user_id})
@@ -340,14 +347,25 @@ MERGE (ti)-[:INVOKED]->(tool)
 RETURN ti.id AS id
 """
 
+# Learning a strategy again: an empty context pattern or tool sequence means "not given" and keeps the stored one
+# (and the vector made with the stored pattern); a new tool sequence replaces the old one, USES_TOOL edges included.
 UPSERT_STRATEGY: Final[LiteralString] = """
 MERGE (s:Strategy {key: $key})
 ON CREATE SET s.id = $id, s.user_id = $user_id, s.channel = $channel, s.description = $description,
-              s.created_at = $now, s.success_count = 0, s.failure_count = 0
-SET s.context_pattern = $context_pattern, s.tool_sequence = $tool_sequence, s.embedding = @vec($embedding),
+              s.created_at = $now, s.success_count = 0, s.failure_count = 0, s.context_pattern = '',
+              s.tool_sequence = []
+SET s.embedding = CASE WHEN $context_pattern = '' AND s.embedding IS NOT NULL THEN s.embedding
+                       ELSE @vec($embedding) END,
+    s.context_pattern = CASE WHEN $context_pattern = '' THEN s.context_pattern ELSE $context_pattern END,
+    s.tool_sequence = CASE WHEN size($tool_sequence) = 0 THEN s.tool_sequence ELSE $tool_sequence END,
     s.last_used = $now,
     s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
     s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END
+WITH s
+OPTIONAL MATCH (s)-[old:USES_TOOL]->(gone:Tool)
+WHERE size($tool_sequence) > 0 AND NOT gone.name IN $tool_sequence
+WITH s, collect(old) AS stale
+FOREACH (r IN stale | DELETE r)
 WITH s
 UNWIND (CASE WHEN size($tool_sequence) = 0 THEN [null] ELSE $tool_sequence END) AS tool_name
 FOREACH (_ IN CASE WHEN tool_name IS NULL THEN [] ELSE [1] END |

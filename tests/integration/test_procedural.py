@@ -133,6 +133,24 @@ def test_learn_strategy_again_reinforces_instead_of_duplicating(memory):
     assert len({first.id, other_channel.id, other_user.id}) == 3
 
 
+def test_learning_a_strategy_again_keeps_what_is_not_given_and_replaces_the_tools(memory):
+    """Issue 11 item 6: learning a strategy again with context_pattern='' wiped its pattern, and a new tool
+    sequence left the old tools' USES_TOOL edges behind."""
+    first = memory.learn_strategy("Search the docs, then run the tests", "debugging python", ["search", "pytest"])
+    vector = gread(memory, "MATCH (s:Strategy) RETURN s.embedding AS v")[0]["v"]
+    again = memory.learn_strategy("Search the docs, then run the tests")
+    assert (again.id, again.context_pattern, again.tool_sequence) == (first.id, "debugging python",
+                                                                       ["search", "pytest"])
+    assert gread(memory, "MATCH (s:Strategy) RETURN s.embedding AS v")[0]["v"] == pytest.approx(vector)
+    tools = gread(memory, "MATCH (:Strategy)-[:USES_TOOL]->(t:Tool) RETURN t.name AS name ORDER BY name")
+    assert [t["name"] for t in tools] == ["pytest", "search"]
+    replaced = memory.learn_strategy("Search the docs, then run the tests", "flaky tests", ["grep", "pytest"])
+    assert (replaced.context_pattern, replaced.tool_sequence) == ("flaky tests", ["grep", "pytest"])
+    tools = gread(memory, "MATCH (:Strategy)-[:USES_TOOL]->(t:Tool) RETURN t.name AS name ORDER BY name")
+    assert [t["name"] for t in tools] == ["grep", "pytest"]
+    assert (replaced.success_count, replaced.failure_count) == (3, 0)
+
+
 def test_reinforce_strategy(memory):
     s = memory.learn_strategy("Bisect the commit history")
     s = memory.reinforce_strategy(s.id, True)

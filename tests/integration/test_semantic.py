@@ -101,11 +101,12 @@ def test_learn_fact_links_source_turn_and_entities(memory):
     assert edges[0]["n"] == 3
     timeline = sql(memory, "SELECT memory_type, channel FROM memory_timeline WHERE neo4j_node_id = %s", (fact.id,))
     assert timeline == [{"memory_type": "fact", "channel": "trips"}]
-    # re-storing in another channel moves the fact, and its timeline row follows
-    moved = memory.store_fact(Fact(id=fact.id, user_id="alice", claim="Alice lives in Lisbon"), channel="home")
-    assert moved.channel == "home" and moved.created_at == fact.created_at
+    # re-storing in another channel does not move the fact (issue 11 item 6): a conflict, nothing changes
+    with pytest.raises(ConflictError, match="keeps its channel"):
+        memory.store_fact(Fact(id=fact.id, user_id="alice", claim="Alice lives in Lisbon"), channel="home")
+    assert memory.get_fact(fact.id, user_id="alice") == again
     timeline = sql(memory, "SELECT channel FROM memory_timeline WHERE neo4j_node_id = %s", (fact.id,))
-    assert timeline == [{"channel": "home"}]
+    assert timeline == [{"channel": "trips"}]
 
 
 def test_store_fact_without_links(memory):
@@ -140,6 +141,28 @@ def test_fact_id_of_another_user_is_not_taken_over(memory):
     assert memory.get_fact(fact.id, user_id="alice").claim == "Alice's secret"
     with pytest.raises(NotFoundError):
         memory.get_fact(fact.id, user_id="bob")
+
+
+def test_learning_a_fact_again_keeps_its_channel_and_its_higher_confidence(memory):
+    """Issue 11 item 6: learn_fact with an existing id moved the fact to the caller's channel and overwrote its
+    confidence (with a lower one, too)."""
+    first = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", confidence=0.95), channel="proj-a")
+    with pytest.raises(ConflictError, match="keeps its channel"):
+        memory.learn_fact(Fact(id=first.id, user_id="alice", claim="Alice lives in Porto", confidence=0.5),
+                          channel="proj-b")
+    kept = memory.get_fact(first.id, user_id="alice")
+    assert (kept.channel, kept.claim, kept.confidence) == ("proj-a", "Alice lives in Lisbon", 0.95)
+    again = memory.learn_fact(Fact(id=first.id, user_id="alice", claim="Alice lives in Lisbon, Portugal",
+                                   confidence=0.7), channel="proj-a")
+    assert (again.channel, again.claim, again.confidence) == ("proj-a", "Alice lives in Lisbon, Portugal", 0.95)
+    assert memory.get_fact(first.id, user_id="alice") == again
+    timeline = sql(memory, "SELECT channel, summary, importance_score FROM memory_timeline WHERE neo4j_node_id = %s",
+                   (first.id,))
+    assert timeline == [{"channel": "proj-a", "summary": "Alice lives in Lisbon, Portugal", "importance_score": 0.95}]
+    higher = memory.learn_fact(Fact(id=first.id, user_id="alice", claim="Alice lives in Lisbon, Portugal",
+                                    confidence=0.99), channel="proj-a")
+    assert higher.confidence == 0.99
+    assert count_nodes(memory, "MATCH (f:Fact) RETURN count(f) AS n") == 1
 
 
 def test_learn_fact_bad_input(memory):
