@@ -3,12 +3,16 @@ blocks the other rows; turns missing their timeline row get it back (issue 11, i
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from agentx_memory import StorageError, Turn
 from agentx_memory.graph import cypher
 from agentx_memory.sql.postgres import schema_dir
-from tests.conftest import gread, sql
+from tests.conftest import cli_env, gread, sql
 
 # A log row written around the API (an older release, a restore, a manual fix): the log takes it, reconcile meets it.
 _INSERT = (
@@ -119,3 +123,25 @@ def test_the_migration_sends_projected_turns_without_a_timeline_row_back_to_reco
     assert memory.reconcile().projected == 1
     assert _timeline_ids(memory) == sorted(t.id for t in stored)
     assert sorted(_graph_turns(memory)) == sorted(t.id for t in stored)
+
+
+def test_the_reconcile_command_reports_quarantined_turns(settings):
+    from agentx_memory import AgentMemory
+
+    s = settings()
+    with AgentMemory(s) as memory:
+        _insert(memory, "fine", 0)
+        _insert(memory, "unreadable", 1, timestamp="'infinity'")
+
+    def reconcile_command() -> str:
+        done = subprocess.run([sys.executable, "-m", "agentx_memory.cli", "reconcile"], env=cli_env(s),
+                              capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    first = reconcile_command()
+    assert "reconciled 1 turn(s)" in first
+    assert "quarantined turn unreadable: StorageError" in first
+    assert "1 turn(s) in quarantine" in first
+    second = reconcile_command()
+    assert "reconciled 0 turn(s)" in second and "quarantined turn" not in second and "1 turn(s) in quarantine" in second
