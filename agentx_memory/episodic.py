@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
 from .context import MemoryContext
-from .errors import NotFoundError, StorageError, StorageUnavailableError, ValidationError
+from .errors import ConfigurationError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Turn
 from .sql.timeline import TimelineEntry
@@ -255,8 +255,10 @@ class EpisodicMemory:
         Rows go in batches; when a batch fails, its rows are tried one by one, and a row that fails alone is
         quarantined: the reason is recorded in its log row (``projection_error``), later runs skip it, and the
         result reports it. A row whose ids break the id rules is quarantined without being sent to the graph (some
-        such values crash the graph server). An unreachable store is not a row's fault: it raises
-        :class:`~agentx_memory.errors.StorageUnavailableError` and quarantines nothing.
+        such values crash the graph server). An unreachable store or a configuration that disagrees with the stores
+        is not a row's fault: :class:`~agentx_memory.errors.StorageUnavailableError` or
+        :class:`~agentx_memory.errors.ConfigurationError` is raised and nothing is quarantined. Setting a row's
+        ``projection_error`` back to NULL returns it to the queue.
         """
         log_rows = self.ctx.sql.conversations
         projected = 0
@@ -270,14 +272,14 @@ class EpisodicMemory:
             try:
                 projected += await self._reconcile_rows(positions)
                 continue
-            except StorageUnavailableError:
+            except (StorageUnavailableError, ConfigurationError):
                 raise
             except Exception:  # some row of the batch is bad: find it, one row at a time
                 log.warning("reconcile: a batch of %d rows failed; retrying its rows one by one", len(positions))
             for one in positions:
                 try:
                     projected += await self._reconcile_rows([one])
-                except StorageUnavailableError:
+                except (StorageUnavailableError, ConfigurationError):  # the store's fault, not the row's
                     raise
                 except Exception as exc:
                     reason = f"{type(exc).__name__}: {exc}"[:2000]
