@@ -37,11 +37,15 @@ import redis.exceptions
 from .errors import StorageError, StorageUnavailableError, ValidationError
 from .models import Turn
 from .settings import WorkingMemorySettings
+from .validation import check_id
 
 __all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment"]
 
 #: The longest TTL accepted anywhere in working memory: 100 years, in seconds.
 MAX_TTL_SECONDS = 100 * 365 * 86400
+
+#: The longest context key (``set``/``get``/``delete``), in characters; keys follow the one id rule (check_id).
+_KEY_MAX = 200
 
 # Atomic "delete only if I still hold the lock".
 _RELEASE_LOCK = """
@@ -82,6 +86,13 @@ def _load(text: str | bytes | None) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise StorageError(f"Redis holds a value that is not JSON under a working-memory key: {exc}") from exc
+
+
+def _limit(value: Any) -> int:
+    """A read's ``limit``: a whole number (0 or less reads nothing)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("limit", f"must be a whole number, got {value!r}")
+    return value
 
 
 def _ttl_seconds(value: Any, default: int) -> int:
@@ -222,13 +233,15 @@ class WorkingMemory:
             await self.store._call(pipe.execute())
 
     async def _recent(self, suffix: str, limit: int) -> list[dict[str, Any]]:
-        if limit <= 0:
+        if _limit(limit) <= 0:
             return []
         raw = await self.store._call(self.store.client.lrange(self._key(suffix), 0, limit - 1))
         return [_load(item) for item in raw]
 
     async def add_turn(self, turn: Turn | Mapping[str, Any]) -> None:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
+        if not isinstance(turn, (Turn, Mapping)):
+            raise ValidationError("turn", f"must be a Turn or a mapping, got {type(turn).__name__}")
         item = turn.model_dump(mode="json", exclude={"embedding"}) if isinstance(turn, Turn) else dict(turn)
         await self._push("turns", item, self.store.settings.max_turns)
 
@@ -243,8 +256,7 @@ class WorkingMemory:
         :class:`~agentx_memory.errors.ValidationError` before anything is written. The value and its expiry are
         written in one MULTI/EXEC transaction.
         """
-        if not key:
-            raise ValidationError("key", "must not be empty")
+        check_id(key, "key", max_len=_KEY_MAX)
         ttl = _ttl_seconds(ttl_seconds, self._ttl)
         text = _dump(value, self.store.settings.max_value_bytes, "value")
         ctx = self._key("context")
@@ -257,14 +269,17 @@ class WorkingMemory:
 
     async def get(self, key: str) -> Any:
         """A context value, or None when absent or expired."""
+        check_id(key, "key", max_len=_KEY_MAX)
         return _load(await self.store._call(self.store.client.hget(self._key("context"), key)))
 
     async def delete(self, key: str) -> bool:
         """Delete a context value; True if it existed."""
+        check_id(key, "key", max_len=_KEY_MAX)
         return bool(await self.store._call(self.store.client.hdel(self._key("context"), key)))
 
     async def set_active_goal(self, goal_id: str, goal_description: str) -> None:
         """Remember the goal the agent is working on in this session."""
+        check_id(goal_id, "goal_id")
         text = _dump({"goal_id": goal_id, "description": goal_description, "set_at": time.time()},
                      self.store.settings.max_value_bytes, "goal_description")
         await self.store._call(self.store.client.set(self._key("goal"), text, ex=self._ttl))
@@ -275,6 +290,8 @@ class WorkingMemory:
 
     async def push_thought(self, thought: str | dict[str, Any]) -> None:
         """Append a thought (reasoning scratchpad entry)."""
+        if not isinstance(thought, (str, Mapping)):
+            raise ValidationError("thought", f"must be a string or a mapping, got {type(thought).__name__}")
         item = {"thought": thought, "at": time.time()} if isinstance(thought, str) else dict(thought)
         await self._push("thoughts", item, self.store.settings.max_thoughts)
 

@@ -272,3 +272,32 @@ def test_redis_refusals_are_storage_errors(memory):
     redis_call(memory, client.set(base + "goal", "{not json"))
     with pytest.raises(StorageError, match="JSON"):
         wm.get_active_goal()
+
+
+def test_bad_working_memory_arguments_are_validation_errors(memory):
+    """Arguments Redis cannot take (a lone surrogate is not UTF-8) or of the wrong type raise our ValidationError
+    naming the argument, never UnicodeEncodeError, TypeError or a redis error; nothing is written."""
+    wm = memory.working(None, "conv-1")
+    for key in ("\ud800", "a\x00b", 5, None, ""):
+        for call in (lambda k=key: wm.set(k, 1), lambda k=key: wm.get(k), lambda k=key: wm.delete(k)):
+            with pytest.raises(ValidationError, match="key"):
+                call()
+    with pytest.raises(ValidationError, match="key"):
+        wm.set("x" * 1001, 1)
+    for thought in (5, None, ["a"]):
+        with pytest.raises(ValidationError, match="thought"):
+            wm.push_thought(thought)
+    for turn in (5, "text", ["a"]):
+        with pytest.raises(ValidationError, match="turn"):
+            wm.add_turn(turn)
+    for limit in ("5", 2.5, True, None):
+        with pytest.raises(ValidationError, match="limit"):
+            wm.get_recent_turns(limit)
+        with pytest.raises(ValidationError, match="limit"):
+            wm.get_thoughts(limit)
+    with pytest.raises(ValidationError, match="goal_id"):
+        wm.set_active_goal("\ud800", "d")
+    assert keys(memory) == {}
+    wm.set("ünï €", "kept")  # ordinary unicode is fine, and a lone surrogate inside a value is JSON-escaped
+    wm.push_thought("half a pair: \ud800")
+    assert wm.get("ünï €") == "kept" and wm.get_thoughts()[0]["thought"] == "half a pair: \ud800"
