@@ -28,7 +28,10 @@ class GoalMemory:
 
     async def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
         """Store a goal (idempotent by id); its parent and blockers must be goals of the same user."""
+        if not isinstance(goal, Goal):
+            raise ValidationError("goal", f"must be a Goal, got {type(goal).__name__}")
         goal = goal.model_copy(deep=True)
+
         if channel is not None:
             goal.channel = channel
         check_channel(goal.channel)

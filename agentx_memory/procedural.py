@@ -104,7 +104,11 @@ class ProceduralMemory:
     async def get_tool_stats(self, user_id: str, task_type: str | None = None,
                              channel: str | None = None) -> list[dict[str, Any]]:
         """Per tool: uses, successes, success rate, average and p95 latency (from the durable log), best first."""
+        check_id(user_id, "user_id")
+        if task_type is not None:
+            check_id(task_type, "task_type")
         if channel is not None:
+
             check_channel(channel)
         return await self.ctx.sql.tools.stats(user_id, task_type, channel)
 

@@ -74,6 +74,8 @@ class SemanticMemory:
         (by normalized form), properties key by key; an empty description keeps the stored one.
         """
         started = time.perf_counter()
+        if not isinstance(entity, Entity):
+            raise ValidationError("entity", f"must be an Entity, got {type(entity).__name__}")
         entity = entity.model_copy(deep=True)
         if channel is not None:
             entity.channel = channel
@@ -207,7 +209,10 @@ class SemanticMemory:
         confidence and the first source turn and conversation, and never moves the fact: another channel than the
         stored one is a :class:`~agentx_memory.errors.ConflictError` (nothing is written)."""
         started = time.perf_counter()
+        if not isinstance(fact, Fact):
+            raise ValidationError("fact", f"must be a Fact, got {type(fact).__name__}")
         fact = fact.model_copy(deep=True)
+
         if channel is not None:
             fact.channel = channel
         check_channel(fact.channel)

@@ -167,3 +167,64 @@ def test_values_no_store_can_hold_are_rejected_before_any_write(memory):
             call(memory)
         assert caught.value.field == field, (name, str(caught.value))
     assert _state(memory) == before
+
+
+#: A lone surrogate cannot be encoded as UTF-8: it reached the drivers as a raw UnicodeEncodeError (issue 11 item 13).
+_S = "\ud800x"
+
+SURROGATE_CALLS: dict[str, Callable[[Any], Any]] = {
+    "turn role": lambda m: m.store_turn(_turn(role=_S)),
+    "turn channel": lambda m: m.store_turn(_turn(channel=_S)),
+    "recent turns channels": lambda m: m.get_recent_turns(channels=[_S]),
+    "entity type": lambda m: m.upsert_entity(Entity(user_id="alice", name="Porto", type=_S)),
+    "entity alias": lambda m: m.upsert_entity(Entity(user_id="alice", name="Porto", aliases=[_S])),
+    "entity description": lambda m: m.upsert_entity(Entity(user_id="alice", name="Porto", description=_S)),
+    "entity property key": lambda m: m.upsert_entity(Entity(user_id="alice", name="Porto", properties={_S: 1})),
+    "relationship type": lambda m: m.create_relationship("e1", "e1", _S),
+    "relationship property": lambda m: m.create_relationship("e1", "e1", "KNOWS", {"a": _S}),
+    "fact source": lambda m: m.learn_fact(Fact(user_id="alice", claim="Lisbon is sunny", source=_S)),
+    "fact metadata": lambda m: m.learn_fact(Fact(user_id="alice", claim="Lisbon is sunny", metadata={"a": _S})),
+    "promotion reason": lambda m: m.promote_to_global("f1", _S),
+    "invocation error message": lambda m: _invocation(m, success=False, error_message=_S),
+    "invocation output": lambda m: _invocation(m, tool_output=_S),
+    "invocation channel": lambda m: _invocation(m, channel=_S),
+    "strategy context": lambda m: m.learn_strategy("search then read", context_pattern=_S),
+    "strategy channel": lambda m: m.learn_strategy("search then read", channel=_S),
+    "strategy search": lambda m: m.find_strategies(_S),
+    "strategy search channels": lambda m: m.find_strategies("search", channels=[_S]),
+    "tool stats task type": lambda m: m.get_tool_stats(task_type=_S),
+    "tool stats channel": lambda m: m.get_tool_stats(channel=_S),
+    "goal status": lambda m: m.add_goal(Goal(user_id="alice", description="visit Porto", status=_S)),
+    "goal metadata": lambda m: m.add_goal(Goal(user_id="alice", description="visit Porto", metadata={"a": _S})),
+    "goal completion status": lambda m: m.complete_goal("g1", status=_S),
+    "goal result": lambda m: m.complete_goal("g1", result=_S),
+    "goal list status": lambda m: m.list_goals(status=_S),
+    "goal list channels": lambda m: m.list_goals(channels=[_S]),
+    "recall channel": lambda m: m.remember("Lisbon", channel=_S),
+    "profile preference": lambda m: m.update_profile(preferences={"a": _S}),
+    "profile expertise": lambda m: m.update_profile(expertise_areas=[_S]),
+}
+
+
+def test_lone_surrogates_anywhere_are_our_validation_error(memory):
+    _setup(memory)
+    before = _state(memory)
+    raised = {}
+    for name, call in SURROGATE_CALLS.items():
+        try:
+            call(memory)
+        except Exception as exc:  # the point is which type it is
+            raised[name] = type(exc)
+    assert {name: kind for name, kind in raised.items() if kind is not ValidationError} == {}
+    assert set(raised) == set(SURROGATE_CALLS)  # every call raised
+    assert _state(memory) == before
+
+
+def test_a_model_of_the_wrong_kind_is_our_validation_error(memory):
+    """``upsert_entity(Turn(...))`` raised AttributeError (issue 11 item 13)."""
+    turn = _turn()
+    for call, field in ((memory.upsert_entity, "entity"), (memory.learn_fact, "fact"), (memory.add_goal, "goal"),
+                        (memory.store_turn, "turns[0]")):
+        with pytest.raises(ValidationError) as caught:
+            call(Goal(user_id="alice", description="x") if field == "turns[0]" else turn)
+        assert caught.value.field == field
