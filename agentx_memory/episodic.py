@@ -315,10 +315,9 @@ class EpisodicMemory:
     async def get_recent_turns(self, user_id: str, channels: Sequence[str] | str | None = None, hours: float = 24,
                                limit: int = 50, *, reference_time: datetime | None = None) -> list[Turn]:
         """The user's turns of the last ``hours`` in ``channels`` (plus ``_global``), newest first."""
-        if not (0 < hours <= 24 * 365 * 100):
-            raise ValidationError("hours", f"must be > 0 and at most 100 years, got {hours}")
-        if not (1 <= limit <= 10_000):
-            raise ValidationError("limit", f"must be between 1 and 10000, got {limit}")
+        if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not (0 < hours <= 24 * 365 * 100):
+            raise ValidationError("hours", f"must be > 0 and at most 100 years, got {hours!r}")
+        check_int(limit, "limit", low=1, high=10_000)
         now = reference_time or datetime.now(UTC)
         return await self.ctx.sql.conversations.recent(user_id, check_channels(channels),
                                                        since=now - timedelta(hours=hours), until=now, limit=limit)

@@ -228,3 +228,12 @@ def test_a_model_of_the_wrong_kind_is_our_validation_error(memory):
         with pytest.raises(ValidationError) as caught:
             call(Goal(user_id="alice", description="x") if field == "turns[0]" else turn)
         assert caught.value.field == field
+
+
+def test_recent_turns_arguments_of_the_wrong_type_are_our_validation_error(memory):
+    """``hours="24"`` or ``limit="5"`` raised TypeError from a comparison (issue 11 item 13)."""
+    for kwargs, field in (({"hours": "24"}, "hours"), ({"hours": float("nan")}, "hours"), ({"hours": True}, "hours"),
+                          ({"limit": "5"}, "limit"), ({"limit": 2.5}, "limit"), ({"limit": 0}, "limit")):
+        with pytest.raises(ValidationError) as caught:
+            memory.get_recent_turns(**kwargs)
+        assert caught.value.field == field
