@@ -4,11 +4,11 @@ How a write flows (reliability is part of the contract)::
 
     validate → embed missing vectors (one batch) → PostgreSQL conversation_logs (the durable log; one transaction,
     idempotent on turn id and on (conversation_id, turn_index)) → graph projection (Conversation, Turn, HAS_TURN,
-    FOLLOWED_BY; MERGE by id) → mark projected → working-memory cache → memory_timeline → audit
+    FOLLOWED_BY; MERGE by id) → working-memory cache → memory_timeline → mark projected → audit
 
-If the graph write fails after the log commit, :class:`~agentx_memory.errors.StorageError` is raised and the rows
-stay ``projected = false``; :meth:`EpisodicMemory.reconcile` re-projects them idempotently. Nothing acknowledged is
-ever only in Redis.
+If the graph or timeline write fails after the log commit, :class:`~agentx_memory.errors.StorageError` is raised and
+the rows stay ``projected = false``; :meth:`EpisodicMemory.reconcile` re-projects them idempotently (and quarantines
+a row it cannot project, so it never blocks the others). Nothing acknowledged is ever only in Redis.
 
 Turn indexes are assigned under a per-conversation advisory lock, so concurrent writers to one conversation get
 contiguous, unique indexes (:class:`~agentx_memory.sql.conversation_log.ConversationLog` does it in the log's

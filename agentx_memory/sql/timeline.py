@@ -9,11 +9,15 @@ memory type  on conflict     why
 episodic     keep the first  a turn is immutable once logged; reconcile re-writes it and must change nothing
 goal         keep the first  ``add_goal`` is idempotent by id; the graph holds the goal's later changes
 entity       refresh         an upsert merges into the entity: its summary (name: description) and salience move
-fact         refresh         re-learning a fact updates its claim and confidence; promotion re-writes the copy
+fact         refresh         re-learning a fact updates its claim (and raises its confidence); promotion re-writes
+                             the copy
 ===========  ==============  =====================================================================================
 
 "refresh" sets ``summary``, ``importance_score`` and ``channel`` from the new write (``metadata`` and
-``event_time`` keep their first value); "keep the first" leaves the stored row untouched.
+``event_time`` keep their first value); "keep the first" leaves the stored row untouched. Callers write what is
+stored, never the caller's copy: a re-stored turn is the logged one, a re-learned fact keeps its channel and its
+higher confidence. Reconcile writes the episodic rows again (keep-first: nothing changes) for turns whose first
+write was interrupted; a turn counts as projected only once its timeline row exists.
 """
 
 from __future__ import annotations
