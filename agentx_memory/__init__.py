@@ -8,6 +8,7 @@ Open a memory and store what happened, what is known, how to do things and what 
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon in May."))
 """
 
+from .episodic import QuarantinedTurn, ReconcileResult
 from .errors import (
     AgentXMemoryError,
     ConfigurationError,
@@ -57,8 +58,10 @@ __all__ = [
     "Goal",
     "MemoryBundle",
     "NotFoundError",
+    "QuarantinedTurn",
     "RecallMetrics",
     "RecallSettings",
+    "ReconcileResult",
     "Relationship",
     "RetrievalSettings",
     "RuntimeServerError",
