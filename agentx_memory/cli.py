@@ -145,6 +145,22 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (a count of 0 or less is a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _sizes(text: str) -> list[int]:
+    """An argparse type: comma-separated counts (``10000,100000``)."""
+    return [_count(part.strip()) for part in text.split(",")]
+
+
 _LOCOMO_DEFAULTS = ("../shared/data/locomo/locomo-dev.json", "../../shared/data/locomo/locomo-dev.json")
 
 
@@ -178,21 +194,23 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
                         help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json if it exists)")
     locomo.add_argument("--out", default="benchmarks/results", help="directory for locomo.json/.md/.png")
     locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
-    locomo.add_argument("--samples", type=int, default=None, help="only the first N samples")
-    locomo.add_argument("--questions", type=int, default=None, help="only the first N questions per sample")
+    locomo.add_argument("--samples", type=_count, default=None, help="only the first N samples")
+    locomo.add_argument("--questions", type=_count, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
     locomo.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
     locomo.add_argument("--wipe-neo4j", action="store_true",
                         help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
     scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
-    scale.add_argument("--max", type=int, default=100_000,
+    scale.add_argument("--max", type=_count, default=100_000,
                        help="largest corpus in turns; the 10k/100k/1M steps below it are measured too "
                             "(default 100000)")
-    scale.add_argument("--sizes", default=None, help="comma-separated sizes in turns instead of the steps up to --max")
-    scale.add_argument("--queries", type=int, default=500, help="questions per configuration and size (default 500)")
-    scale.add_argument("--users", type=int, default=50, help="users in the corpus (default 50)")
-    scale.add_argument("--embed-sample", type=int, default=200, help="texts for each preset's throughput (default 200)")
-    scale.add_argument("--batch", type=int, default=500, help="turns per store_turns call (default 500)")
+    scale.add_argument("--sizes", type=_sizes, default=None,
+                       help="comma-separated sizes in turns instead of the steps up to --max")
+    scale.add_argument("--queries", type=_count, default=500, help="questions per configuration and size (default 500)")
+    scale.add_argument("--users", type=_count, default=50, help="users in the corpus (default 50)")
+    scale.add_argument("--embed-sample", type=_count, default=200,
+                       help="texts for each preset's throughput (default 200)")
+    scale.add_argument("--batch", type=_count, default=500, help="turns per store_turns call (default 500)")
     scale.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
     scale.add_argument("--out", default="benchmarks/results", help="directory for scale.json/.md/.png")
     scale.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
@@ -236,7 +254,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         from .bench.scale import markdown_report as scale_markdown
         from .bench.scale import run_scale, scale_sizes
 
-        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else scale_sizes(args.max)
+        sizes = args.sizes or scale_sizes(args.max)
         settings = _bench_settings(settings, "bench_scale")
         Path(args.cache).mkdir(parents=True, exist_ok=True)
         settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={
@@ -325,6 +343,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     from .ingest import IngestReport, ingest_file
     from .memory import AsyncAgentMemory
 
+    if not Path(args.file).is_file():  # say so before any server is started
+        problem = "is a directory" if Path(args.file).is_dir() else "does not exist"
+        raise ValidationError("file", f"{args.file} {problem}; pass a JSONL file of turns")
+
     async def run() -> IngestReport:
         memory = await AsyncAgentMemory.open(settings)
         columns = (SpinnerColumn(), TextColumn("ingest: {task.completed} turn(s)"), TimeElapsedColumn())
@@ -356,7 +378,7 @@ def _remember_args(p: argparse.ArgumentParser) -> None:
 
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="JSONL: user_id, conversation_id, role, content, timestamp, metadata per line")
-    p.add_argument("--batch", type=int, default=200, help="turns per store_turns batch")
+    p.add_argument("--batch", type=_count, default=200, help="turns per store_turns batch")
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:

@@ -5,6 +5,7 @@ servers: a failed worker job is a non-zero exit, and ``bench locomo`` without a 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,3 +66,38 @@ def test_bench_locomo_with_an_unusable_data_file_names_the_option(settings, back
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--data" in result.stdout and str(data) in result.stdout.replace("\n", "")
     assert "Traceback" not in result.stderr
+
+
+def _no_stores_env(home: Path) -> dict[str, str]:
+    """An environment whose data directory is empty: a command that got as far as opening a store would fail."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTX_")}
+    env["AGENTX_HOME"] = str(home)
+    return env
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["bench", "scale", "--sizes", "abc"], "--sizes"),
+    (["bench", "scale", "--sizes", "1000,0"], "--sizes"),
+    (["bench", "scale", "--max", "0"], "--max"),
+    (["bench", "scale", "--batch", "0"], "--batch"),
+    (["bench", "scale", "--queries", "-5"], "--queries"),
+    (["bench", "locomo", "--samples", "-1"], "--samples"),
+    (["bench", "locomo", "--questions", "0"], "--questions"),
+    (["ingest", "turns.jsonl", "--batch", "0"], "--batch"),
+])
+def test_bad_numeric_options_are_usage_errors(tmp_path, argv, option):
+    """A count of 0 or less (or not a number) is refused by the parser (exit 2, the option named), not a traceback
+    or a silently truncated run (``--samples -1`` used to drop the last sample)."""
+    result = agentx(*argv, env=_no_stores_env(tmp_path / "home"), cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"argument {option}" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "home").exists()  # nothing was started
+
+
+def test_ingest_of_a_missing_file_names_it(tmp_path):
+    missing = tmp_path / "nope.jsonl"
+    result = agentx("ingest", str(missing), env=_no_stores_env(tmp_path / "home"), cwd=tmp_path, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "file" in result.stdout and str(missing) in result.stdout.replace("\n", "")
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "home").exists()  # checked before any server is started
