@@ -3,7 +3,10 @@
 Field names follow spec 003's graph schema. Timestamps are timezone-aware ``datetime`` in Python and epoch
 milliseconds in the graph. ``metadata`` (and ``properties``) round-trip unchanged through storage and retrieval.
 Models check only types; limits that depend on settings (content size, embedding dimension, channel names) are
-checked when the model is stored, and raise :class:`~agentx_memory.errors.ValidationError`.
+checked when the model is stored, and raise :class:`~agentx_memory.errors.ValidationError`. Every id (``id``,
+``user_id``, ``conversation_id``, ``source_turn_id``, ``entity_ids``, ``parent_id``, ``blocked_by``, tool names …)
+follows one rule, :func:`agentx_memory.validation.check_id`: 1-100 characters (conversation ids 1-200), no leading or
+trailing whitespace, no control characters, lone surrogates or line separators.
 """
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ def check_channels(channels: Iterable[str] | str | None, *, active: str | None =
     """A validated, de-duplicated channel list that always includes ``_global`` (and ``active`` if given)."""
     if isinstance(channels, str):
         channels = [channels]
+    elif channels is not None and (isinstance(channels, (bytes, Mapping)) or not isinstance(channels, Iterable)):
+        raise ValidationError("channels", f"must be a channel name or a list of them, got {type(channels).__name__}")
     out: list[str] = []
     for ch in [*(channels or []), *([active] if active else []), GLOBAL_CHANNEL]:
         check_channel(ch, "channels")

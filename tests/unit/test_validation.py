@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from agentx_memory.errors import ValidationError
-from agentx_memory.validation import INT32_MAX, check_id, check_ids, check_int, check_json, check_range, check_text
+from agentx_memory.validation import (
+    INT32_MAX,
+    check_channels,
+    check_id,
+    check_ids,
+    check_int,
+    check_json,
+    check_range,
+    check_text,
+)
 
 BAD_IDS = [
     pytest.param("", id="empty"),
@@ -99,3 +108,11 @@ def test_check_range_rejects_nan_and_bools():
     for bad in (float("nan"), True, "0.5"):
         with pytest.raises(ValidationError, match=r"^confidence: "):
             check_range(bad, "confidence", 0.0, 1.0)
+
+
+def test_check_channels_rejects_wrong_types():
+    assert check_channels("proj-a") == ["proj-a", "_global"]
+    assert check_channels(None) == ["_global"]
+    for bad in (5, b"proj", {"proj": 1}, ["proj", 5], ["\ud800"]):
+        with pytest.raises(ValidationError, match=r"^channels: "):
+            check_channels(bad)
