@@ -155,6 +155,7 @@ class WorkingStore:
 
     async def acquire_lock(self, conversation_id: str, ttl_seconds: float = 600) -> str | None:
         """Take ``consolidation:lock:{conversation_id}``; return a token, or None if someone else holds it."""
+        check_id(conversation_id, "conversation_id", max_len=_KEY_MAX)
         if (isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, (int, float)) or not math.isfinite(ttl_seconds)
                 or not 0.001 <= ttl_seconds <= MAX_TTL_SECONDS):
             raise ValidationError("ttl_seconds",
@@ -169,6 +170,8 @@ class WorkingStore:
 
     async def release_lock(self, conversation_id: str, token: str) -> bool:
         """Release the lock if ``token`` still holds it."""
+        check_id(conversation_id, "conversation_id", max_len=_KEY_MAX)
+        check_id(token, "token")
         released = await self._call(
             self.client.eval(_RELEASE_LOCK, 1, self.key("consolidation", "lock", conversation_id), token)
         )
@@ -176,6 +179,9 @@ class WorkingStore:
 
     async def record_job(self, job_id: str, fields: dict[str, Any], ttl_seconds: int = 86400) -> None:
         """Write (merge) fields of ``consolidation:job:{job_id}``."""
+        check_id(job_id, "job_id", max_len=_KEY_MAX)
+        for name in fields:
+            check_id(name, "fields", max_len=_KEY_MAX)
         ttl = _ttl_seconds(ttl_seconds, 86400)
         key = self.key("consolidation", "job", job_id)
         mapping: dict[Any, str] = {k: json.dumps(v, default=str) for k, v in fields.items()}
@@ -186,19 +192,27 @@ class WorkingStore:
 
     async def get_job(self, job_id: str) -> dict[str, Any] | None:
         """Fields of ``consolidation:job:{job_id}``, or None."""
+        check_id(job_id, "job_id", max_len=_KEY_MAX)
         raw = await self._call(self.client.hgetall(self.key("consolidation", "job", job_id)))
         return {_s(k): _load(v) for k, v in raw.items()} if raw else None
 
     # --- session-scoped ephemeral data ----------------------------------------------------------------------
 
+    @staticmethod
+    def _check_session_key(session_id: str, key: str) -> None:
+        check_id(session_id, "session_id", max_len=_KEY_MAX)
+        check_id(key, "key", max_len=_KEY_MAX)
+
     async def session_set(self, session_id: str, key: str, value: Any, ttl_seconds: int | None = None) -> None:
         """Set ``session:{session_id}:{key}`` with a TTL (default working.ttl_seconds; 1 s to 100 years)."""
+        self._check_session_key(session_id, key)
         ttl = _ttl_seconds(ttl_seconds, self.settings.ttl_seconds)
         text = _dump(value, self.settings.max_value_bytes, "value")
         await self._call(self.client.set(self.key("session", session_id, key), text, ex=ttl))
 
     async def session_get(self, session_id: str, key: str) -> Any:
         """Value of ``session:{session_id}:{key}``, or None."""
+        self._check_session_key(session_id, key)
         return _load(await self._call(self.client.get(self.key("session", session_id, key))))
 
 

@@ -301,3 +301,21 @@ def test_bad_working_memory_arguments_are_validation_errors(memory):
     wm.set("ünï €", "kept")  # ordinary unicode is fine, and a lone surrogate inside a value is JSON-escaped
     wm.push_thought("half a pair: \ud800")
     assert wm.get("ünï €") == "kept" and wm.get_thoughts()[0]["thought"] == "half a pair: \ud800"
+
+
+def test_working_store_ids_are_checked(memory):
+    store = _Blocking(memory.core.ctx.working, memory._portal)
+    for bad in ("\ud800", "", " padded", 5):
+        calls = {
+            "conversation_id": [lambda b=bad: store.acquire_lock(b), lambda b=bad: store.release_lock(b, "t")],
+            "job_id": [lambda b=bad: store.record_job(b, {"a": 1}), lambda b=bad: store.get_job(b)],
+            "session_id": [lambda b=bad: store.session_set(b, "k", 1), lambda b=bad: store.session_get(b, "k")],
+            "key": [lambda b=bad: store.session_set("s", b, 1), lambda b=bad: store.session_get("s", b)],
+        }
+        for field, fns in calls.items():
+            for fn in fns:
+                with pytest.raises(ValidationError, match=field):
+                    fn()
+    with pytest.raises(ValidationError, match="fields"):
+        store.record_job("job-1", {"\ud800": 1})
+    assert keys(memory) == {}
