@@ -39,7 +39,7 @@ from ..profiles import ProfileStore
 from ..providers.llm import LLM, make_llm
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings
-from ..validation import check_channel, check_channels, check_id, check_text
+from ..validation import check_channel, check_channels, check_id, check_int, check_text
 from .bundle import MemoryBundle, RecallMetrics, TechniqueMetric
 from .plan import SearchPlan, utc, window_from_hours
 from .query import QueryAnalysis, analyze
@@ -91,6 +91,8 @@ class RecallLayer:
         """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``)."""
         started = time.perf_counter()
         self._check(query, user_id, channel, top_k, time_window_hours)
+        if reference_time is not None and not isinstance(reference_time, datetime):
+            raise ValidationError("reference_time", f"must be a datetime, got {type(reference_time).__name__}")
         settings = self._recall_settings(recall)
         reference = utc(reference_time)
         channels = check_channels([channel])
@@ -128,10 +130,11 @@ class RecallLayer:
         check_text(query, "query", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         check_id(user_id, "user_id")
         check_channel(channel)
-        if not (1 <= top_k <= 200):
-            raise ValidationError("top_k", f"must be between 1 and 200, got {top_k}")
-        if time_window_hours is not None and not (0 < time_window_hours <= 24 * 365 * 100):
-            raise ValidationError("time_window_hours", f"must be > 0 (hours), got {time_window_hours}")
+        check_int(top_k, "top_k", low=1, high=200)  # top_k=2.5 passed the range check, top_k="5" raised TypeError
+        if time_window_hours is not None and (
+                isinstance(time_window_hours, bool) or not isinstance(time_window_hours, (int, float))
+                or not (0 < time_window_hours <= 24 * 365 * 100)):
+            raise ValidationError("time_window_hours", f"must be > 0 (hours), got {time_window_hours!r}")
 
     async def _self_query(self, query: str, analysis: QueryAnalysis, settings: RecallSettings,
                           metrics: RecallMetrics) -> dict[str, Any]:

@@ -237,3 +237,15 @@ def test_recent_turns_arguments_of_the_wrong_type_are_our_validation_error(memor
         with pytest.raises(ValidationError) as caught:
             memory.get_recent_turns(**kwargs)
         assert caught.value.field == field
+
+
+def test_recall_arguments_of_the_wrong_type_are_our_validation_error(memory):
+    """``top_k="5"`` raised TypeError, ``reference_time="yesterday"`` AttributeError, and ``top_k=2.5`` passed the
+    range check that the integer path applies (issue 11 item 13)."""
+    for kwargs, field in (({"top_k": "5"}, "top_k"), ({"top_k": 2.5}, "top_k"), ({"top_k": True}, "top_k"),
+                          ({"top_k": 0}, "top_k"), ({"time_window_hours": "24"}, "time_window_hours"),
+                          ({"time_window_hours": float("nan")}, "time_window_hours"),
+                          ({"reference_time": "yesterday"}, "reference_time")):
+        with pytest.raises(ValidationError) as caught:
+            memory.remember("Lisbon", **kwargs)
+        assert caught.value.field == field
