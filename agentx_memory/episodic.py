@@ -33,7 +33,16 @@ from .models import Turn
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .tokens import count_tokens
-from .validation import INT32_MAX, check_channel, check_channels, check_id, check_int, check_json, check_text
+from .validation import (
+    INT32_MAX,
+    check_channel,
+    check_channels,
+    check_datetime,
+    check_id,
+    check_int,
+    check_json,
+    check_text,
+)
 
 __all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult"]
 
@@ -103,6 +112,7 @@ class EpisodicMemory:
             check_text(turn.content, f"{where}content", max_bytes=limits.max_turn_bytes,
                        limit_name="limits.max_turn_bytes")
             check_json(turn.metadata, f"{where}metadata", max_bytes=limits.max_metadata_bytes)
+            check_datetime(turn.timestamp, f"{where}timestamp")
             if turn.index is not None:
                 check_int(turn.index, f"{where}index", low=0, high=INT32_MAX)  # conversation_logs.turn_index
             if turn.token_count is not None:

@@ -15,7 +15,16 @@ from .models import GOAL_STATUSES, Goal, utcnow
 from .rows import goal_from_row
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
-from .validation import check_channel, check_channels, check_id, check_ids, check_int, check_json, check_text
+from .validation import (
+    check_channel,
+    check_channels,
+    check_datetime,
+    check_id,
+    check_ids,
+    check_int,
+    check_json,
+    check_text,
+)
 
 __all__ = ["GoalMemory"]
 
@@ -41,6 +50,9 @@ class GoalMemory:
             check_id(goal.parent_id, "parent_id")
         check_ids(goal.blocked_by, "blocked_by")
         check_int(goal.priority, "priority")  # the graph stores 64-bit integers (a larger one was clamped)
+        check_datetime(goal.created_at, "created_at")
+        if goal.deadline is not None:
+            check_datetime(goal.deadline, "deadline")
         check_text(goal.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         if goal.status not in GOAL_STATUSES:
             raise ValidationError("status", f"{goal.status!r} is not one of {', '.join(GOAL_STATUSES)}")

@@ -24,6 +24,7 @@ from .validation import (
     INT32_MAX,
     check_channel,
     check_channels,
+    check_datetime,
     check_id,
     check_ids,
     check_int,
@@ -59,6 +60,7 @@ class ProceduralMemory:
         check_id(inv.conversation_id, "conversation_id", max_len=200)
         check_id(inv.tool_name, "tool_name")
         check_id(inv.id, "invocation_id")
+        check_datetime(inv.timestamp, "timestamp")
         if inv.turn_id is not None:
             check_id(inv.turn_id, "turn_id")
         if inv.task_type is not None:

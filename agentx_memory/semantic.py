@@ -30,7 +30,7 @@ from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationsh
 from .rows import entity_from_row, fact_from_row
 from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
-from .validation import check_channel, check_id, check_ids, check_json, check_range, check_text
+from .validation import check_channel, check_datetime, check_id, check_ids, check_json, check_range, check_text
 
 __all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
 
@@ -90,6 +90,7 @@ class SemanticMemory:
         if entity.description:
             check_text(entity.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         check_range(entity.salience, "salience", 0.0, 1.0)
+        check_datetime(entity.first_seen, "first_seen")
         check_json(entity.properties, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         if entity.embedding is not None:
             entity.embedding = self.ctx.embedder.check(entity.embedding)
@@ -228,6 +229,7 @@ class SemanticMemory:
         check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_turn_bytes,
                    limit_name="limits.max_turn_bytes")
         check_range(fact.confidence, "confidence", 0.0, 1.0)
+        check_datetime(fact.created_at, "created_at")
         metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         if fact.embedding is not None:
             fact.embedding = self.ctx.embedder.check(fact.embedding)

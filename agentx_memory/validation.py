@@ -7,14 +7,15 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import ValidationError
 from .models import GLOBAL_CHANNEL
 
 __all__ = [
-    "INT32_MAX", "check_channel", "check_channels", "check_id", "check_ids", "check_int", "check_json", "check_range",
-    "check_text",
+    "INT32_MAX", "check_channel", "check_channels", "check_datetime", "check_id", "check_ids", "check_int",
+    "check_json", "check_range", "check_text",
 ]
 
 _CHANNEL = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$")
@@ -159,3 +160,20 @@ def check_int(value: Any, field: str, *, low: int = _INT64[0], high: int = _INT6
     if not (low <= value <= high):
         raise ValidationError(field, f"must be between {low} and {high}, got {value}")
     return value
+
+
+#: The instants every store can hold and compute with: a day inside Python's year 1-9999 range in UTC (year 1 at
+#: +05:00 is year 0 in UTC, which neither Python nor PostgreSQL represents).
+_DATETIME_RANGE = (datetime(1, 1, 2, tzinfo=UTC), datetime(9999, 12, 30, tzinfo=UTC))
+
+
+def check_datetime(value: Any, field: str, *, low: datetime = _DATETIME_RANGE[0],
+                   high: datetime = _DATETIME_RANGE[1]) -> datetime:
+    """A ``datetime`` within [low, high] (naive means UTC, as the models take it); returns it timezone-aware."""
+    if not isinstance(value, datetime):
+        raise ValidationError(field, f"must be a datetime, got {type(value).__name__}")
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if not (low <= aware <= high):
+        raise ValidationError(field, f"must be between {low.isoformat()} and {high.isoformat()}, got "
+                                     f"{aware.isoformat()}")
+    return aware

@@ -25,7 +25,7 @@ import asyncio
 import json
 import logging
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from ..profiles import ProfileStore
 from ..providers.llm import LLM, make_llm
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings
-from ..validation import check_channel, check_channels, check_id, check_int, check_text
+from ..validation import check_channel, check_channels, check_datetime, check_id, check_int, check_text
 from .bundle import MemoryBundle, RecallMetrics, TechniqueMetric
 from .plan import SearchPlan, utc, window_from_hours
 from .query import QueryAnalysis, analyze
@@ -48,6 +48,10 @@ from .retriever import MemoryRetriever
 __all__ = ["RecallLayer"]
 
 log = logging.getLogger(__name__)
+
+#: The reference times recall accepts: time phrases ("100 years ago", "next year") are resolved around it, and must
+#: stay inside the years Python and PostgreSQL represent.
+_REFERENCE_RANGE = (datetime(1000, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
 
 _HYDE_SYSTEM = (
     "You write a short, plausible passage from a past conversation that would answer the user's question. "
@@ -91,8 +95,8 @@ class RecallLayer:
         """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``)."""
         started = time.perf_counter()
         self._check(query, user_id, channel, top_k, time_window_hours)
-        if reference_time is not None and not isinstance(reference_time, datetime):
-            raise ValidationError("reference_time", f"must be a datetime, got {type(reference_time).__name__}")
+        if reference_time is not None:  # time phrases reach years around it ("last year"): keep a margin
+            check_datetime(reference_time, "reference_time", low=_REFERENCE_RANGE[0], high=_REFERENCE_RANGE[1])
         settings = self._recall_settings(recall)
         reference = utc(reference_time)
         channels = check_channels([channel])

@@ -249,3 +249,30 @@ def test_recall_arguments_of_the_wrong_type_are_our_validation_error(memory):
         with pytest.raises(ValidationError) as caught:
             memory.remember("Lisbon", **kwargs)
         assert caught.value.field == field
+
+
+def test_instants_outside_what_the_stores_represent_are_our_validation_error(memory):
+    """Year 1 at +05:00 is year 0 in UTC: to_ms raised ValueError for facts and goals, PostgreSQL refused it in a
+    search; recall around year 1 or 9999 raised OverflowError resolving "last week" (issue 11 item 13)."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    _setup(memory)
+    before = _state(memory)
+    year0 = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))
+    calls = {
+        "timestamp": lambda: memory.store_turn(_turn(timestamp=year0)),
+        "first_seen": lambda: memory.upsert_entity(Entity(user_id="alice", name="Porto", first_seen=year0)),
+        "created_at": lambda: memory.learn_fact(Fact(user_id="alice", claim="Porto is north", created_at=year0)),
+        "deadline": lambda: memory.add_goal(Goal(user_id="alice", description="visit Porto", deadline=year0)),
+    }
+    for field, call in calls.items():
+        with pytest.raises(ValidationError) as caught:
+            call()
+        assert caught.value.field == field
+    with pytest.raises(ValidationError, match="timestamp"):
+        _invocation(memory, timestamp=year0)
+    for reference in (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC), year0):
+        with pytest.raises(ValidationError) as caught:
+            memory.remember("what happened last week", reference_time=reference)
+        assert caught.value.field == "reference_time"
+    assert _state(memory) == before

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import pytest
 
 from agentx_memory.errors import ValidationError
 from agentx_memory.validation import (
     INT32_MAX,
     check_channels,
+    check_datetime,
     check_id,
     check_ids,
     check_int,
@@ -116,3 +119,12 @@ def test_check_channels_rejects_wrong_types():
     for bad in (5, b"proj", {"proj": 1}, ["proj", 5], ["\ud800"]):
         with pytest.raises(ValidationError, match=r"^channels: "):
             check_channels(bad)
+
+
+def test_check_datetime():
+    assert check_datetime(datetime(2024, 5, 1), "timestamp") == datetime(2024, 5, 1, tzinfo=UTC)
+    plus5 = timezone(timedelta(hours=5))
+    for bad in (datetime(1, 1, 1, tzinfo=plus5), datetime(1, 1, 1), datetime(9999, 12, 31, tzinfo=UTC), "2024-05-01",
+                None):
+        with pytest.raises(ValidationError, match=r"^timestamp: "):
+            check_datetime(bad, "timestamp")
