@@ -11,6 +11,7 @@ Open a memory and store what happened, what is known, how to do things and what 
 from .episodic import QuarantinedTurn, ReconcileResult
 from .errors import (
     AgentXMemoryError,
+    ClosedError,
     ConfigurationError,
     ConflictError,
     EmbeddingDimensionMismatchError,
@@ -48,6 +49,7 @@ __all__ = [
     "AgentMemory",
     "AgentXMemoryError",
     "AsyncAgentMemory",
+    "ClosedError",
     "ConfigurationError",
     "ConflictError",
     "Embedder",

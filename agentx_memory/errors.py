@@ -10,6 +10,7 @@ so callers never have to import a driver to catch a failure::
      ├── ValidationError             bad input: names the field and the limit (also a ValueError)
      ├── NotFoundError               an id that does not exist for this user (also a KeyError)
      ├── ConflictError               a write that collides with stored state (unique key, concurrent update)
+     ├── ClosedError                 a call on a memory after its close() (also a RuntimeError)
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
      └── RuntimeServerError          the embedded runtime could not start, stop or find a server
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentXMemoryError",
+    "ClosedError",
     "ConfigurationError",
     "ConflictError",
     "EmbeddingDimensionMismatchError",
@@ -65,6 +67,11 @@ class NotFoundError(AgentXMemoryError, KeyError):
 
 class ConflictError(AgentXMemoryError):
     """A write collided with stored state (a unique key, or a concurrent update that could not be retried)."""
+
+
+class ClosedError(AgentXMemoryError, RuntimeError):
+    """A method was called on an ``AgentMemory``/``AsyncAgentMemory`` (or a working memory of it) after ``close()``;
+    open a new memory instead."""
 
 
 class StorageError(AgentXMemoryError):

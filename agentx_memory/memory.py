@@ -16,16 +16,20 @@ Every method scoped to a user takes ``user_id``; a memory opened with ``user_id=
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
+
+import pydantic
 
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .context import MemoryContext
 from .episodic import EpisodicMemory, ReconcileResult
-from .errors import ValidationError
+from .errors import ClosedError, ValidationError
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .procedural import ProceduralMemory, StrategyMatch
@@ -41,8 +45,59 @@ from .working import WorkingMemory
 __all__ = ["AgentMemory", "AsyncAgentMemory", "SyncWorkingMemory"]
 
 T = TypeVar("T")
+C = TypeVar("C", bound=type)
+
+_CLOSED_MESSAGE = "this memory is closed (close() was called); open a new AgentMemory / AsyncAgentMemory"
 
 
+def _from_pydantic(exc: pydantic.ValidationError) -> ValidationError:
+    """Our :class:`~agentx_memory.errors.ValidationError` for pydantic's, naming the field of its first error
+    (``latency_ms``, ``tool_input.key``)."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return ValidationError(exc.title, str(exc))
+    field = ".".join(str(part) for part in errors[0]["loc"]) or exc.title
+    return ValidationError(field, errors[0]["msg"])
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` refusing to run on a closed memory (ClosedError), with pydantic's errors converted to ours."""
+    if inspect.iscoroutinefunction(method):
+        @functools.wraps(method)
+        async def call_async(self: AsyncAgentMemory, *args: Any, **kwargs: Any) -> Any:
+            if self.closed:
+                raise ClosedError(_CLOSED_MESSAGE)
+            try:
+                return await method(self, *args, **kwargs)
+            except pydantic.ValidationError as exc:
+                raise _from_pydantic(exc) from exc
+        return call_async
+
+    @functools.wraps(method)
+    def call(self: AsyncAgentMemory, *args: Any, **kwargs: Any) -> Any:
+        if self.closed:
+            raise ClosedError(_CLOSED_MESSAGE)
+        try:
+            return method(self, *args, **kwargs)
+        except pydantic.ValidationError as exc:
+            raise _from_pydantic(exc) from exc
+    return call
+
+
+def _api_boundary(cls: C) -> C:
+    """The one boundary of the public API: every public method of ``cls`` (but ``open``/``close``) raises
+    :class:`~agentx_memory.errors.ClosedError` after ``close()``, and no pydantic ``ValidationError`` (a model built
+    from the caller's arguments, e.g. ``record_invocation(latency_ms=1.5)``) gets past it: it becomes our
+    :class:`~agentx_memory.errors.ValidationError` naming the field. The sync twins call these methods, so they
+    inherit both; their portal raises ClosedError itself once the memory is closed."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or name in {"open", "close"} or not inspect.isfunction(member):
+            continue
+        setattr(cls, name, _guarded(member))
+    return cls
+
+
+@_api_boundary
 class AsyncAgentMemory:
     """The memory engine's async API. Open with ``await AsyncAgentMemory.open()`` or ``async with``.
 
@@ -54,6 +109,7 @@ class AsyncAgentMemory:
         self.settings = settings
         self.backends = backends
         self.default_user_id = user_id
+        self._closed = False
         self.ctx = MemoryContext(
             settings=settings, graph=backends.graph, postgres=backends.postgres, working=backends.working,
             embedder=embedder, audit=MemoryAuditLogger(backends.postgres, settings),
@@ -74,8 +130,18 @@ class AsyncAgentMemory:
         backends = await open_backends(settings)
         return cls(backends, settings, embedder, user_id=user_id)
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called: every other method then raises
+        :class:`~agentx_memory.errors.ClosedError`."""
+        return self._closed
+
     async def close(self) -> None:
-        """Close connections (embedded servers keep running for other processes; ``agentx-memory down`` stops them)."""
+        """Close connections (embedded servers keep running for other processes; ``agentx-memory down`` stops them).
+        Idempotent; any later call raises :class:`~agentx_memory.errors.ClosedError`."""
+        if self._closed:
+            return
+        self._closed = True
         await self.recall.drain()
         await self.backends.close()
 
@@ -287,7 +353,11 @@ class _Portal:
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the portal's loop and block until it finishes; its result or exception comes back."""
+        """Run ``coro`` on the portal's loop and block until it finishes; its result or exception comes back.
+        Raises :class:`~agentx_memory.errors.ClosedError` once the memory (and so the portal) is closed."""
+        if self.loop.is_closed():
+            coro.close()
+            raise ClosedError(_CLOSED_MESSAGE)
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError(
@@ -425,6 +495,12 @@ class AgentMemory:
     def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> SyncWorkingMemory:
         """The working memory of one session, with blocking methods."""
         return SyncWorkingMemory(self._core.working(user_id, conversation_id, channel), self._portal)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called: every other method then raises
+        :class:`~agentx_memory.errors.ClosedError`."""
+        return self._portal.loop.is_closed()
 
     def close(self) -> None:
         """Close connections and stop the background loop."""
