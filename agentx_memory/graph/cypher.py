@@ -73,14 +73,17 @@ async def check_embedding_meta(store: GraphStore, *, dimension: int, model: str)
 
 
 # --- episodic ------------------------------------------------------------------------------------------------------
-# Turns are projected from conversation_logs. MERGE by id makes re-projection idempotent. Writing the Conversation node
-# first serializes concurrent writers of one conversation (a write lock on Neo4j; FalkorDB runs writes one at a time),
-# and linking both the previous and the next index makes the FOLLOWED_BY chain whole whatever order turns arrive in.
+# Turns are projected from conversation_logs. MERGE by id makes re-projection idempotent. A Conversation is merged on
+# (id, user_id): its owner is part of its identity, so a write of another user's conversation id never attaches to it
+# (the unique constraint on Conversation.id refuses the second node; the logs refuse it first, see ConversationLog).
+# Writing the Conversation node first serializes concurrent writers of one conversation (a write lock on Neo4j;
+# FalkorDB runs writes one at a time), and linking both the previous and the next index makes the FOLLOWED_BY chain
+# whole whatever order turns arrive in.
 
 PROJECT_TURNS: Final[LiteralString] = """
 UNWIND $rows AS row
-MERGE (c:Conversation {id: row.conversation_id})
-ON CREATE SET c.user_id = row.user_id, c.channel = row.channel, c.started_at = row.timestamp, c.title = '',
+MERGE (c:Conversation {id: row.conversation_id, user_id: row.user_id})
+ON CREATE SET c.channel = row.channel, c.started_at = row.timestamp, c.title = '',
               c.patterns_extracted = false, c.archived = false
 SET c.last_turn_at = CASE WHEN coalesce(c.last_turn_at, 0) < row.timestamp THEN row.timestamp ELSE c.last_turn_at END
 MERGE (t:Turn {id: row.id})
@@ -329,8 +332,8 @@ MATCH (c:Conversation {id: $id}) RETURN c.user_id AS user_id
 """
 
 RECORD_INVOCATION: Final[LiteralString] = """
-MERGE (c:Conversation {id: $conversation_id})
-ON CREATE SET c.user_id = $user_id, c.channel = $channel, c.started_at = $timestamp, c.title = '',
+MERGE (c:Conversation {id: $conversation_id, user_id: $user_id})
+ON CREATE SET c.channel = $channel, c.started_at = $timestamp, c.title = '',
               c.patterns_extracted = false, c.archived = false
 MERGE (tool:Tool {name: $tool_name})
 ON CREATE SET tool.usage_count = 0, tool.success_count = 0, tool.avg_latency_ms = 0.0

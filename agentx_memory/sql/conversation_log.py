@@ -53,8 +53,11 @@ SET_EMBEDDING: Final[LiteralString] = "UPDATE conversation_logs SET embedding = 
 
 LOCK_CONVERSATION: Final[LiteralString] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 
+#: A conversation belongs to the user who first used it, in either log (turns or tool invocations); every writer of
+#: either table checks it under :data:`LOCK_CONVERSATION`, so the two never disagree.
 CONVERSATION_OWNER: Final[LiteralString] = (
-    "SELECT user_id FROM conversation_logs WHERE conversation_id = %s LIMIT 1"
+    "(SELECT user_id FROM conversation_logs WHERE conversation_id = %(id)s LIMIT 1)"
+    " UNION ALL (SELECT user_id FROM tool_invocations WHERE conversation_id = %(id)s LIMIT 1) LIMIT 1"
 )
 
 STORED_BY_ID: Final[LiteralString] = (
@@ -165,7 +168,7 @@ class ConversationLog:
     async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn]) -> set[str]:
         user_id = group[0].user_id
         await conn.execute(LOCK_CONVERSATION, (conversation_id,))
-        owner = await (await conn.execute(CONVERSATION_OWNER, (conversation_id,))).fetchone()
+        owner = await (await conn.execute(CONVERSATION_OWNER, {"id": conversation_id})).fetchone()
         if owner and owner["user_id"] != user_id:
             raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
         cur = await conn.execute(STORED_BY_ID, ([t.id for t in group],))
@@ -270,8 +273,9 @@ class ConversationLog:
         return [turn_from_row(r) for r in rows]
 
     async def conversation_owner(self, conversation_id: str) -> str | None:
-        """The user a logged conversation belongs to, or ``None`` when no turn of it is logged."""
-        rows = await self.store.fetch(CONVERSATION_OWNER, (conversation_id,), what="reading a conversation's owner")
+        """The user a conversation belongs to (its turns or tool invocations), or ``None`` when it is unused."""
+        rows = await self.store.fetch(CONVERSATION_OWNER, {"id": conversation_id},
+                                      what="reading a conversation's owner")
         return rows[0]["user_id"] if rows else None
 
     async def turn_index(self, turn_id: str, user_id: str) -> int | None:

@@ -6,7 +6,10 @@ from typing import Any, Final, LiteralString
 
 from psycopg.types.json import Jsonb
 
+from ..errors import ConflictError
 from ..models import ToolInvocation
+from .conversation_log import CONVERSATION_OWNER, LOCK_CONVERSATION
+from .errors import pg_errors
 from .postgres import PostgresStore
 
 __all__ = ["ToolInvocationLog"]
@@ -41,13 +44,21 @@ class ToolInvocationLog:
         self.store = store
 
     async def record(self, inv: ToolInvocation) -> bool:
-        """Log the invocation; ``False`` when its id was logged before (nothing is written then)."""
-        rows = await self.store.fetch(INSERT_INVOCATION, (
-            inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
-            inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
-            inv.error_message, inv.channel,
-        ), what="writing tool_invocations")
-        return bool(rows)
+        """Log the invocation; ``False`` when its id was logged before (nothing is written then).
+
+        The conversation must be unused or the invocation's user's (its first turn or tool call makes it theirs):
+        :class:`ConflictError` otherwise, checked under the conversation's lock, the one turn appends take."""
+        async with pg_errors("writing tool_invocations"), self.store.connection() as conn, conn.transaction():
+            await conn.execute(LOCK_CONVERSATION, (inv.conversation_id,))
+            owner = await (await conn.execute(CONVERSATION_OWNER, {"id": inv.conversation_id})).fetchone()
+            if owner and owner["user_id"] != inv.user_id:
+                raise ConflictError(f"conversation_id {inv.conversation_id!r} belongs to another user")
+            cur = await conn.execute(INSERT_INVOCATION, (
+                inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
+                inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
+                inv.error_message, inv.channel,
+            ))
+            return bool(await cur.fetchall())
 
     async def owner(self, invocation_id: str) -> tuple[str, str] | None:
         """(user_id, conversation_id) of a logged invocation, or ``None`` when the id is not logged."""

@@ -1,0 +1,39 @@
+"""Isolation between tenants (issue 11, items 8, 10, 11, 12): one user's ids never reach another user's data."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentx_memory import Turn
+from agentx_memory.errors import ConflictError
+from tests.conftest import gread, sql
+
+
+def test_a_conversation_belongs_to_its_first_user_in_either_log(memory):
+    """Item 8: B's tool call on an unused conversation id makes it B's; A's turns and tool calls are refused (before
+    anything is written) instead of attaching to B's node, and B cannot claim a conversation A started."""
+    memory.record_invocation("squat", None, "calc", {}, None, True, 1, user_id="bob")
+    with pytest.raises(ConflictError, match="conversation_id"):
+        memory.store_turn(Turn(conversation_id="squat", user_id="alice", content="my turn"))
+    with pytest.raises(ConflictError, match="conversation_id"):
+        memory.record_invocation("squat", None, "calc", {}, None, True, 1, user_id="alice")
+    assert sql(memory, "SELECT count(*) AS n FROM conversation_logs WHERE conversation_id = 'squat'")[0]["n"] == 0
+    assert sql(memory, "SELECT user_id FROM tool_invocations WHERE conversation_id = 'squat'") == [{"user_id": "bob"}]
+    assert gread(memory, "MATCH (t:Turn {conversation_id: 'squat'}) RETURN count(t) AS n")[0]["n"] == 0
+
+    # A starts a conversation: B can neither add tool calls nor turns to it, and A's own writes keep working
+    turn = memory.store_turn(Turn(conversation_id="trip", user_id="alice", content="plan the trip"))
+    with pytest.raises(ConflictError, match="conversation_id"):
+        memory.record_invocation("trip", None, "calc", {}, None, True, 1, user_id="bob")
+    with pytest.raises(ConflictError, match="conversation_id"):
+        memory.store_turn(Turn(conversation_id="trip", user_id="bob", content="mine now"))
+    memory.record_invocation("trip", turn.id, "calc", {}, None, True, 1, user_id="alice")
+    memory.store_turn(Turn(conversation_id="trip", user_id="alice", content="second turn"))
+    assert [t.content for t in memory.get_conversation("trip", user_id="alice")] == ["plan the trip", "second turn"]
+    owners = gread(memory, "MATCH (c:Conversation) WHERE c.id IN ['squat', 'trip'] "
+                           "RETURN c.id AS id, c.user_id AS user_id ORDER BY id")
+    assert owners == [{"id": "squat", "user_id": "bob"}, {"id": "trip", "user_id": "alice"}]
+    attached = gread(memory, "MATCH (c:Conversation {id: 'trip'})-[:HAS_TURN|USED_TOOL]->(x) "
+                             "RETURN collect(DISTINCT x.user_id) AS users")
+    assert attached == [{"users": ["alice"]}]
+
