@@ -6,10 +6,11 @@ active, completed, abandoned, blocked. ``complete_goal`` sets ``completed_at`` a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from .context import MemoryContext
-from .errors import ConflictError, NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .graph import cypher
 from .models import GOAL_STATUSES, Goal, utcnow
 from .rows import goal_from_row
@@ -28,6 +29,8 @@ from .validation import (
 
 __all__ = ["GoalMemory"]
 
+log = logging.getLogger(__name__)
+
 
 class GoalMemory:
     """Goals and their lifecycle."""
@@ -36,7 +39,11 @@ class GoalMemory:
         self.ctx = ctx
 
     async def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
-        """Store a goal (idempotent by id); its parent and blockers must be goals of the same user."""
+        """Store a goal (idempotent by id); its parent and blockers must be goals of the same user.
+
+        Write order: the graph (one statement) is the write; the timeline row and the audit entry follow it. A raised
+        error means the graph was not written. Once it succeeded the goal is returned even when PostgreSQL then
+        fails: the missing timeline row or audit entry is logged (WARNING) and not repaired by ``reconcile``."""
         if not isinstance(goal, Goal):
             raise ValidationError("goal", f"must be a Goal, got {type(goal).__name__}")
         goal = goal.model_copy(deep=True)
@@ -77,10 +84,14 @@ class GoalMemory:
             })
         except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's goal
             raise ConflictError(f"goal id {goal.id!r} is already used by another user's goal") from exc
-        await self.ctx.sql.timeline.write([TimelineEntry(
-            memory_type="goal", node_id=goal.id, user_id=goal.user_id, channel=goal.channel,
-            event_time=goal.created_at, summary=goal.description, importance=0.5,
-        )])
+        try:  # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised
+            await self.ctx.sql.timeline.write([TimelineEntry(
+                memory_type="goal", node_id=goal.id, user_id=goal.user_id, channel=goal.channel,
+                event_time=goal.created_at, summary=goal.description, importance=0.5,
+            )])
+        except StorageError:
+            log.warning("timeline row of goal %r (user %r) could not be written; the goal is stored in the graph",
+                        goal.id, goal.user_id, exc_info=True)
         await self.ctx.audit.log_write("store", "goal", goal.channel, [goal.id], user_id=goal.user_id)
         return await self.get_goal(goal.id, goal.user_id)
 

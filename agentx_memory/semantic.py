@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import random
 import re
 import time
@@ -24,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .context import MemoryContext
-from .errors import ConflictError, NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
 from .rows import entity_from_row, fact_from_row
@@ -33,6 +34,8 @@ from .timeutil import now_ms, to_ms
 from .validation import check_channel, check_datetime, check_id, check_ids, check_json, check_range, check_text
 
 __all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
+
+log = logging.getLogger(__name__)
 
 _SPACES = re.compile(r"\s+")
 #: How many times an entity upsert re-reads and retries when concurrent upserts of the same entity overtake it.
@@ -72,6 +75,11 @@ class SemanticMemory:
 
         The name is stored with surrounding whitespace stripped and inner runs collapsed; aliases are merged as a set
         (by normalized form), properties key by key; an empty description keeps the stored one.
+
+        Write order: the graph (one statement) is the write; the timeline row and the audit entry follow it. A raised
+        error means the graph was not written (nothing is left behind). Once the graph write succeeded the call
+        returns it even when PostgreSQL then fails: the missing timeline row or audit entry is logged (WARNING,
+        ``agentx_memory.semantic``; audit: ``agentx_memory.audit``) and not repaired by ``reconcile``.
         """
         started = time.perf_counter()
         if not isinstance(entity, Entity):
@@ -97,8 +105,9 @@ class SemanticMemory:
         key = entity_key(entity.user_id, entity.channel, entity.type, entity.name)
         row = await self._merge_entity(entity, key)
         stored = entity_from_row(row)
-        await self._timeline("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
-                             stored.name + (f": {stored.description}" if stored.description else ""), stored.salience)
+        await self._timeline_after_write("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
+                                         stored.name + (f": {stored.description}" if stored.description else ""),
+                                         stored.salience)
         await self.ctx.audit.log_write("upsert", "semantic", stored.channel, [stored.id], {"kind": "entity"},
                                        user_id=stored.user_id, latency_ms=_ms(started),
                                        payload=stored.model_dump(mode="json"))
@@ -208,7 +217,10 @@ class SemanticMemory:
 
         Idempotent by id. Re-learning an id updates the claim, source, temporal and metadata, keeps the higher
         confidence and the first source turn and conversation, and never moves the fact: another channel than the
-        stored one is a :class:`~agentx_memory.errors.ConflictError` (nothing is written)."""
+        stored one is a :class:`~agentx_memory.errors.ConflictError` (nothing is written).
+
+        Write order as in :meth:`upsert_entity`: the graph is the write, the timeline row and audit entry follow; a
+        raised error means no graph write, and a PostgreSQL failure after it is logged, not raised."""
         started = time.perf_counter()
         if not isinstance(fact, Fact):
             raise ValidationError("fact", f"must be a Fact, got {type(fact).__name__}")
@@ -259,9 +271,10 @@ class SemanticMemory:
         if not written:  # the fact exists in another channel: it does not move (promote_to_global copies it)
             raise ConflictError(f"fact id {fact.id!r} is already stored in channel {stored.channel!r}, not "
                                 f"{fact.channel!r}; a fact keeps its channel (promote_to_global copies it to _global)")
-        # the timeline and the audit get what is stored (the higher confidence, the first source), not the caller's
-        await self._timeline("fact", stored.id, stored.user_id, stored.channel, stored.created_at, stored.claim,
-                             stored.confidence)
+        # the timeline and the audit get what is stored (the higher confidence, the first source), not the caller's;
+        # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised (see docstring)
+        await self._timeline_after_write("fact", stored.id, stored.user_id, stored.channel, stored.created_at,
+                                         stored.claim, stored.confidence)
         await self.ctx.audit.log_write("store", "semantic", stored.channel, [stored.id], {"kind": "fact"},
                                        user_id=stored.user_id, conversation_id=stored.conversation_id,
                                        latency_ms=_ms(started),
@@ -315,6 +328,16 @@ class SemanticMemory:
         if entity_ids:
             await self.ctx.graph.write(cypher.REINFORCE_ENTITIES,
                                        {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
+
+    async def _timeline_after_write(self, memory_type: str, node_id: str, user_id: str, channel: str,
+                                    event_time: datetime, summary: str, importance: float) -> None:
+        """The timeline row of a graph write that already succeeded: a storage failure is logged, not raised, so an
+        acknowledged write never turns into an exception (issue 11 item 4)."""
+        try:
+            await self._timeline(memory_type, node_id, user_id, channel, event_time, summary, importance)
+        except StorageError:
+            log.warning("timeline row of %s %r (user %r) could not be written; the %s is stored in the graph",
+                        memory_type, node_id, user_id, memory_type, exc_info=True)
 
     async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time: datetime,
                         summary: str, importance: float) -> None:

@@ -122,3 +122,15 @@ def test_add_goal_rejects_bad_input_and_writes_nothing(memory):
     assert memory.get_goal(bobs.id, user_id="bob").description == "bob's"
     with pytest.raises(NotFoundError):
         memory.get_goal(bobs.id)
+
+
+def test_a_postgres_failure_after_the_graph_write_does_not_raise(memory, caplog):
+    """Issue 11 item 4: add_goal wrote the graph and then raised when the timeline row failed; now the goal is
+    returned and the missing timeline row is logged."""
+    from tests.integration.test_semantic import refuse_postgres_writes
+
+    refuse_postgres_writes(memory)
+    with caplog.at_level("WARNING", logger="agentx_memory.goals"):
+        goal = memory.add_goal(Goal(user_id="alice", description="Book a flight to Lisbon"))
+    assert memory.get_goal(goal.id).description == "Book a flight to Lisbon"
+    assert any(goal.id in r.getMessage() for r in caplog.records if r.name == "agentx_memory.goals")

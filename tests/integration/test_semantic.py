@@ -415,3 +415,37 @@ def test_a_vector_without_a_direction_is_refused_before_anything_is_stored(memor
     with pytest.raises(ValidationError, match="embedding"):
         memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="city", embedding=vector))
     assert count_nodes(memory, "MATCH (n) WHERE n:Fact OR n:Entity RETURN count(n) AS n") == 0
+
+
+def refuse_postgres_writes(memory) -> None:
+    """A real PostgreSQL refusal of every timeline row and audit entry in the memory's own schema (a trigger that
+    raises), as when PostgreSQL fails after the graph write."""
+    run = memory._portal.run
+    postgres = memory.core.ctx.postgres
+    run(postgres.execute("CREATE FUNCTION refuse_write() RETURNS trigger LANGUAGE plpgsql AS "
+                         "$$ BEGIN RAISE EXCEPTION 'write refused (simulated outage)'; END $$"))
+    for table in ("memory_timeline", "memory_audit_log"):
+        run(postgres.execute(f"CREATE TRIGGER refuse_write BEFORE INSERT ON {table} "
+                             "FOR EACH ROW EXECUTE FUNCTION refuse_write()"))
+
+
+def test_a_postgres_failure_after_the_graph_write_does_not_raise(memory, caplog):
+    """Issue 11 item 4: upsert_entity/learn_fact wrote the graph and then raised when the timeline row failed. The
+    graph write is the acknowledged write: the call returns it and the missing timeline row is logged."""
+    refuse_postgres_writes(memory)
+    with caplog.at_level("WARNING", logger="agentx_memory.semantic"):
+        entity = memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="place"))
+        fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", entity_ids=[entity.id]))
+    assert memory.get_entity(entity.id).name == "Lisbon"
+    assert memory.get_fact(fact.id).claim == "Alice lives in Lisbon"
+    assert sql(memory, "SELECT count(*) AS n FROM memory_timeline")[0]["n"] == 0
+    logged = [r.getMessage() for r in caplog.records if r.name == "agentx_memory.semantic"]
+    assert any(entity.id in m and "timeline" in m for m in logged)
+    assert any(fact.id in m for m in logged)
+
+
+def test_an_entity_id_too_long_for_postgres_is_refused_before_the_graph_write(memory):
+    """Issue 11 item 4: a 1,000-character id raised (VARCHAR(100) timeline column) after the entity was in the graph."""
+    with pytest.raises(ValidationError, match="id"):
+        memory.upsert_entity(Entity(id="e" * 1000, user_id="alice", name="Lisbon", type="place"))
+    assert count_nodes(memory, "MATCH (e:Entity) RETURN count(e) AS n") == 0
