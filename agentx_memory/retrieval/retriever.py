@@ -120,7 +120,8 @@ class MemoryRetriever:
         recall = plan.recall or self.ctx.settings.recall
         entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
         facts = self._rank_facts(plan, found, recall, graph_facts)
-        turns = await self._rank_turns(plan, found, recall, facts, metrics)
+        # no turns at all without the episodic layer: not even the facts' source turns, which _rank_turns reads
+        turns = await self._rank_turns(plan, found, recall, facts, metrics) if plan.include_episodic else []
         strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentx_memory import Turn
+from agentx_memory import Fact, Turn
 from agentx_memory.errors import ConflictError
 from tests.conftest import gread, sql
 
@@ -36,4 +36,16 @@ def test_a_conversation_belongs_to_its_first_user_in_either_log(memory):
     attached = gread(memory, "MATCH (c:Conversation {id: 'trip'})-[:HAS_TURN|USED_TOOL]->(x) "
                              "RETURN collect(DISTINCT x.user_id) AS users")
     assert attached == [{"users": ["alice"]}]
+
+
+
+def test_without_the_episodic_layer_no_turn_is_returned(memory):
+    """Item 12: ``include_episodic=False`` returns no turn, not even the source turn of a returned fact."""
+    turn = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon last spring"))
+    fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", source_turn_id=turn.id))
+    with_turns = memory.remember("Where does Alice live? Lisbon", include_episodic=True)
+    assert turn.id in {t.id for t in with_turns.turns}
+    bundle = memory.remember("Where does Alice live? Lisbon", include_episodic=False)
+    assert fact.id in {f.id for f in bundle.facts}
+    assert bundle.turns == []
 
