@@ -292,6 +292,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     """Bring the stack up, ingest the sample conversation, ask questions, print bundles and prompt blocks."""
     from .demo import run_demo
 
+    if settings.uses_embedded:  # say which data directory: one started elsewhere would be a second ./.agentx
+        console.print(f"data directory {settings.embedded.home.resolve()}")
     asyncio.run(run_demo(settings, console, explain=not args.brief, prompt_tokens=args.prompt_tokens))
     return 0
 

@@ -8,6 +8,7 @@ running after the starting process exits, until :meth:`EmbeddedStack.stop`.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from contextlib import suppress
@@ -26,6 +27,8 @@ from .postgres import PostgresServer, postgres_os_user
 from .processes import current_user
 
 __all__ = ["EmbeddedStack", "Endpoints"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -79,10 +82,18 @@ class EmbeddedStack:
 
         Idempotent and safe to call from many processes at once: exactly one server of each kind ends up running
         for the data directory. Raises :class:`RuntimeServerError` with an actionable message on failure.
+
+        When it has to start servers it says where the data directory is (INFO on the ``agentx_memory.runtime.stack``
+        logger), and that it is new when it did not exist: a process started elsewhere with a relative or unset
+        ``AGENTX_HOME`` would otherwise silently get a second directory and a second pair of daemons.
         """
         if self._healthy():
             return self.endpoints()
+        if not self._layout.home.exists():
+            log.info("creating a new embedded data directory %s (set AGENTX_HOME to share an existing one)",
+                     self._layout.home)
         self._layout.ensure_home()
+        log.info("starting the embedded servers of the data directory %s", self._layout.home)
         with runtime_lock(self._layout.lock_file, self._lock_timeout()):
             self._prepare_socket_dir()
             for server in self._servers:

