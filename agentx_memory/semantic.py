@@ -298,14 +298,18 @@ class SemanticMemory:
         source = await self.get_fact(fact_id, user_id)
         if source.channel == GLOBAL_CHANNEL:
             raise ValidationError("fact_id", f"fact {fact_id!r} is already in _global; only project facts are promoted")
-        global_id = str(uuid.uuid5(_PROMOTION_NS, fact_id))
+        found = await self.ctx.graph.read(cypher.FIND_PROMOTION, {"source_id": fact_id, "user_id": user_id})
+        if found:  # promoted before: idempotent, nothing new to audit
+            return await self.get_fact(found[0]["id"], user_id)
+        # the copy's id depends on the user too, and the MERGE is the user's: another user knowing the fact id can
+        # neither pre-create the copy nor get their fact linked to it
+        global_id = str(uuid.uuid5(_PROMOTION_NS, f"{user_id}\x1f{fact_id}"))
         try:
-            return await self.get_fact(global_id, user_id)  # promoted before: idempotent, nothing new to audit
-        except NotFoundError:
-            pass
-        await self.ctx.graph.write(cypher.PROMOTE_FACT, {
-            "source_id": fact_id, "global_id": global_id, "user_id": user_id, "reason": reason, "now": now_ms(),
-        })
+            await self.ctx.graph.write(cypher.PROMOTE_FACT, {
+                "source_id": fact_id, "global_id": global_id, "user_id": user_id, "reason": reason, "now": now_ms(),
+            })
+        except ConflictError as exc:
+            raise ConflictError(f"the id {global_id!r} of fact {fact_id!r}'s promoted copy is taken") from exc
         counted = await self.ctx.graph.read(cypher.FACT_CONVERSATION_COUNT, {"id": fact_id, "user_id": user_id})
         conversations = counted[0]["conversations"]
         promoted = await self.get_fact(global_id, user_id)

@@ -291,10 +291,18 @@ UNWIND (CASE WHEN size(conversations) = 0 THEN [null] ELSE conversations END) AS
 RETURN count(DISTINCT conversation) AS conversations
 """
 
+# A promotion is found again through its PROMOTED_FROM link (never by id alone), and the copy is merged on
+# (id, user_id): a fact of another user that holds the copy's id is never linked (the unique constraint refuses it).
+FIND_PROMOTION: Final[LiteralString] = """
+MATCH (g:Fact {user_id: $user_id})-[:PROMOTED_FROM]->(src:Fact {id: $source_id, user_id: $user_id})
+WHERE g.channel = '_global'
+RETURN g.id AS id ORDER BY g.created_at, g.id LIMIT 1
+"""
+
 PROMOTE_FACT: Final[LiteralString] = """
 MATCH (src:Fact {id: $source_id, user_id: $user_id})
-MERGE (g:Fact {id: $global_id})
-ON CREATE SET g.user_id = src.user_id, g.channel = '_global', g.claim = src.claim, g.confidence = src.confidence,
+MERGE (g:Fact {id: $global_id, user_id: $user_id})
+ON CREATE SET g.channel = '_global', g.claim = src.claim, g.confidence = src.confidence,
               g.source = 'promotion', g.source_turn_id = src.source_turn_id, g.conversation_id = src.conversation_id,
               g.temporal = src.temporal, g.metadata = src.metadata, g.embedding = src.embedding,
               g.created_at = $now, g.access_count = 0, g.superseded = false, g.promotion_reason = $reason

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from agentx_memory import Fact, Turn
-from agentx_memory.errors import ConflictError
+from agentx_memory.errors import ConflictError, NotFoundError
+from agentx_memory.semantic import _PROMOTION_NS
 from tests.conftest import gread, sql
 
 
@@ -49,3 +52,18 @@ def test_without_the_episodic_layer_no_turn_is_returned(memory):
     assert fact.id in {f.id for f in bundle.facts}
     assert bundle.turns == []
 
+
+def test_another_user_cannot_pre_create_a_promotion(memory):
+    """Item 10: the promoted copy's id is the owner's (uuid5 of user and fact id) and merged as theirs: bob, who knows
+    alice's fact id, pre-creates the copy under the old id (uuid5 of the fact id alone) and under a guess of the new
+    one with his user id; alice's promotion still works and bob's facts are never linked to hers."""
+    fact = memory.learn_fact(Fact(user_id="alice", claim="Alice likes Lisbon"), channel="proj")
+    for guess in (uuid.uuid5(_PROMOTION_NS, fact.id), uuid.uuid5(_PROMOTION_NS, f"bob\x1f{fact.id}")):
+        memory.learn_fact(Fact(id=str(guess), user_id="bob", claim="squatted"), channel="_global")
+    promoted = memory.promote_to_global(fact.id, "seen often", user_id="alice")
+    assert (promoted.user_id, promoted.channel, promoted.claim) == ("alice", "_global", "Alice likes Lisbon")
+    links = gread(memory, "MATCH (g:Fact)-[:PROMOTED_FROM]->(f:Fact) RETURN g.user_id AS g, f.user_id AS f")
+    assert links == [{"g": "alice", "f": "alice"}]
+    assert memory.promote_to_global(fact.id, "again", user_id="alice").id == promoted.id  # still idempotent
+    with pytest.raises(NotFoundError):  # and bob cannot promote alice's fact
+        memory.promote_to_global(fact.id, "mine", user_id="bob")
