@@ -194,3 +194,26 @@ def test_generator_refuses_names_the_target_module_does_not_import(gen, monkeypa
     monkeypatch.setattr(gen, "TWINS", (twin,))
     with pytest.raises(gen.GenerationError, match="markers"):
         gen.update("class Sync:\n    pass\n")
+
+
+def test_a_stopped_portal_raises_our_closed_error_and_closes_the_coroutine():
+    """Issue 11 item 13: a twin called after close() raised RuntimeError('Event loop is closed') and left the
+    coroutine un-awaited; every twin goes through the portal, so the check lives there once."""
+    import warnings
+
+    from agentx_memory.errors import AgentXMemoryError, ClosedError
+    from agentx_memory.memory import _Portal
+
+    async def work() -> int:
+        return 1
+
+    portal = _Portal()
+    assert portal.run(work()) == 1
+    portal.stop()
+    coro = work()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine never awaited would warn when collected
+        with pytest.raises(ClosedError, match="closed") as caught:
+            portal.run(coro)
+    assert isinstance(caught.value, AgentXMemoryError) and isinstance(caught.value, RuntimeError)
+    assert coro.cr_frame is None  # closed, not left pending
