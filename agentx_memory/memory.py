@@ -50,14 +50,16 @@ C = TypeVar("C", bound=type)
 _CLOSED_MESSAGE = "this memory is closed (close() was called); open a new AgentMemory / AsyncAgentMemory"
 
 
-def _from_pydantic(exc: pydantic.ValidationError) -> ValidationError:
+def _from_pydantic(exc: pydantic.ValidationError, arguments: Mapping[str, str] | None = None) -> ValidationError:
     """Our :class:`~agentx_memory.errors.ValidationError` for pydantic's, naming the field of its first error
-    (``latency_ms``, ``tool_input.key``)."""
+    (``latency_ms``, ``tool_input.key``); ``arguments`` renames a model field to the argument that filled it."""
     errors = exc.errors(include_url=False)
     if not errors:
         return ValidationError(exc.title, str(exc))
-    field = ".".join(str(part) for part in errors[0]["loc"]) or exc.title
-    return ValidationError(field, errors[0]["msg"])
+    loc = [str(part) for part in errors[0]["loc"]]
+    if loc and arguments and loc[0] in arguments:
+        loc[0] = arguments[loc[0]]
+    return ValidationError(".".join(loc) or exc.title, errors[0]["msg"])
 
 
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -237,11 +239,15 @@ class AsyncAgentMemory:
             extra["id"] = invocation_id
         if timestamp is not None:
             extra["timestamp"] = timestamp
-        return await self.procedural.record_invocation(ToolInvocation(
-            user_id=self._user(user_id), conversation_id=conversation_id, turn_id=turn_id, tool_name=tool_name,
-            tool_input=tool_input, tool_output=tool_output, success=success, latency_ms=latency_ms, channel=channel,
-            task_type=task_type, error_message=error_message, **extra,
-        ))
+        try:
+            invocation = ToolInvocation(
+                user_id=self._user(user_id), conversation_id=conversation_id, turn_id=turn_id, tool_name=tool_name,
+                tool_input=tool_input, tool_output=tool_output, success=success, latency_ms=latency_ms,
+                channel=channel, task_type=task_type, error_message=error_message, **extra,
+            )
+        except pydantic.ValidationError as exc:  # name the argument, not the model field it fills
+            raise _from_pydantic(exc, {"id": "invocation_id"}) from exc
+        return await self.procedural.record_invocation(invocation)
 
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True,

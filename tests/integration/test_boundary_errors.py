@@ -17,6 +17,9 @@ def test_pydantic_errors_become_ours_naming_the_field(memory):
     assert not isinstance(caught.value, pydantic.ValidationError)
     assert caught.value.field == "latency_ms"
     assert "latency_ms" in str(caught.value)
+    with pytest.raises(ValidationError) as caught:  # the argument's name, not the model field it fills
+        memory.record_invocation("c1", None, "grep", {}, {}, True, 1, invocation_id=5)  # type: ignore[arg-type]
+    assert caught.value.field == "invocation_id"
     assert memory.get_tool_stats() == []  # nothing was written
 
 
