@@ -189,7 +189,10 @@ class AsyncAgentMemory:
     # --- semantic -----------------------------------------------------------------------------------------------
 
     async def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
-        """Create or merge an entity (by normalized name + type + user + channel); aliases are merged."""
+        """Create or merge an entity (by normalized name + type + user + channel); aliases are merged.
+
+        The graph write is the write: an error means nothing was stored; once it succeeded the entity is returned
+        even if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
         return await self.semantic.upsert_entity(entity, channel)
 
     async def get_entity(self, entity_id: str, user_id: str | None = None) -> Entity:
@@ -197,7 +200,10 @@ class AsyncAgentMemory:
         return await self.semantic.get_entity(entity_id, self._user(user_id))
 
     async def learn_fact(self, fact: Fact, channel: str | None = None) -> Fact:
-        """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities."""
+        """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities.
+
+        The graph write is the write: an error means nothing was stored; once it succeeded the fact is returned even
+        if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
         return await self.semantic.learn_fact(fact, channel)
 
     async def store_fact(self, fact: Fact, channel: str | None = None) -> Fact:
@@ -273,7 +279,10 @@ class AsyncAgentMemory:
     # --- goals --------------------------------------------------------------------------------------------------
 
     async def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
-        """Store a goal (with optional parent_id → SUBGOAL_OF and blocked_by → BLOCKED_BY)."""
+        """Store a goal (with optional parent_id → SUBGOAL_OF and blocked_by → BLOCKED_BY).
+
+        The graph write is the write: an error means nothing was stored; once it succeeded the goal is returned even
+        if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
         return await self.goals.add_goal(goal, channel)
 
     async def get_goal(self, goal_id: str, user_id: str | None = None) -> Goal:
@@ -551,7 +560,10 @@ class AgentMemory:
         return self._portal.run(self._core.reconcile())
 
     def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
-        """Create or merge an entity (by normalized name + type + user + channel); aliases are merged."""
+        """Create or merge an entity (by normalized name + type + user + channel); aliases are merged.
+
+        The graph write is the write: an error means nothing was stored; once it succeeded the entity is returned
+        even if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
         return self._portal.run(self._core.upsert_entity(entity, channel))
 
     def get_entity(self, entity_id: str, user_id: str | None = None) -> Entity:
@@ -559,7 +571,10 @@ class AgentMemory:
         return self._portal.run(self._core.get_entity(entity_id, user_id))
 
     def learn_fact(self, fact: Fact, channel: str | None = None) -> Fact:
-        """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities."""
+        """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities.
+
+        The graph write is the write: an error means nothing was stored; once it succeeded the fact is returned even
+        if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
         return self._portal.run(self._core.learn_fact(fact, channel))
 
     def store_fact(self, fact: Fact, channel: str | None = None) -> Fact:
@@ -618,7 +633,10 @@ class AgentMemory:
         return self._portal.run(self._core.get_tool_stats(task_type, channel, user_id))
 
     def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
-        """Store a goal (with optional parent_id → SUBGOAL_OF and blocked_by → BLOCKED_BY)."""
+        """Store a goal (with optional parent_id → SUBGOAL_OF and blocked_by → BLOCKED_BY).
+
+        The graph write is the write: an error means nothing was stored; once it succeeded the goal is returned even
+        if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
         return self._portal.run(self._core.add_goal(goal, channel))
 
     def get_goal(self, goal_id: str, user_id: str | None = None) -> Goal:
