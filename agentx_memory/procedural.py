@@ -73,10 +73,13 @@ class ProceduralMemory:
         if inv.latency_ms is not None:
             check_int(inv.latency_ms, "latency_ms", low=0, high=INT32_MAX)  # tool_invocations.latency_ms
         if inv.turn_id:
-            turn_index = await self.ctx.sql.conversations.turn_index(inv.turn_id, inv.user_id)
-            if turn_index is None:
+            place = await self.ctx.sql.conversations.turn_place(inv.turn_id, inv.user_id)
+            if place is None:
                 raise NotFoundError("turn", inv.turn_id)
-            inv.turn_index = turn_index
+            if place[0] != inv.conversation_id:  # a call made during a turn belongs to that turn's conversation
+                raise ValidationError("turn_id", f"turn {inv.turn_id!r} is in another conversation than "
+                                                 f"{inv.conversation_id!r}")
+            inv.turn_index = place[1]
         await self._check_conversation_owner(inv.conversation_id, inv.user_id)
         inserted = await self.ctx.sql.tools.record(inv)
         if not inserted:  # recorded before: idempotent, unless the id is another user's invocation

@@ -339,20 +339,17 @@ CONVERSATION_OWNER: Final[LiteralString] = """
 MATCH (c:Conversation {id: $id}) RETURN c.user_id AS user_id
 """
 
+# A Tool node is shared by every user and carries its name only: usage counters on it would mix tenants, so per-user
+# statistics come from the user's own rows (tool_invocations, get_tool_stats) and ToolInvocation nodes.
 RECORD_INVOCATION: Final[LiteralString] = """
 MERGE (c:Conversation {id: $conversation_id, user_id: $user_id})
 ON CREATE SET c.channel = $channel, c.started_at = $timestamp, c.title = '',
               c.patterns_extracted = false, c.archived = false
 MERGE (tool:Tool {name: $tool_name})
-ON CREATE SET tool.usage_count = 0, tool.success_count = 0, tool.avg_latency_ms = 0.0
 MERGE (ti:ToolInvocation {id: $id})
 ON CREATE SET ti.user_id = $user_id, ti.channel = $channel, ti.conversation_id = $conversation_id,
               ti.turn_id = $turn_id, ti.tool_name = $tool_name, ti.task_type = $task_type, ti.success = $success,
-              ti.latency_ms = $latency_ms, ti.timestamp = $timestamp,
-              tool.avg_latency_ms = CASE WHEN $latency_ms IS NULL THEN tool.avg_latency_ms
-                  ELSE (tool.avg_latency_ms * tool.usage_count + $latency_ms) / (tool.usage_count + 1) END,
-              tool.usage_count = tool.usage_count + 1,
-              tool.success_count = tool.success_count + CASE WHEN $success THEN 1 ELSE 0 END
+              ti.latency_ms = $latency_ms, ti.timestamp = $timestamp
 MERGE (c)-[:USED_TOOL]->(ti)
 MERGE (ti)-[:INVOKED]->(tool)
 RETURN ti.id AS id
@@ -381,7 +378,6 @@ WITH s
 UNWIND (CASE WHEN size($tool_sequence) = 0 THEN [null] ELSE $tool_sequence END) AS tool_name
 FOREACH (_ IN CASE WHEN tool_name IS NULL THEN [] ELSE [1] END |
     MERGE (t:Tool {name: tool_name})
-    ON CREATE SET t.usage_count = 0, t.success_count = 0, t.avg_latency_ms = 0.0
     MERGE (s)-[:USES_TOOL]->(t))
 WITH DISTINCT s
 OPTIONAL MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})

@@ -114,7 +114,9 @@ RECENT_TURNS: Final[LiteralString] = (
     " ORDER BY timestamp DESC, turn_index DESC LIMIT %s"
 )
 
-TURN_INDEX: Final[LiteralString] = "SELECT turn_index FROM conversation_logs WHERE turn_id = %s AND user_id = %s"
+TURN_PLACE: Final[LiteralString] = (
+    "SELECT conversation_id, turn_index FROM conversation_logs WHERE turn_id = %s AND user_id = %s"
+)
 
 #: Recompute the neighbour context (previous + this + next turn) of turns around freshly stored indexes.
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
@@ -278,10 +280,11 @@ class ConversationLog:
                                       what="reading a conversation's owner")
         return rows[0]["user_id"] if rows else None
 
-    async def turn_index(self, turn_id: str, user_id: str) -> int | None:
-        """The index of one of the user's logged turns, or ``None`` when the user has no turn with this id."""
-        rows = await self.store.fetch(TURN_INDEX, (turn_id, user_id), what="reading a turn's index")
-        return rows[0]["turn_index"] if rows else None
+    async def turn_place(self, turn_id: str, user_id: str) -> tuple[str, int] | None:
+        """(conversation_id, index) of one of the user's logged turns, or ``None`` when the user has no turn with
+        this id."""
+        rows = await self.store.fetch(TURN_PLACE, (turn_id, user_id), what="reading a turn's place")
+        return (rows[0]["conversation_id"], rows[0]["turn_index"]) if rows else None
 
 
 async def _adopt_occupant(conn: Connection, turn: Turn) -> None:

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from agentx_memory import Fact, Turn
-from agentx_memory.errors import ConflictError, NotFoundError
+from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
 from agentx_memory.semantic import _PROMOTION_NS
 from tests.conftest import gread, sql
 
@@ -67,3 +67,21 @@ def test_another_user_cannot_pre_create_a_promotion(memory):
     assert memory.promote_to_global(fact.id, "again", user_id="alice").id == promoted.id  # still idempotent
     with pytest.raises(NotFoundError):  # and bob cannot promote alice's fact
         memory.promote_to_global(fact.id, "mine", user_id="bob")
+
+
+def test_a_tool_call_names_a_turn_of_its_own_conversation_and_counts_for_its_user_only(memory):
+    """Item 11: a turn of another conversation (of the same user) is refused, naming turn_id; the shared Tool node
+    keeps no counters mixing users, and each user's statistics count their own calls only."""
+    other = memory.store_turn(Turn(conversation_id="c-other", user_id="alice", content="elsewhere"))
+    memory.store_turn(Turn(conversation_id="c-main", user_id="alice", content="here"))
+    with pytest.raises(ValidationError, match="turn_id"):
+        memory.record_invocation("c-main", other.id, "calc", {}, None, True, 1, user_id="alice")
+    assert sql(memory, "SELECT count(*) AS n FROM tool_invocations")[0]["n"] == 0
+    assert gread(memory, "MATCH (ti:ToolInvocation) RETURN count(ti) AS n")[0]["n"] == 0
+
+    memory.record_invocation("c-main", None, "calc", {}, None, True, 10, user_id="alice")
+    for _ in range(3):
+        memory.record_invocation("c-bob", None, "calc", {}, None, False, 500, user_id="bob")
+    alice = memory.get_tool_stats(user_id="alice")
+    assert [(s["tool_name"], s["usage_count"], s["success_count"]) for s in alice] == [("calc", 1, 1)]
+    assert gread(memory, "MATCH (t:Tool {name: 'calc'}) RETURN properties(t) AS p") == [{"p": {"name": "calc"}}]
