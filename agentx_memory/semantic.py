@@ -313,8 +313,8 @@ class SemanticMemory:
         counted = await self.ctx.graph.read(cypher.FACT_CONVERSATION_COUNT, {"id": fact_id, "user_id": user_id})
         conversations = counted[0]["conversations"]
         promoted = await self.get_fact(global_id, user_id)
-        await self._timeline("fact", promoted.id, user_id, GLOBAL_CHANNEL, promoted.created_at, promoted.claim,
-                             promoted.confidence)
+        await self._timeline_after_write("fact", promoted.id, user_id, GLOBAL_CHANNEL, promoted.created_at,
+                                         promoted.claim, promoted.confidence)
         await self.ctx.audit.log_promotion(
             fact_id, source.channel, reason, self.ctx.settings.promotion.model_dump(), user_id=user_id,
             global_fact_id=global_id, confidence=source.confidence, access_count=source.access_count,
