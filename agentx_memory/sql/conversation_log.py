@@ -25,7 +25,7 @@ from ..rows import turn_from_row
 from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
-__all__ = ["ConversationLog"]
+__all__ = ["ConversationLog", "claim_conversation"]
 
 _COLUMNS: Final[LiteralString] = (
     "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, content_hash, token_count, model,"
@@ -140,6 +140,15 @@ def _vector(values: Sequence[float] | None) -> np.ndarray | None:
     return np.asarray(values, dtype=np.float32) if values is not None else None
 
 
+async def claim_conversation(conn: Connection, conversation_id: str, user_id: str) -> None:
+    """Inside the caller's transaction: take the conversation's lock and check that it is unused or ``user_id``'s
+    (:data:`CONVERSATION_OWNER`); :class:`ConflictError` otherwise. Every writer of either log calls it first."""
+    await conn.execute(LOCK_CONVERSATION, (conversation_id,))
+    owner = await (await conn.execute(CONVERSATION_OWNER, {"id": conversation_id})).fetchone()
+    if owner and owner["user_id"] != user_id:
+        raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
+
+
 class ConversationLog:
     """Reads and appends ``conversation_logs`` rows; turns go in and come out as :class:`~agentx_memory.models.Turn`."""
 
@@ -168,11 +177,7 @@ class ConversationLog:
         return inserted
 
     async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn]) -> set[str]:
-        user_id = group[0].user_id
-        await conn.execute(LOCK_CONVERSATION, (conversation_id,))
-        owner = await (await conn.execute(CONVERSATION_OWNER, {"id": conversation_id})).fetchone()
-        if owner and owner["user_id"] != user_id:
-            raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
+        await claim_conversation(conn, conversation_id, group[0].user_id)
         cur = await conn.execute(STORED_BY_ID, ([t.id for t in group],))
         existing = {row["turn_id"]: row for row in await cur.fetchall()}
         next_row = await (await conn.execute(NEXT_INDEX, (conversation_id,))).fetchone()

@@ -6,9 +6,8 @@ from typing import Any, Final, LiteralString
 
 from psycopg.types.json import Jsonb
 
-from ..errors import ConflictError
 from ..models import ToolInvocation
-from .conversation_log import CONVERSATION_OWNER, LOCK_CONVERSATION
+from .conversation_log import claim_conversation
 from .errors import pg_errors
 from .postgres import PostgresStore
 
@@ -49,10 +48,7 @@ class ToolInvocationLog:
         The conversation must be unused or the invocation's user's (its first turn or tool call makes it theirs):
         :class:`ConflictError` otherwise, checked under the conversation's lock, the one turn appends take."""
         async with pg_errors("writing tool_invocations"), self.store.connection() as conn, conn.transaction():
-            await conn.execute(LOCK_CONVERSATION, (inv.conversation_id,))
-            owner = await (await conn.execute(CONVERSATION_OWNER, {"id": inv.conversation_id})).fetchone()
-            if owner and owner["user_id"] != inv.user_id:
-                raise ConflictError(f"conversation_id {inv.conversation_id!r} belongs to another user")
+            await claim_conversation(conn, inv.conversation_id, inv.user_id)
             cur = await conn.execute(INSERT_INVOCATION, (
                 inv.id, inv.user_id, inv.conversation_id, inv.turn_index, inv.turn_id, inv.timestamp, inv.tool_name,
                 inv.task_type, Jsonb(inv.tool_input), Jsonb(inv.tool_output), inv.success, inv.latency_ms,
