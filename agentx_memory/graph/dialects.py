@@ -96,38 +96,46 @@ class Neo4jDialect(Dialect):
         return " OR ".join(w for w in cleaned if w)
 
     def schema_statements(self, dimension: int) -> list[str]:
+        return [statement for _, statement in self.schema_objects(dimension)]
+
+    def schema_objects(self, dimension: int) -> list[tuple[str, str]]:
+        """``(name, statement)`` for every index and constraint :meth:`schema_statements` creates, so a caller can
+        skip the objects that exist by name."""
         dimension = int(dimension)
         # Neo4j's token lookup indexes (label and relationship-type scans) come with a new database; recreate them
         # where they were dropped, or every label scan becomes a scan of all nodes.
         out = [
-            "CREATE LOOKUP INDEX node_label_lookup_index IF NOT EXISTS FOR (n) ON EACH labels(n)",
-            "CREATE LOOKUP INDEX rel_type_lookup_index IF NOT EXISTS FOR ()-[r]-() ON EACH type(r)",
+            ("node_label_lookup_index",
+             "CREATE LOOKUP INDEX node_label_lookup_index IF NOT EXISTS FOR (n) ON EACH labels(n)"),
+            ("rel_type_lookup_index",
+             "CREATE LOOKUP INDEX rel_type_lookup_index IF NOT EXISTS FOR ()-[r]-() ON EACH type(r)"),
         ]
         for spec in schema_specs():
             name = index_name(spec.label, spec.props, spec.kind)
             on = ", ".join(f"n.{p}" for p in spec.props)
+            vector_options = (
+                f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, "
+                f"`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}}}"
+            )
             if spec.kind == "unique":
-                out.append(
+                statement = (
                     f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{spec.label}) REQUIRE n.{spec.props[0]} IS UNIQUE"
                 )
             elif spec.kind == "range":
-                out.append(f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON ({on})")
+                statement = f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON ({on})"
             elif spec.kind == "vector" and self.search_clause:
                 filters = ", ".join(f"n.{p}" for p in VECTOR_FILTER_PROPERTIES)
-                out.append(
+                statement = (
                     f"CYPHER 25 CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON n.embedding "
-                    f"WITH [{filters}] "
-                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, "
-                    f"`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}}}"
+                    f"WITH [{filters}] {vector_options}"
                 )
             elif spec.kind == "vector":
-                out.append(
-                    f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) "
-                    f"OPTIONS {{indexConfig: {{`vector.dimensions`: {dimension}, "
-                    f"`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}}}"
+                statement = (
+                    f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) {vector_options}"
                 )
             else:
-                out.append(f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}]")
+                statement = f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}]"
+            out.append((name, statement))
         return out
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -110,15 +109,6 @@ def _plan_text(plan: Mapping[str, Any] | None, depth: int = 0) -> str:
     line = "    " * depth + f"{plan.get('operatorType', '?')} {detail}".rstrip()
     children = [_plan_text(child, depth + 1) for child in plan.get("children", [])]
     return "\n".join([line, *children])
-
-
-_SCHEMA_OBJECT_NAME = re.compile(r"\bCREATE (?:\w+ )?(?:CONSTRAINT|INDEX) (\w+) IF NOT EXISTS\b")
-
-
-def _schema_object_name(statement: str) -> str | None:
-    """The name a ``CREATE … INDEX|CONSTRAINT name IF NOT EXISTS`` statement creates (None for any other text)."""
-    match = _SCHEMA_OBJECT_NAME.search(statement)
-    return match.group(1) if match else None
 
 
 class Neo4jGraphStore(GraphStore):
@@ -300,8 +290,8 @@ class Neo4jGraphStore(GraphStore):
         # A statement whose object exists by name is skipped, which is what IF NOT EXISTS would have done.
         existing = await self._schema_object_names()
         # Constraints first: the meta node's MERGE relies on the AgentxMeta key constraint under concurrency.
-        for statement in schema_dialect.schema_statements(dimension):
-            if _schema_object_name(statement) not in existing:
+        for name, statement in schema_dialect.schema_objects(dimension):
+            if name not in existing:
                 await self._schema_write(statement)
         await self._auto_commit(cypher.AWAIT_INDEXES)
         await cypher.check_embedding_meta(self, dimension=dimension, model=model)
