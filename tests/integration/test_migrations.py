@@ -13,10 +13,9 @@ import sys
 
 import psycopg
 import pytest
-from psycopg import sql as pgsql
 
 from agentx_memory.errors import EmbeddingDimensionMismatchError, StorageUnavailableError
-from agentx_memory.sql.postgres import PostgresStore, migrate, pending_migrations, schema_dir
+from agentx_memory.sql.postgres import PostgresStore, drop_schema, migrate, pending_migrations, schema_dir
 from tests.conftest import TEST_DIMENSION, cli_env, make_settings, run
 
 MODEL = "hash:test"
@@ -79,11 +78,7 @@ def pg(embedded_stack, embedded_home):
     schema = make_settings(embedded_home).postgres.db_schema
     yield endpoints.postgres_dsn, schema
 
-    async def drop() -> None:
-        async with await psycopg.AsyncConnection.connect(endpoints.postgres_dsn, autocommit=True) as conn:
-            await conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(schema)))
-
-    run(drop())
+    run(drop_schema(endpoints.postgres_dsn, schema))
 
 
 def fetch(dsn: str, query: str, params=()) -> list[tuple]:

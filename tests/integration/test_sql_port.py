@@ -11,13 +11,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql as pgsql
 
 from agentx_memory.audit import MemoryAuditLogger
 from agentx_memory.errors import ConflictError, StorageError, StorageUnavailableError
 from agentx_memory.settings import load_settings
 from agentx_memory.sql import PostgresStore, Timeline, TimelineEntry, migrate
 from agentx_memory.sql.errors import pg_errors
+from agentx_memory.sql.postgres import drop_schema
 from agentx_memory.sql.timeline import CONFLICT_POLICY, OnConflict
 from tests.conftest import TEST_DIMENSION, TEST_MODEL, make_settings, run
 
@@ -41,11 +41,7 @@ def with_store(embedded_stack, embedded_home):
 
     yield lambda body: run(go(body))
 
-    async def drop() -> None:
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            await conn.execute(pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(schema)))
-
-    run(drop())
+    run(drop_schema(dsn, schema))
 
 
 # --- the error seam --------------------------------------------------------------------------------------------------
