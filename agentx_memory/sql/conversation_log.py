@@ -25,12 +25,14 @@ from ..rows import turn_from_row
 from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
-__all__ = ["ConversationLog", "claim_conversation"]
+__all__ = ["TURN_COLUMNS", "ConversationLog", "claim_conversation"]
 
-_COLUMNS: Final[LiteralString] = (
-    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, content_hash, token_count, model,"
-    " channel, metadata"
+#: The columns a :class:`~agentx_memory.models.Turn` is read from (``rows.turn_from_row``); searches select these too.
+TURN_COLUMNS: Final[LiteralString] = (
+    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata"
 )
+
+_COLUMNS: Final[LiteralString] = TURN_COLUMNS + ", content_hash"
 
 #: For each turn (id, conversation, user, index or NULL): the content of the stored turn just before it.
 PREVIOUS_CONTENTS: Final[LiteralString] = (

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
+from .conversation_log import TURN_COLUMNS
 from .postgres import PostgresStore
 
 __all__ = [
@@ -44,9 +45,6 @@ __all__ = [
 #: The OR-tsquery of a question's content words (stemmed, stopwords out).
 OR_QUERY: Final[LiteralString] = "to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|'))"
 
-_TURN_COLUMNS = (
-    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata"
-)
 
 
 def _turn_candidates(dense_order: str) -> str:
@@ -75,7 +73,7 @@ win AS (
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
   ORDER BY ts_rank(t.context_tsv, q.query) DESC, t.turn_id LIMIT %(limit)s),
 c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
-SELECT {_TURN_COLUMNS},
+SELECT {TURN_COLUMNS},
        CASE WHEN %(lexical)s THEN ts_rank(coalesce(t.context_tsv, t.content_tsv), q.query) ELSE 0 END AS lexical,
        1 - (t.embedding <=> %(embedding)s) AS cosine,
        (SELECT 1 - max(distance) FROM den) AS cosine_floor,
@@ -94,7 +92,7 @@ TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embeddin
 #: Turns around hits (± span) in the hits' conversations, with the same two raw signals.
 TURNS_AROUND: Final[str] = f"""
 WITH q AS (SELECT {OR_QUERY} AS query)
-SELECT DISTINCT {", ".join("c." + col.strip() for col in _TURN_COLUMNS.split(","))},
+SELECT DISTINCT {", ".join("c." + col.strip() for col in TURN_COLUMNS.split(","))},
        CASE WHEN %(lexical)s THEN ts_rank(coalesce(c.context_tsv, c.content_tsv), q.query) ELSE 0 END AS lexical,
        1 - (c.embedding <=> %(embedding)s) AS cosine
 FROM conversation_logs c
@@ -119,7 +117,7 @@ COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation
 
 #: Turns by id, inside the user's channels and time window.
 TURNS_BY_IDS: Final[str] = f"""
-SELECT {_TURN_COLUMNS} FROM conversation_logs
+SELECT {TURN_COLUMNS} FROM conversation_logs
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(ids)s)
   AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
