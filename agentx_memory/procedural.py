@@ -180,7 +180,7 @@ class ProceduralMemory:
             vector = list(embedding)
         else:
             vector = (await self.ctx.embedder.embed_query(task_description)).tolist()
-        overfetch = max(top_k, int(top_k * self.ctx.settings.retrieval.overfetch_factor))
+        overfetch = self.ctx.settings.retrieval.candidate_pool(top_k)
         searched = check_channels(channels)
         rows = await self.ctx.graph.read_vectors(cypher.SEARCH_STRATEGIES, {
             "user_id": user_id, "channels": searched, "embedding": vector, "k": overfetch,

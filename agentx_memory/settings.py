@@ -196,6 +196,11 @@ class RetrievalSettings(_Section):
         20_000, ge=0, le=10_000_000, description="below this many vectors per user, search them exactly"
     )
 
+    def candidate_pool(self, top_k: int) -> int:
+        """How many candidates a search fetches (and MMR reorders) for ``top_k`` results: ``top_k *
+        overfetch_factor``, at least ``top_k``."""
+        return max(top_k, int(top_k * self.overfetch_factor))
+
 
 class RecallSettings(_Section):
     """RecallLayer techniques (each on/off, overridable per call) and the turn-ranking weights.

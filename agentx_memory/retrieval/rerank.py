@@ -46,7 +46,6 @@ __all__ = [
     "in_window",
     "lend_fact_scores",
     "mmr",
-    "mmr_pool",
     "one_per_claim",
     "rank_strategies",
     "recency",
@@ -225,11 +224,6 @@ def unique_by_content(drafts: Iterable[TurnDraft]) -> list[TurnDraft]:
             seen.add(key)
             out.append(draft)
     return out
-
-
-def mmr_pool(top_k: int, overfetch_factor: float) -> int:
-    """How many of the best candidates MMR reorders: ``top_k * retrieval.overfetch_factor`` (at least ``top_k``)."""
-    return max(top_k, int(top_k * overfetch_factor))
 
 
 def mmr(drafts: Sequence[TurnDraft], vectors: Mapping[str, Sequence[float]], lam: float, pool: int

@@ -89,7 +89,7 @@ class MemoryRetriever:
     async def search(self, plan: SearchPlan, metrics: RecallMetrics) -> Candidates:
         """Run every wanted leg of :data:`~agentx_memory.retrieval.legs.LEGS` concurrently and file the rows."""
         recall = plan.recall or self.ctx.settings.recall
-        pool = max(plan.top_k, int(plan.top_k * self.settings.overfetch_factor))
+        pool = self.settings.candidate_pool(plan.top_k)
         legs = [leg for leg in LEGS if leg.wanted(plan, recall)]
         results = await asyncio.gather(*(_timed(metrics, leg.technique, leg.query(self, plan, recall, pool))
                                          for leg in legs))
@@ -235,7 +235,7 @@ class MemoryRetriever:
         if lam >= 1 or len(ranked) < 2:
             return ranked
         started = time.perf_counter()
-        pool = rerank.mmr_pool(plan.top_k, self.settings.overfetch_factor)
+        pool = self.settings.candidate_pool(plan.top_k)
         vectors = await self.turn_search.embeddings(plan.user_id, [d.id for d in ranked[:pool]])
         diversified = rerank.mmr(ranked, vectors, lam, pool)
         _record(metrics, "mmr", started, min(pool, len(ranked)))

@@ -217,8 +217,11 @@ def test_mmr_with_lambda_zero_still_starts_with_the_best():
 
 
 def test_the_mmr_pool_is_top_k_times_the_overfetch_factor():
-    assert rerank.mmr_pool(10, 2.0) == 20
-    assert rerank.mmr_pool(5, 1.0) == 5 and rerank.mmr_pool(3, 1.5) == 4
+    def pool(top_k: int, factor: float) -> int:
+        return RetrievalSettings(overfetch_factor=factor).candidate_pool(top_k)
+
+    assert pool(10, 2.0) == 20
+    assert pool(5, 1.0) == 5 and pool(3, 1.5) == 4
 
 
 # --- facts, entities, strategies -----------------------------------------------------------------------------------
