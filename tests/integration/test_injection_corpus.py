@@ -245,8 +245,8 @@ def test_the_corpus_covers_what_it_must():
 
 def test_turns_round_trip_every_string_field(memory):
     """Turn content, metadata, id, conversation id, user id and model: every accepted value reads back byte-exact from
-    get_conversation and from the graph copy recall reads; a value an id, the role or the channel must not hold is our
-    ValidationError naming the field, with nothing written; bob's data is untouched."""
+    get_conversation, get_recent_turns and the graph copy recall reads; a value an id, the role or the channel must
+    not hold is our ValidationError naming the field, with nothing written; bob's data is untouched."""
     canary = plant_canary(memory)
     turns = []
     for i, v in enumerate(VALUES):
@@ -269,6 +269,12 @@ def test_turns_round_trip_every_string_field(memory):
         row = graph[turn.id]
         assert (row["content"], row["user_id"], row["conversation_id"], json.loads(row["metadata"])) == (
             turn.content, turn.user_id, turn.conversation_id, turn.metadata), where(turn.content)
+    users = sorted({t.user_id for t in turns})
+    recent = dict(zip(users, in_parallel(partial(memory.get_recent_turns, user_id=u, limit=1000) for u in users),
+                      strict=True))
+    for user in users:
+        assert sorted((t.id, t.content, t.metadata) for t in recent[user]) == sorted(
+            (t.id, t.content, t.metadata) for t in turns if t.user_id == user), where(user)
 
     before = state(memory)
     base = {"conversation_id": "refusals", "user_id": "alice", "content": "ok"}
@@ -312,16 +318,15 @@ def test_entities_facts_and_relationships_round_trip(memory):
     holder = memory.upsert_entity(Entity(user_id="alice", name="alias holder", aliases=list(VALUES)))
     assert memory.get_entity(holder.id).aliases == [collapsed(v) for v in VALUES]
 
-    # a relationship per category between two of its entities (both ids corpus values where the rule allows),
-    # with every value of the category in its properties
+    # a relationship between two entities whose ids are corpus values (a quote-breaking one and the NFD form), with
+    # every value in its properties
     ids = [e.id for e in entities]
-    ends = {c: (ids[VALUES.index(CORPUS[c][0])], ids[VALUES.index(CORPUS[c][-1])]) for c in CORPUS}
-    props = {c: {v: meta(v) for v in CORPUS[c]} for c in CORPUS}
-    for c in CORPUS:
-        memory.create_relationship(*ends[c], "RELATED_TO", props[c])
-    graph = memory.get_entity_graph(ids, depth=1, limit=10_000)
-    edges = {(r.source_id, r.target_id): r.properties for r in graph.relationships if r.rel_type == "RELATED_TO"}
-    assert edges == {ends[c]: props[c] for c in CORPUS}
+    ends = (VALUES[0], "e\u0301")
+    props = {v: meta(v) for v in VALUES}
+    memory.create_relationship(*ends, "RELATED_TO", props)
+    graph = memory.get_entity_graph(list(ends), depth=1)
+    assert [(r.source_id, r.target_id, r.rel_type, r.properties) for r in graph.relationships] == [
+        (*ends, "RELATED_TO", props)]
 
     turn_ids = {t.id for t in source}
     facts = [Fact(id=v if id_ok(v) else f"fact-{i}", user_id="alice", channel="proj", claim=v, source=v,
@@ -332,17 +337,14 @@ def test_entities_facts_and_relationships_round_trip(memory):
     fields = {"claim", "source", "metadata", "source_turn_id", "conversation_id", "entity_ids"}
     for fact, back in zip(facts, in_parallel(partial(memory.get_fact, f.id) for f in facts), strict=True):
         assert back.model_dump(include=fields) == fact.model_dump(include=fields), where(fact.claim)
-    # a promotion per category, its reason every value of the category
-    firsts = [next(f for f in facts if CATEGORY[f.claim] == category) for category in CORPUS]
-    reasons = ["\n".join(CORPUS[category]) for category in CORPUS]
-    promoted = [memory.promote_to_global(f.id, reason) for f, reason in zip(firsts, reasons, strict=True)]
-    assert [(p.claim, p.channel) for p in promoted] == [(f.claim, "_global") for f in firsts]
-    stored_reasons = {r["id"]: r["reason"] for r in gread(
-        memory, "MATCH (g:Fact) WHERE g.id IN $ids RETURN g.id AS id, g.promotion_reason AS reason",
-        {"ids": [p.id for p in promoted]})}
-    assert [stored_reasons[p.id] for p in promoted] == reasons
+    # a promotion (of the fact whose id is the first value), its reason every value
+    reason = "\n".join(VALUES)
+    promoted = memory.promote_to_global(VALUES[0], reason)
+    assert (promoted.claim, promoted.channel) == (VALUES[0], "_global")
+    assert gread(memory, "MATCH (g:Fact) WHERE g.id = $id RETURN g.promotion_reason AS reason",
+                 {"id": promoted.id}) == [{"reason": reason}]
     audited = sql(memory, "SELECT metadata->>'reason' AS reason FROM memory_audit_log WHERE operation = 'promote'")
-    assert sorted(r["reason"] for r in audited) == sorted(reasons)
+    assert audited == [{"reason": reason}]
 
     before = state(memory)
     for v in VALUES:
@@ -384,7 +386,7 @@ def test_goals_round_trip(memory):
         return made
 
     goals = [goal for category in CORPUS for goal in chain(category)]
-    for goal in goals[::2]:
+    for goal in goals[::3]:
         memory.complete_goal(goal.id, "completed", result=goal.description)
     listed = {g.id: g for g in memory.list_goals()}
     assert set(listed) == {g.id for g in goals}
@@ -392,7 +394,7 @@ def test_goals_round_trip(memory):
                                          strict=True)):
         assert back.model_dump(include={"id", "description", "metadata", "parent_id", "blocked_by"}) == goal.model_dump(
             include={"id", "description", "metadata", "parent_id", "blocked_by"}), where(goal.description)
-        assert back.result == (goal.description if i % 2 == 0 else None), where(goal.description)
+        assert back.result == (goal.description if i % 3 == 0 else None), where(goal.description)
         assert listed[goal.id].model_dump(exclude={"embedding"}) == back.model_dump(exclude={"embedding"})
 
     before = state(memory)
@@ -414,26 +416,32 @@ def test_goals_round_trip(memory):
 
 
 def test_tool_calls_and_strategies_round_trip(memory):
-    """Tool name, task type, conversation and invocation ids, input, output and error message; strategy description,
-    context pattern, tool sequence and source conversation: accepted values come back byte-exact (tool log rows,
-    get_tool_stats, find_strategies, the strategy's SUCCEEDED_IN link); bad ids and channels are our ValidationError
-    with nothing written; bob's data is untouched."""
+    """Tool name, task type, conversation, turn and invocation ids, input, output and error message; strategy
+    description, context pattern, tool sequence and source conversation: accepted values come back byte-exact (tool
+    log rows, get_tool_stats, find_strategies, the strategy's SUCCEEDED_IN link); bad ids and channels are our
+    ValidationError with nothing written; bob's data is untouched."""
     canary = plant_canary(memory)
+    # the turn each call was made in: its id a corpus value where the rule allows
+    turn_ids = [v if id_ok(v) else f"tool-turn-{i}" for i, v in enumerate(VALUES)]
+    memory.store_turns([Turn(id=turn_ids[i], conversation_id=v if id_ok(v, 200) else "tools", user_id="alice",
+                             content=f"calling tool {i}") for i, v in enumerate(VALUES)])
     invocations = [memory.record_invocation(
-        v if id_ok(v, 200) else "tools", None, v if id_ok(v) else "tool", meta(v), v, False, i,
+        v if id_ok(v, 200) else "tools", turn_ids[i], v if id_ok(v) else "tool", meta(v), v, False, i,
         task_type=v if id_ok(v) else None, error_message=v, invocation_id=v if id_ok(v) else f"inv-{i}")
         for i, v in enumerate(VALUES)]
-    for v, invocation in zip(VALUES, invocations, strict=True):
-        assert (invocation.tool_input, invocation.tool_output, invocation.error_message) == (meta(v), v, v), where(v)
+    for i, (v, invocation) in enumerate(zip(VALUES, invocations, strict=True)):
+        assert (invocation.turn_id, invocation.tool_input, invocation.tool_output, invocation.error_message) == (
+            turn_ids[i], meta(v), v, v), where(v)
     rows = {r["invocation_id"]: r for r in sql(
-        memory, "SELECT invocation_id, tool_name, task_type, conversation_id, tool_input, tool_output, error_message "
-                "FROM tool_invocations WHERE user_id = 'alice'")}
+        memory, "SELECT invocation_id, tool_name, task_type, conversation_id, turn_id, tool_input, tool_output, "
+                "error_message FROM tool_invocations WHERE user_id = 'alice'")}
     for i, v in enumerate(VALUES):
         good = id_ok(v)
         row = rows[v if good else f"inv-{i}"]
-        assert (row["tool_name"], row["task_type"], row["conversation_id"], row["tool_input"], row["tool_output"],
-                row["error_message"]) == (v if good else "tool", v if good else None,
-                                          v if id_ok(v, 200) else "tools", meta(v), v, v), where(v)
+        assert (row["tool_name"], row["task_type"], row["conversation_id"], row["turn_id"], row["tool_input"],
+                row["tool_output"], row["error_message"]) == (
+            v if good else "tool", v if good else None, v if id_ok(v, 200) else "tools", turn_ids[i], meta(v), v, v), (
+            where(v))
     for v in GOOD_IDS:
         assert [s["tool_name"] for s in memory.get_tool_stats(task_type=v)] == [v], where(v)
 
@@ -501,9 +509,10 @@ def test_profiles_round_trip(memory):
 
 
 def test_working_memory_round_trips_and_never_shares_a_key(memory):
-    """Working-memory keys, values, thoughts, the active goal and session ids (user, conversation): every accepted
-    value reads back byte-exact; distinct ids (``*``, ``?``, ``:``, ``%3A``, NFC and NFD ...) never share a key, so no
-    session reads or overwrites another (bob's included); a bad key or id is our ValidationError."""
+    """Working-memory keys, values, thoughts, cached turns, the active goal and session ids (user, conversation): every
+    accepted value reads back byte-exact and deletes by its key; distinct ids (``*``, ``?``, ``:``, ``%3A``, NFC and
+    NFD ...) never share a key, so no session reads or overwrites another (bob's included); a bad key or id is our
+    ValidationError."""
     canary = plant_canary(memory)
     session = memory.working("alice", "scratch")
     keys = [v for v in VALUES if id_ok(v, 200)]
@@ -519,6 +528,17 @@ def test_working_memory_round_trips_and_never_shares_a_key(memory):
     thoughts = [t["thought"] for t in session.get_thoughts(limit=len(VALUES))]
     assert thoughts and thoughts == VALUES[-len(thoughts):]  # the newest ones (the list is capped), oldest first
     assert session.get_active_goal()["description"] == VALUES[-1]
+    for v in GOOD_IDS:
+        session.set_active_goal(v, v)
+        goal = session.get_active_goal()
+        assert (goal["goal_id"], goal["description"]) == (v, v), where(v)
+    scratch = memory.working("alice", "dicts")
+    for i, v in enumerate(VALUES):
+        scratch.push_thought(meta(v))
+        scratch.add_turn(Turn(id=f"cached-{i}", conversation_id="dicts", user_id="alice", content=v, metadata=meta(v)))
+    assert scratch.get_thoughts(limit=len(VALUES))[-1] == meta(VALUES[-1])
+    cached = scratch.get_recent_turns(limit=len(VALUES))
+    assert [(t["content"], t["metadata"]) for t in cached] == [(v, meta(v)) for v in VALUES[-len(cached):]]
 
     sessions = [(v, c) for v in GOOD_IDS for c in (v, "c")] + [("alice", v) for v in keys]
     for i, (user, conversation) in enumerate(sessions):
@@ -528,6 +548,9 @@ def test_working_memory_round_trips_and_never_shares_a_key(memory):
             where(user), where(conversation))
     for v in keys:
         assert session.get(v) == meta(v), where(v)
+    for v in keys:
+        assert session.delete(v) is True and session.get(v) is None, where(v)
+    assert session.get_context()["values"] == {}
 
     for v in VALUES:
         if not id_ok(v, 200):
