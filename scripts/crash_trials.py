@@ -233,6 +233,11 @@ class TrialResult:
     raised_turns: int = 0
     raised_durable: int = 0
     """Turns of raised calls that the log holds anyway (committed before the failure)."""
+    raised_complete: int = 0
+    """Turns of raised calls already complete when the servers came back (graph, timeline and ``projected``: the
+    call failed or was cancelled after that, in its audit write)."""
+    raised_complete_unaudited: int = 0
+    """Of those, turns without the ``store`` audit entry (reconcile does not write audit entries)."""
     raised_by_type: Counter[str] = field(default_factory=Counter)
     hung_calls: int = 0
     """Calls cancelled after ``call_timeout`` (also counted in ``raised_calls``)."""
@@ -266,7 +271,8 @@ class TrialResult:
         raised = ", ".join(f"{name} x{n}" for name, n in sorted(self.raised_by_type.items())) or "-"
         status = "ok" if self.ok else "FAILED: " + "; ".join(self._failures())
         return (f"[{self.target} #{self.trial}] acked {self.acknowledged} turns ({self.acknowledged_calls} calls), "
-                f"raised {self.raised_calls} calls / {self.raised_turns} turns ({self.raised_durable} durable) "
+                f"raised {self.raised_calls} calls / {self.raised_turns} turns ({self.raised_durable} durable, "
+                f"{self.raised_complete} complete, {self.raised_complete_unaudited} of them unaudited) "
                 f"[{raised}], lost {self.lost}, needed reconcile {self.needed_reconcile}, repaired {self.repaired}, "
                 f"writers stopped {self.writers_stopped_seconds:.2f}s after the kill, "
                 f"restart {self.restart_seconds:.2f}s, reconcile {self.reconcile_seconds:.2f}s: {status}")
@@ -351,6 +357,8 @@ async def _graph(memory: AsyncAgentMemory, query: str, params: dict[str, Any]) -
     return await memory.ctx.graph.read(query, params)
 
 
+_AUDITED = ("SELECT DISTINCT jsonb_array_elements_text(metadata->'affected_ids') AS id FROM memory_audit_log"
+            " WHERE operation = 'store' AND memory_type = 'episodic' AND conversation_id = ANY(%s)")
 _LOG_ROWS = ("SELECT turn_id, conversation_id, turn_index, role, content, projected, projection_error"
              " FROM conversation_logs WHERE conversation_id = ANY(%s)")
 
@@ -482,6 +490,12 @@ async def run_trial(cluster: Cluster, target: str, trial: int, config: TrialConf
         before = await _sql(fresh, "SELECT count(*) AS n FROM conversation_logs WHERE conversation_id = ANY(%s)"
                                    " AND NOT projected", (conversations,))
         result.needed_reconcile = before[0]["n"]
+        raised_ids = [turn_id for ids, _ in ledger.raised for turn_id in ids]
+        complete = {r["turn_id"] for r in await _sql(
+            fresh, "SELECT turn_id FROM conversation_logs WHERE turn_id = ANY(%s) AND projected", (raised_ids,))}
+        audited = {r["id"] for r in await _sql(fresh, _AUDITED, (conversations,))}
+        result.raised_complete = len(complete)
+        result.raised_complete_unaudited = len(complete - audited)
         reconciled = await fresh.reconcile()
         result.reconcile_seconds = time.monotonic() - started
         result.repaired = reconciled.projected
@@ -510,7 +524,8 @@ async def run_trials(cluster: Cluster, targets: Sequence[str], trials: int, conf
 
 def format_summary(results: Sequence[TrialResult]) -> str:
     """The summary table (markdown), one row per target."""
-    header = ("| target | trials | acknowledged turns | raised calls (turns) | raised but durable | lost acknowledged "
+    header = ("| target | trials | acknowledged turns | raised calls (turns) | raised but durable "
+              "| raised but complete (no audit entry) | lost acknowledged "
               "| needed reconcile | repaired by reconcile | unrepaired | duplicates | writers stopped s (mean / max) "
               "| restart s (mean / max) "
               "| reconcile s (mean / max) | failed trials |")
@@ -523,7 +538,9 @@ def format_summary(results: Sequence[TrialResult]) -> str:
         lines.append(
             f"| {target} | {len(rows)} | {sum(r.acknowledged for r in rows)} "
             f"| {sum(r.raised_calls for r in rows)} ({sum(r.raised_turns for r in rows)}) "
-            f"| {sum(r.raised_durable for r in rows)} | {sum(r.lost for r in rows)} "
+            f"| {sum(r.raised_durable for r in rows)} "
+            f"| {sum(r.raised_complete for r in rows)} ({sum(r.raised_complete_unaudited for r in rows)}) "
+            f"| {sum(r.lost for r in rows)} "
             f"| {sum(r.needed_reconcile for r in rows)} | {sum(r.repaired for r in rows)} "
             f"| {sum(r.unrepaired for r in rows)} | {sum(r.duplicates for r in rows)} "
             f"| {statistics.mean(stopped):.2f} / {max(stopped):.2f} "
