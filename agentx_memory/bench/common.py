@@ -1,0 +1,113 @@
+"""Pieces the recall benchmarks (``bench locomo``, ``bench beam``) share: the BM25 and exact-cosine baselines over the
+same texts the engine stored, latency percentiles, the machine line and the recall@K plot."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..memory import AsyncAgentMemory
+from . import pyplot
+
+__all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "latency_summary", "machine", "plot_recall",
+           "tokens", "turn_vectors"]
+
+_WORD = re.compile(r"[a-z0-9]+")
+#: English stop-words left out of the BM25 baseline's tokens.
+STOP_WORDS = frozenset(
+    [
+        "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against",
+        "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down",
+        "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when",
+        "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such",
+        "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just",
+        "don", "should", "now", "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your",
+        "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it",
+        "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom",
+        "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have",
+        "has", "had", "having", "do", "does", "did", "doing", "would", "could"
+    ]
+)
+
+
+def tokens(text: str) -> list[str]:
+    """The BM25 baseline's tokens: lower-cased runs of letters and digits, stop-words out."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+def bm25_okapi() -> Any:
+    """``rank_bm25.BM25Okapi``, the BM25 baseline's implementation (the ``bench`` extra)."""
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError as exc:
+        raise ImportError("the benchmarks' BM25 baseline needs rank-bm25: pip install 'agentx-memory[bench]'") from exc
+    return BM25Okapi
+
+
+class Bm25Ranking:
+    """BM25 (``rank-bm25``'s Okapi) over one user's texts: :meth:`rank` gives their ids, best first."""
+
+    def __init__(self, texts: dict[Hashable, str]):
+        self.ids = list(texts)
+        self._bm25 = bm25_okapi()([tokens(text) for text in texts.values()])
+
+    def rank(self, question: str, n: int) -> list[Any]:
+        """The ids of the ``n`` best texts for ``question``."""
+        return [self.ids[i] for i in np.argsort(-self._bm25.get_scores(tokens(question)))[:n]]
+
+
+class VectorRanking:
+    """Exact cosine over one user's stored turn vectors (the engine's own embeddings): :meth:`rank` gives ids."""
+
+    def __init__(self, vectors: dict[Hashable, np.ndarray]):
+        self.ids = list(vectors)
+        self._matrix = np.array([vectors[i] for i in self.ids], dtype=np.float32)
+
+    def rank(self, query_vector: Sequence[float] | np.ndarray, n: int) -> list[Any]:
+        """The ids of the ``n`` turns nearest to ``query_vector``."""
+        return [self.ids[i] for i in np.argsort(-(self._matrix @ np.asarray(query_vector, dtype=np.float32)))[:n]]
+
+
+async def turn_vectors(memory: AsyncAgentMemory) -> dict[str, np.ndarray]:
+    """Every stored turn's vector by turn id, as the engine embedded it (from the durable conversation log)."""
+    rows = await memory.ctx.postgres.fetch("SELECT turn_id, embedding FROM conversation_logs")
+    return {r["turn_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+
+
+def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 of latencies in milliseconds, rounded to 0.01 ms."""
+    return {"p50": round(float(np.percentile(latencies_ms, 50)), 2),
+            "p95": round(float(np.percentile(latencies_ms, 95)), 2)}
+
+
+def machine() -> dict[str, Any]:
+    """Python version, platform and CPU count of the machine a benchmark ran on."""
+    return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count() or 0}
+
+
+def plot_recall(methods: dict[str, dict[str, Any]], ks: Sequence[int], title: str, path: Path) -> None:
+    """Recall@K per method (``methods[name]["overall"]["R@k"]``, baselines dashed) as a PNG; nothing without
+    matplotlib (the ``bench`` extra)."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, m in methods.items():
+        ax.plot(ks, [m["overall"][f"R@{k}"] for k in ks], marker="o", label=name,
+                linestyle="--" if name.startswith("baseline") else "-")
+    ax.set_xscale("log")
+    ax.set_xticks(list(ks), [str(k) for k in ks])
+    ax.set_xlabel("K")
+    ax.set_ylabel("evidence recall@K")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
