@@ -264,24 +264,15 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         console.print(markdown_report(report))
         console.print(f"written: {Path(args.out) / 'locomo.json'}, .md, .png")
     elif args.bench == "beam":
-        from .bench.beam import beam_data, run_beam
+        from .bench.beam import beam_data, beam_settings, run_beam
         from .bench.beam import markdown_report as beam_markdown
+        from .bench.common import run_in_namespace
 
         data = beam_data(args.data, args.chats)  # a bad --data or --chats fails before any store is touched
-        settings = _bench_settings(settings, "bench_beam")
-        Path(args.cache).mkdir(parents=True, exist_ok=True)
-        model = {"model": args.embedding, **({"dimension": 384} if args.embedding.startswith("local:") else {})} \
-            if args.embedding else {}  # the local presets are 384-d
-        settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={
-            **model, "cache_path": str(Path(args.cache) / "embeddings.sqlite")})})
-        asyncio.run(_reset_namespace(settings))
-        try:
-            beam_report = asyncio.run(run_beam(settings, data, out_dir=Path(args.out), chats=args.chats,
-                                               limit_questions=args.limit, ablations=args.ablations,
-                                               progress=console.print))
-        finally:
-            if not args.keep:
-                asyncio.run(_reset_namespace(settings))
+        settings = beam_settings(_bench_settings(settings, "bench_beam"), Path(args.cache), args.embedding)
+        beam_report = run_in_namespace(settings, args.keep, run_beam(
+            settings, data, out_dir=Path(args.out), chats=args.chats, limit_questions=args.limit,
+            ablations=args.ablations, progress=console.print))
         print(beam_markdown(beam_report))
         console.print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
     elif args.bench == "scale":

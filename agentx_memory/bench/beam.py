@@ -37,12 +37,12 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
-from . import git_commit
-from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, machine, plot_recall, turn_vectors
+from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, report_header, turn_vectors, write_report
 from .locomo import ABLATIONS
 from .progress import progress_bar, track
 
 __all__ = ["ABILITIES", "DEFAULT_DATA", "KS", "MAX_TURN_BYTES", "TOP_K", "BeamChat", "BeamQuestion", "beam_data",
+           "beam_settings",
            "flatten_evidence", "load_beam", "markdown_report", "recall_at", "run_beam", "strip_marker"]
 
 #: The ten BEAM abilities, in the report's order; ``abstention`` has no evidence (left out of recall).
@@ -200,6 +200,18 @@ def beam_data(data: str | None, chats: Sequence[int] | None = None) -> Path:
     return Path(data)
 
 
+def beam_settings(settings: Settings, cache: Path, embedding: str | None = None) -> Settings:
+    """``settings`` with the persistent embedding cache in ``cache`` (created) and, if given, another embedding
+    model (the local presets are 384-d; another model keeps the configured dimension)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    update: dict[str, Any] = {"cache_path": str(cache / "embeddings.sqlite")}
+    if embedding:
+        update["model"] = embedding
+        if embedding.startswith("local:"):
+            update["dimension"] = 384
+    return settings.model_copy(update={"embedding": settings.embedding.model_copy(update=update)})
+
+
 @dataclass
 class _Scores:
     """Recall@K of one method: per question (with its chat and ability) and the latencies of its calls."""
@@ -291,18 +303,10 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
     finally:
         await memory.close()
 
-    methods_summary = {name: results[name].summary() for name in [ENGINE, BM25, VECTOR, *results]
-                       if name in results}
     report = {
-        "benchmark": "beam evidence recall",
-        "data": str(data),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
-        "embedding_model": settings.embedding.model,
+        **report_header("beam evidence recall", data, settings),
         "top_k": TOP_K,
         "max_turn_bytes": turn_limit,
-        "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
         "chats": [c.chat_id for c in loaded],
         "messages": messages,
         "longest_message_bytes": longest,
@@ -312,12 +316,9 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
         "ingest": {"seconds": round(ingest_seconds, 2), "messages_per_second": round(messages / ingest_seconds, 1),
                    "per_chat_seconds": {c: round(s, 2) for c, s in ingest.items()},
                    "embedding_cache": settings.embedding.cache_path or None},
-        "methods": methods_summary,
+        "methods": {name: results[name].summary() for name in [ENGINE, BM25, VECTOR, *results] if name in results},
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "beam.json").write_text(json.dumps(report, indent=2))
-    (out_dir / "beam.md").write_text(markdown_report(report))
-    plot_recall(methods_summary, KS, "BEAM evidence recall (turn level)", out_dir / "beam.png")
+    write_report(report, out_dir, "beam", markdown_report, KS, "BEAM evidence recall (turn level)")
     return report
 
 

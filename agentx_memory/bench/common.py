@@ -3,20 +3,27 @@ same texts the engine stored, latency percentiles, the machine line and the reca
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import platform
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from ..backends import drop_namespace
 from ..memory import AsyncAgentMemory
-from . import pyplot
+from ..settings import Settings
+from . import git_commit, pyplot
 
 __all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "latency_summary", "machine", "plot_recall",
-           "tokens", "turn_vectors"]
+           "report_header", "run_in_namespace", "tokens", "turn_vectors", "write_report"]
+
+T = TypeVar("T")
 
 _WORD = re.compile(r"[a-z0-9]+")
 #: English stop-words left out of the BM25 baseline's tokens.
@@ -111,3 +118,37 @@ def plot_recall(methods: dict[str, dict[str, Any]], ks: Sequence[int], title: st
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def report_header(benchmark: str, data: Path, settings: Settings) -> dict[str, Any]:
+    """The fields every recall report starts with: what ran, on which data, when, at which commit, on what machine,
+    with which embedding model and ranking settings."""
+    return {
+        "benchmark": benchmark,
+        "data": str(data),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "machine": machine(),
+        "embedding_model": settings.embedding.model,
+        "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
+    }
+
+
+def write_report(report: dict[str, Any], out_dir: Path, name: str, markdown: Callable[[dict[str, Any]], str],
+                 ks: Sequence[int], title: str) -> None:
+    """Write ``<name>.json``, ``<name>.md`` (``markdown(report)``) and the recall@K plot ``<name>.png``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{name}.json").write_text(json.dumps(report, indent=2))
+    (out_dir / f"{name}.md").write_text(markdown(report))
+    plot_recall(report["methods"], ks, title, out_dir / f"{name}.png")
+
+
+def run_in_namespace(settings: Settings, keep: bool, run: Coroutine[Any, Any, T]) -> T:
+    """Run a benchmark coroutine on the namespace of ``settings``: its graph, schema and keys are dropped first, and
+    again afterwards unless ``keep``."""
+    asyncio.run(drop_namespace(settings))
+    try:
+        return asyncio.run(run)
+    finally:
+        if not keep:
+            asyncio.run(drop_namespace(settings))

@@ -30,8 +30,7 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
-from . import git_commit
-from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, machine, plot_recall, turn_vectors
+from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, report_header, turn_vectors, write_report
 from .progress import progress_bar, track
 
 __all__ = ["CATEGORIES", "KS", "LocomoSample", "load_locomo", "run_locomo"]
@@ -214,24 +213,14 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
     finally:
         await memory.close()
 
-    methods_summary = {name: scores.summary() for name, scores in results.items()}
     report = {
-        "benchmark": "locomo evidence recall",
-        "data": str(data),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "machine": machine(),
-        "embedding_model": settings.embedding.model,
-        "settings": {"retrieval": settings.retrieval.model_dump(), "recall": settings.recall.model_dump()},
+        **report_header("locomo evidence recall", data, settings),
         "samples": [s.sample_id for s in samples],
         "turns": sum(len(s.turns) for s in samples),
         "ingest_seconds": round(ingest_seconds, 2),
-        "methods": methods_summary,
+        "methods": {name: scores.summary() for name, scores in results.items()},
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "locomo.json").write_text(json.dumps(report, indent=2))
-    (out_dir / "locomo.md").write_text(markdown_report(report))
-    plot_recall(methods_summary, KS, "LoCoMo evidence recall", out_dir / "locomo.png")
+    write_report(report, out_dir, "locomo", markdown_report, KS, "LoCoMo evidence recall")
     return report
 
 

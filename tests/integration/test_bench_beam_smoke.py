@@ -131,12 +131,25 @@ def test_beam_benchmark_smoke(settings, tmp_path):
     assert asyncio.run(stored_long()) == f"User: {LONG}"  # stored whole, over the engine's default limit
 
 
-def test_bench_beam_cli_rejects_a_missing_chat_before_touching_a_store(settings, backend, tmp_path):
+def test_bench_beam_cli(settings, backend, tmp_path):
     s = settings()
-    result = subprocess.run(
-        [sys.executable, "-m", "agentx_memory.cli", "bench", "beam", "--data", str(_write(tmp_path)),
-         "--chats", "1,7", *(["--wipe-neo4j"] if backend == "neo4j" else [])],
-        env=cli_env(s), capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
-    )
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "--data" in result.stdout + result.stderr and "no chat 7" in result.stdout + result.stderr
+    data, out = _write(tmp_path / "data"), tmp_path / "results"
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "agentx_memory.cli", "bench", "beam", "--data", str(data), "--out", str(out),
+             "--cache", str(tmp_path / "cache"), *args, *(["--wipe-neo4j"] if backend == "neo4j" else [])],
+            env=cli_env(s), capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2],
+        )
+
+    rejected = cli("--chats", "1,7")  # fails before any store is touched
+    assert rejected.returncode == 2, rejected.stdout + rejected.stderr
+    assert "--data" in rejected.stdout + rejected.stderr and "no chat 7" in rejected.stdout + rejected.stderr
+    assert not out.exists()
+
+    result = cli("--chats", "2", "--limit", "1", "--embedding", s.embedding.model)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((out / "beam.json").read_text())
+    assert report["chats"] == ["2"] and report["questions"] == 1 and report["embedding_model"] == "hash:test"
+    assert report["methods"]["agentx (full)"]["per_ability"]["information_extraction"]["n"] == 1
+    assert "BEAM evidence recall" in result.stdout and (tmp_path / "cache" / "embeddings.sqlite").exists()
