@@ -16,7 +16,8 @@ the mean and spread across chats; ingest wall time and messages/s; ``remember()`
 
 BEAM messages can be far larger than the engine's default ``limits.max_turn_bytes`` (32 KB; the longest dev message
 is 107 KB): :func:`run_beam` raises the limit of the benchmark's own settings to :data:`MAX_TURN_BYTES` (or the
-longest message, if larger) so every message is stored whole, and the report says which limit was used.
+longest message, if larger) so every message is stored whole, and ``working.max_value_bytes`` (64 KB) above it so the
+session's working-memory cache takes them too; the report says which limits were used.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, rep
 from .locomo import ABLATIONS
 from .progress import progress_bar, track
 
-__all__ = ["ABILITIES", "DEFAULT_DATA", "KS", "MAX_TURN_BYTES", "TOP_K", "BeamChat", "BeamQuestion", "beam_data",
-           "beam_settings",
-           "flatten_evidence", "load_beam", "markdown_report", "recall_at", "run_beam", "strip_marker"]
+__all__ = ["ABILITIES", "BEAM_ABLATIONS", "DEFAULT_DATA", "KS", "MAX_TURN_BYTES", "TOP_K", "BeamChat", "BeamQuestion",
+           "beam_data", "beam_settings", "flatten_evidence", "load_beam", "markdown_report", "recall_at", "run_beam",
+           "strip_marker"]
 
 #: The ten BEAM abilities, in the report's order; ``abstention`` has no evidence (left out of recall).
 ABILITIES = ("information_extraction", "knowledge_update", "temporal_reasoning", "contradiction_resolution",
@@ -58,6 +59,8 @@ MAX_TURN_BYTES = 1024 * 1024
 DEFAULT_DATA = ("../shared/data/beam-dev", "../../shared/data/beam-dev")
 _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 ENGINE = "agentx (full)"
+#: ``--ablations``: LoCoMo's, plus the lexical leg alone (the vector leg weighted 0).
+BEAM_ABLATIONS: dict[str, dict[str, Any] | None] = {**ABLATIONS, "- vector leg (lexical only)": {"vector_weight": 0.0}}
 BM25 = "baseline: BM25 (rank-bm25)"
 VECTOR = "baseline: vector (exact cosine)"
 
@@ -260,7 +263,13 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
     loaded = load_beam(data, chats)
     longest = max(len(t.content.encode()) for c in loaded for t in c.turns)
     turn_limit = max(settings.limits.max_turn_bytes, MAX_TURN_BYTES, longest)
-    settings = settings.model_copy(update={"limits": settings.limits.model_copy(update={"max_turn_bytes": turn_limit})})
+    # The working-memory cache of the session keeps recent turns as JSON values with a limit of their own (64 KB by
+    # default): without room for a whole message, store_turns logs a failed cache update for each longer one.
+    value_limit = max(settings.working.max_value_bytes, turn_limit + 64 * 1024)
+    settings = settings.model_copy(update={
+        "limits": settings.limits.model_copy(update={"max_turn_bytes": turn_limit}),
+        "working": settings.working.model_copy(update={"max_value_bytes": value_limit}),
+    })
     memory = await AsyncAgentMemory.open(settings)
     results: dict[str, _Scores] = defaultdict(_Scores)
     ingest: dict[str, float] = {}
@@ -288,7 +297,7 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
                 results[BM25].add(chat.chat_id, q, bm25.rank(q.question, TOP_K))
                 qvec = await memory.ctx.embedder.embed_query(q.question)
                 results[VECTOR].add(chat.chat_id, q, by_cosine.rank(qvec, TOP_K))
-        methods = dict(ABLATIONS) if ablations else {ENGINE: None}
+        methods = dict(BEAM_ABLATIONS) if ablations else {ENGINE: None}
         questions = [(c, q) for c in loaded for q in c.questions[:limit_questions]]
         for name, override in methods.items():
             scores = results[name]
@@ -307,6 +316,7 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
         **report_header("beam evidence recall", data, settings),
         "top_k": TOP_K,
         "max_turn_bytes": turn_limit,
+        "working_max_value_bytes": value_limit,
         "chats": [c.chat_id for c in loaded],
         "messages": messages,
         "longest_message_bytes": longest,
@@ -333,8 +343,9 @@ def markdown_report(report: dict[str, Any]) -> str:
     lines = [
         f"BEAM evidence recall (turn level) — chats {', '.join(report['chats'])}: {report['messages']} messages, "
         f"{report['questions']} questions with evidence (left out: {left}); embedding `{report['embedding_model']}`, "
-        f"top_k {report['top_k']}, limits.max_turn_bytes {report['max_turn_bytes']:,} (longest message "
-        f"{report['longest_message_bytes']:,} bytes, stored whole), commit `{report['commit']}`, {report['date']}",
+        f"top_k {report['top_k']}, limits.max_turn_bytes {report['max_turn_bytes']:,} and working.max_value_bytes "
+        f"{report['working_max_value_bytes']:,} (longest message {report['longest_message_bytes']:,} bytes, stored "
+        f"whole), commit `{report['commit']}`, {report['date']}",
         "",
         f"Ingest: {report['messages']} messages in {ing['seconds']} s ({ing['messages_per_second']} messages/s, "
         f"embedding included; cache {ing['embedding_cache'] or 'in memory'}).",
