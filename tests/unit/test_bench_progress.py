@@ -31,8 +31,9 @@ def test_no_benchmark_module_uses_tqdm():
 
 
 def test_a_missing_rank_bm25_names_the_bench_extra(monkeypatch):
-    from agentx_memory.bench import locomo
+    """The BM25 baseline of both benchmarks (bench/common.py) says which extra brings rank-bm25."""
+    from agentx_memory.bench import common
 
     monkeypatch.setitem(sys.modules, "rank_bm25", None)  # import rank_bm25 now raises ImportError
     with pytest.raises(ImportError, match=r"pip install 'agentx-memory\[bench\]'"):
-        locomo._bm25()
+        common.bm25_okapi()
