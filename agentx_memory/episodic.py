@@ -2,8 +2,9 @@
 
 How a write flows (reliability is part of the contract)::
 
-    validate → embed missing vectors (one batch) → PostgreSQL conversation_logs (the durable log; one transaction,
-    idempotent on turn id and on (conversation_id, turn_index)) → graph projection (Conversation, Turn, HAS_TURN,
+    validate → embed missing vectors in context (one batch) → PostgreSQL conversation_logs (the durable log; one
+    transaction, idempotent on turn id and on (conversation_id, turn_index); a turn whose predecessor changed since it
+    was embedded is re-embedded there, before it is visible) → graph projection (Conversation, Turn, HAS_TURN,
     FOLLOWED_BY; MERGE by id) → working-memory cache → memory_timeline → mark projected → audit
 
 If the graph or timeline write fails after the log commit, :class:`~agentx_memory.errors.StorageError` is raised and
@@ -30,6 +31,7 @@ from .context import MemoryContext
 from .errors import ConfigurationError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Turn
+from .sql.conversation_log import BeforeInsert
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .tokens import count_tokens
@@ -157,28 +159,29 @@ class EpisodicMemory:
         previous.update(await self.ctx.sql.conversations.previous_contents(firsts))
         return previous
 
-    async def _fix_context(self, turns: list[Turn], previous: dict[str, str | None], embedded: set[str]) -> None:
-        """After indexes are final, re-embed the few turns whose real predecessor differs from the assumed one
-        (a concurrent writer got in between)."""
-        candidates = [t for t in turns if t.id in embedded]
-        if not candidates:
-            return
-        actual = await self.ctx.sql.conversations.predecessors(candidates)
-        wrong = [t for t in candidates if actual.get(t.id) != previous.get(t.id)]
-        if not wrong:
-            return
-        vectors = await self.ctx.embedder.embed_documents([_in_context(actual.get(t.id), t.content) for t in wrong])
-        for turn, vector in zip(wrong, vectors, strict=True):
-            turn.embedding = vector.tolist()
-        await self.ctx.sql.conversations.set_embeddings(wrong)
+    def _recontext(self, previous: dict[str, str | None], embedded: set[str]) -> BeforeInsert:
+        """The log's ``before_insert`` hook: re-embed the few turns embedded here whose real predecessor (known once
+        indexes are final, under the conversation's lock) differs from the one assumed (a concurrent writer got in
+        between). Done before the insert, so no reader of the log ever sees a turn with the wrong context's vector."""
+
+        async def fix(turns: list[Turn], actual: dict[str, str | None]) -> None:
+            wrong = [t for t in turns if t.id in embedded and actual.get(t.id) != previous.get(t.id)]
+            if not wrong:
+                return
+            texts = [_in_context(actual.get(t.id), t.content) for t in wrong]
+            vectors = await self.ctx.embedder.embed_documents(texts)
+            for turn, vector in zip(wrong, vectors, strict=True):
+                turn.embedding = vector.tolist()
+
+        return fix
 
     # --- the durable log ----------------------------------------------------------------------------------------
 
-    async def _log(self, turns: list[Turn]) -> set[str]:
+    async def _log(self, turns: list[Turn], before_insert: BeforeInsert) -> set[str]:
         """Append to conversation_logs in one transaction; return the ids written by this call. The turns become
         what is stored (indexes assigned; a re-stored turn is the stored one: the repository updates them in place;
         it refuses a conversation with turns of several users, and a stored id or index with other content)."""
-        return await self.ctx.sql.conversations.append(turns)
+        return await self.ctx.sql.conversations.append(turns, before_insert=before_insert)
 
     # --- the graph projection -----------------------------------------------------------------------------------
 
@@ -209,9 +212,8 @@ class EpisodicMemory:
         turns = self.validate(turns, channel)
         previous = await self._assumed_previous(turns)
         embedded = await self._embed_missing(turns, previous)
-        written = await self._log(turns)
+        written = await self._log(turns, self._recontext(previous, embedded))
         stored = turns  # updated in place: each is what the log holds now
-        await self._fix_context([t for t in stored if t.id in written], previous, embedded)
         try:
             await self._project(stored)
         except StorageError as exc:

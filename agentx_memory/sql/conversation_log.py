@@ -12,7 +12,7 @@ with other content, an index taken by other content, another user's conversation
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
@@ -25,7 +25,12 @@ from ..rows import turn_from_row
 from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
-__all__ = ["TURN_COLUMNS", "ConversationLog", "claim_conversation"]
+__all__ = ["TURN_COLUMNS", "BeforeInsert", "ConversationLog", "claim_conversation"]
+
+#: Called inside the log transaction, under the conversation's lock, with the turns about to be inserted (indexes
+#: final) and, by turn id, the content just before each (stored, or earlier in the same batch; ``None`` for a first
+#: turn). It may replace their vectors: the rows become visible only with what it leaves.
+BeforeInsert = Callable[[list["Turn"], dict[str, str | None]], Awaitable[None]]
 
 #: The columns a :class:`~agentx_memory.models.Turn` is read from (``rows.turn_from_row``); searches select these too.
 TURN_COLUMNS: Final[LiteralString] = (
@@ -50,8 +55,6 @@ PREDECESSORS: Final[LiteralString] = (
     " AS hit(turn_id, conversation_id, turn_index)"
     " LEFT JOIN conversation_logs p ON p.conversation_id = hit.conversation_id AND p.turn_index = hit.turn_index - 1"
 )
-
-SET_EMBEDDING: Final[LiteralString] = "UPDATE conversation_logs SET embedding = %s WHERE turn_id = %s"
 
 LOCK_CONVERSATION: Final[LiteralString] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 
@@ -159,9 +162,10 @@ class ConversationLog:
 
     # --- writing ------------------------------------------------------------------------------------------------
 
-    async def append(self, turns: Sequence[Turn]) -> set[str]:
+    async def append(self, turns: Sequence[Turn], *, before_insert: BeforeInsert | None = None) -> set[str]:
         """Log the turns in one transaction (see the module docstring for the rules); return the ids of the turns
         this call wrote. The turns are updated in place: each has its index, and a re-stored turn is the stored one.
+        ``before_insert`` sees each conversation's new turns with their real predecessors before they are written.
 
         Every turn of one conversation must have the same ``user_id`` (:class:`ValidationError` otherwise, before
         anything is written): the owner check covers the whole group only then."""
@@ -175,10 +179,12 @@ class ConversationLog:
         inserted: set[str] = set()
         async with pg_errors("writing conversation_logs"), self.store.connection() as conn, conn.transaction():
             for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
-                inserted |= await self._append_conversation(conn, conversation_id, groups[conversation_id])
+                inserted |= await self._append_conversation(conn, conversation_id, groups[conversation_id],
+                                                            before_insert)
         return inserted
 
-    async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn]) -> set[str]:
+    async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn],
+                                   before_insert: BeforeInsert | None) -> set[str]:
         await claim_conversation(conn, conversation_id, group[0].user_id)
         cur = await conn.execute(STORED_BY_ID, ([t.id for t in group],))
         existing = {row["turn_id"]: row for row in await cur.fetchall()}
@@ -200,6 +206,8 @@ class ConversationLog:
             to_insert.append(turn)
         if not to_insert:
             return set()
+        if before_insert is not None:
+            await before_insert(to_insert, await _predecessors(conn, to_insert))
         inserted: set[str] = set()
         async with conn.cursor() as cur:
             await cur.executemany(INSERT_TURN, [_row(t) for t in to_insert], returning=True)
@@ -218,12 +226,6 @@ class ConversationLog:
         })
         return inserted
 
-    async def set_embeddings(self, turns: Sequence[Turn]) -> None:
-        """Replace the stored vectors of these turns with their ``embedding``."""
-        async with pg_errors("writing conversation_logs embeddings"), self.store.connection() as conn, \
-                conn.cursor() as cur:
-            await cur.executemany(SET_EMBEDDING, [(_vector(t.embedding), t.id) for t in turns])
-
     async def mark_projected(self, turn_ids: Sequence[str]) -> None:
         """Record that these turns are in the graph (``reconcile`` skips them from now on)."""
         await self.store.execute(MARK_PROJECTED, (list(turn_ids),), what="marking turns projected")
@@ -236,13 +238,6 @@ class ConversationLog:
         rows = await self.store.fetch(PREVIOUS_CONTENTS, (
             [t.id for t in turns], [t.conversation_id for t in turns], [t.user_id for t in turns],
             [t.index for t in turns],
-        ), what="reading preceding turns")
-        return {r["turn_id"]: r["content"] for r in rows}
-
-    async def predecessors(self, turns: Sequence[Turn]) -> dict[str, str | None]:
-        """For each turn (by id): the content stored at its index - 1 in its conversation, or ``None``."""
-        rows = await self.store.fetch(PREDECESSORS, (
-            [t.id for t in turns], [t.conversation_id for t in turns], [t.index for t in turns],
         ), what="reading preceding turns")
         return {r["turn_id"]: r["content"] for r in rows}
 
@@ -292,6 +287,22 @@ class ConversationLog:
         this id."""
         rows = await self.store.fetch(TURN_PLACE, (turn_id, user_id), what="reading a turn's place")
         return (rows[0]["conversation_id"], rows[0]["turn_index"]) if rows else None
+
+
+async def _predecessors(conn: Connection, turns: list[Turn]) -> dict[str, str | None]:
+    """For each turn (by id; one conversation, indexes assigned): the content at its index - 1, from the same batch
+    or else from the log (read in the caller's transaction)."""
+    in_batch = {t.index: t.content for t in turns}
+    cur = await conn.execute(PREDECESSORS, (
+        [t.id for t in turns], [t.conversation_id for t in turns], [t.index for t in turns],
+    ))
+    stored = {r["turn_id"]: r["content"] for r in await cur.fetchall()}
+    return {t.id: in_batch.get(_index(t) - 1, stored.get(t.id)) for t in turns}
+
+
+def _index(turn: Turn) -> int:
+    # every turn reaching the insert has its index (assigned under the lock); -1 only keeps the type total
+    return turn.index if turn.index is not None else -1
 
 
 async def _adopt_occupant(conn: Connection, turn: Turn) -> None:

@@ -7,6 +7,7 @@ import os
 import signal
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,8 +25,9 @@ from agentx_memory import (
     ValidationError,
 )
 from agentx_memory.graph import cypher
+from agentx_memory.providers.embeddings import HashEmbedder
 from agentx_memory.runtime import EmbeddedStack
-from tests.conftest import gread, make_settings, run, sql
+from tests.conftest import TEST_DIMENSION, TEST_MODEL, gread, make_settings, run, sql
 
 
 def _count_rows(memory, table: str) -> int:
@@ -297,3 +299,52 @@ def test_a_turn_is_embedded_with_the_stored_turn_before_it(memory):
         "Where did you travel in May?\nLisbon, for the robotics fair.", "A first turn has no context."]))
     assert np.allclose(rows["Lisbon, for the robotics fair."], embed[0], atol=1e-6)
     assert np.allclose(rows["A first turn has no context."], embed[1], atol=1e-6)
+
+
+class _InterleavingEmbedder(HashEmbedder):
+    """The test embedder, with a hook: the first batch it embeds lets another writer append to the conversation
+    first (so the assumed predecessor goes stale), and every later batch records what a reader of the log sees."""
+
+    def __init__(self) -> None:
+        super().__init__(TEST_MODEL, TEST_DIMENSION)
+        self.interleave: Callable[[], Awaitable[None]] | None = None
+        self.observe: Callable[[], Awaitable[object]] | None = None
+        self.seen: list[object] = []
+
+    async def _embed(self, texts, *, is_query):
+        if self.interleave is not None:
+            hook, self.interleave = self.interleave, None
+            await hook()
+        elif self.observe is not None:
+            self.seen.append(await self.observe())
+        return await super()._embed(texts, is_query=is_query)
+
+
+def test_a_turn_whose_predecessor_changed_meanwhile_is_never_visible_with_the_stale_vector(settings):
+    """Issue 11 item 19: another writer appends to the conversation between the moment a turn's context is assumed
+    and its log write. The turn is re-embedded with its real predecessor *before* it becomes visible: no reader of
+    the log (reconcile projecting unprojected rows) ever sees the vector of the wrong context."""
+    embedder = _InterleavingEmbedder()
+    with AgentMemory(settings(), user_id="alice", embedder=embedder) as memory:
+        core = memory.core
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Where did you travel in May?"))
+
+        async def other_writer() -> None:
+            await core.store_turn(Turn(conversation_id="c1", user_id="alice", content="To Lisbon, for a fair."))
+
+            async def read_outer_row() -> object:
+                rows = await core.ctx.postgres.fetch("SELECT embedding FROM conversation_logs WHERE content = %s",
+                                                     ("Which fair was it?",))
+                return [list(r["embedding"]) for r in rows]
+
+            embedder.observe = read_outer_row
+
+        embedder.interleave = other_writer
+        stored = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Which fair was it?"))
+        assert stored.index == 2
+        assert embedder.seen == [[]], "the turn was visible in the log before its vector had its real context"
+        right = memory._portal.run(embedder.embed_documents(["To Lisbon, for a fair.\nWhich fair was it?"]))[0]
+        logged = sql(memory, "SELECT embedding FROM conversation_logs WHERE turn_id = %s", (stored.id,))
+        assert np.allclose(logged[0]["embedding"], right, atol=1e-6)
+        graph = gread(memory, "MATCH (t:Turn {id: $id}) RETURN t.embedding AS e", {"id": stored.id})
+        assert np.allclose(graph[0]["e"], right, atol=1e-5)
