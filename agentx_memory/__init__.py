@@ -11,6 +11,7 @@ Open a memory and store what happened, what is known, how to do things and what 
 from .episodic import QuarantinedTurn, ReconcileResult
 from .errors import (
     AgentXMemoryError,
+    CallTimeoutError,
     ClosedError,
     ConfigurationError,
     ConflictError,
@@ -49,6 +50,7 @@ __all__ = [
     "AgentMemory",
     "AgentXMemoryError",
     "AsyncAgentMemory",
+    "CallTimeoutError",
     "ClosedError",
     "ConfigurationError",
     "ConflictError",

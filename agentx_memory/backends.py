@@ -106,9 +106,13 @@ async def open_backends(settings: Settings, *, migrate_schema: bool = True) -> B
         db_schema=settings.postgres.db_schema,
         min_size=settings.postgres.pool_min_size,
         max_size=settings.postgres.pool_max_size,
+        connect_timeout=settings.postgres.connect_timeout_seconds,
+        pool_timeout=settings.postgres.pool_timeout_seconds,
     )
     await postgres.open()
-    client = aioredis.Redis.from_url(stores.redis_url, decode_responses=True)
+    timeout = settings.redis.socket_timeout_seconds
+    client = aioredis.Redis.from_url(stores.redis_url, decode_responses=True, socket_timeout=timeout,
+                                     socket_connect_timeout=timeout)
     working = WorkingStore(client, settings.working, key_prefix=settings.redis.key_prefix)
     return Backends(graph=graph, postgres=postgres, redis=client, working=working)
 

@@ -7,9 +7,12 @@ How a write flows (reliability is part of the contract)::
     was embedded is re-embedded there, before it is visible) → graph projection (Conversation, Turn, HAS_TURN,
     FOLLOWED_BY; MERGE by id) → working-memory cache → memory_timeline → mark projected → audit
 
-If the graph or timeline write fails after the log commit, :class:`~agentx_memory.errors.StorageError` is raised and
-the rows stay ``projected = false``; :meth:`EpisodicMemory.reconcile` re-projects them idempotently (and quarantines
-a row it cannot project, so it never blocks the others). Nothing acknowledged is ever only in Redis.
+When the graph is unreachable the write still succeeds: the turns are durable in the log, come back with
+``pending_projection = True`` and stay ``projected = false``; :meth:`EpisodicMemory.reconcile` projects them
+idempotently once the graph answers (and quarantines a row it cannot project, so it never blocks the others). Any
+other failure after the log commit (the graph refused the write, the timeline write failed) raises
+:class:`~agentx_memory.errors.StorageError` with the rows in the same state. Nothing acknowledged is ever only in
+Redis.
 
 Turn indexes are assigned under a per-conversation advisory lock, so concurrent writers to one conversation get
 contiguous, unique indexes (:class:`~agentx_memory.sql.conversation_log.ConversationLog` does it in the log's
@@ -101,6 +104,7 @@ class EpisodicMemory:
                 raise ValidationError(f"turns[{i}]", f"must be a Turn, got {type(turn).__name__}")
             where = f"turns[{i}]." if len(turns) > 1 else ""
             turn = turn.model_copy(deep=True)
+            turn.pending_projection = False  # the store says, not the caller
             if channel is not None:
                 turn.channel = channel
             check_channel(turn.channel, f"{where}channel")
@@ -214,21 +218,32 @@ class EpisodicMemory:
         embedded = await self._embed_missing(turns, previous)
         written = await self._log(turns, self._recontext(previous, embedded))
         stored = turns  # updated in place: each is what the log holds now
+        projected = await self._project_if_reachable(stored)
+        for turn in stored:
+            turn.pending_projection = not projected
+        await self._after_store(stored, written, started, projected=projected)
+        return stored
+
+    async def _project_if_reachable(self, turns: list[Turn]) -> bool:
+        """Project durable turns; ``False`` (nothing raised) when the graph is unreachable: they are pending."""
         try:
-            await self._project(stored)
+            await self.ctx.graph_health.call(self._project(turns))
+        except StorageUnavailableError as exc:
+            log.warning("graph unreachable: %d turn(s) are durable in the log, pending projection (%s)",
+                        len(turns), exc)
+            return False
         except StorageError as exc:
             raise StorageError(
-                f"{len(stored)} turn(s) are stored in the durable log but not yet in the graph ({exc}); "
-                "reconcile() projects them once the graph is reachable"
+                f"{len(turns)} turn(s) are stored in the durable log but not yet in the graph ({exc}); "
+                "reconcile() projects them"
             ) from exc
-        await self._after_store(stored, written, started)
-        return stored
+        return True
 
     async def store_turn(self, turn: Turn, channel: str | None = None) -> Turn:
         """Store one turn (see :meth:`store_turns`)."""
         return (await self.store_turns([turn], channel))[0]
 
-    async def _after_store(self, turns: list[Turn], written: set[str], started: float) -> None:
+    async def _after_store(self, turns: list[Turn], written: set[str], started: float, *, projected: bool) -> None:
         # Only turns written by this call are cached and audited: a re-store is a no-op there (no duplicates); the
         # timeline (keep-first) and the projected mark are re-done for all, which repairs an interrupted first store.
         by_session: dict[tuple[str, str, str], list[Turn]] = defaultdict(list)
@@ -245,7 +260,8 @@ class EpisodicMemory:
                     log.exception("working-memory cache update failed for turn %s", turn.id)
         await self._timeline(turns)
         # "projected" means in the graph and on the timeline: a crash before this line leaves the turns to reconcile
-        await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
+        if projected:
+            await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
         for (user_id, channel, conversation_id), group in by_session.items():
             await self.ctx.audit.log_write(
                 "store", "episodic", channel, [t.id for t in group], user_id=user_id, conversation_id=conversation_id,
@@ -311,6 +327,7 @@ class EpisodicMemory:
             check_id(turn.conversation_id, "conversation_id", max_len=200)
             check_channel(turn.channel)
         await self._project(turns)
+        self.ctx.graph_health.answered()  # reconcile always tries the graph; when it answers, writes use it again
         await self._timeline(turns)
         await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
         return len(turns)

@@ -13,6 +13,7 @@ so callers never have to import a driver to catch a failure::
      ├── ClosedError                 a call on a memory after its close() (also a RuntimeError)
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
+     │         └── CallTimeoutError  a synchronous call passed its deadline and was cancelled (also a TimeoutError)
      └── RuntimeServerError          the embedded runtime could not start, stop or find a server
           └── WaitTimeoutError       (polling.py) a polled condition did not hold in time; also a TimeoutError
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentXMemoryError",
+    "CallTimeoutError",
     "ClosedError",
     "ConfigurationError",
     "ConflictError",
@@ -80,6 +82,11 @@ class StorageError(AgentXMemoryError):
 
 class StorageUnavailableError(StorageError):
     """A database server is down, unreachable, or its binary is missing."""
+
+
+class CallTimeoutError(StorageUnavailableError, TimeoutError):
+    """A synchronous call passed its deadline (setting ``limits.call_timeout_seconds``) and was cancelled: a store
+    did not answer in time. What a cancelled write leaves is what its outage leaves (docs/reliability.md)."""
 
 
 class RuntimeServerError(AgentXMemoryError):

@@ -29,7 +29,7 @@ from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .context import MemoryContext
 from .episodic import EpisodicMemory, ReconcileResult
-from .errors import ClosedError, ValidationError
+from .errors import CallTimeoutError, ClosedError, ValidationError
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .procedural import ProceduralMemory, StrategyMatch
@@ -360,9 +360,11 @@ class AsyncAgentMemory:
 
 
 class _Portal:
-    """A private event loop in a daemon thread; runs coroutines for synchronous callers."""
+    """A private event loop in a daemon thread; runs coroutines for synchronous callers, each within the deadline."""
 
     def __init__(self) -> None:
+        #: Seconds a call may take (``limits.call_timeout_seconds``, set once the memory is open); None: no limit.
+        self.deadline: float | None = None
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="agentx-memory-portal", daemon=True)
         self._thread.start()
@@ -377,7 +379,17 @@ class _Portal:
             coro.close()
             raise RuntimeError(
                 "a synchronous AgentMemory method was called from its own event loop; use AsyncAgentMemory")
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout=self.deadline)
+        except TimeoutError:
+            if future.done():  # the call itself raised a TimeoutError: not the deadline
+                raise
+            future.cancel()  # the task is cancelled on the loop: its transaction rolls back, its connection returns
+            raise CallTimeoutError(
+                f"the call did not finish within {self.deadline:g} s (setting limits.call_timeout_seconds) and was "
+                "cancelled: a store did not answer in time"
+            ) from None
 
     def stop(self) -> None:
         """Stop the loop, join its thread and close the loop."""
@@ -490,6 +502,7 @@ class AgentMemory:
         except BaseException:
             self._portal.stop()
             raise
+        self._portal.deadline = self._core.settings.limits.call_timeout_seconds
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, user_id: str | None = None,

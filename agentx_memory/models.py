@@ -80,6 +80,10 @@ class Turn(_Model):
     model: str | None = Field(None, description="the LLM that produced an assistant turn, if any")
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
+    pending_projection: bool = Field(
+        False, description="set by the store: durable in the log, not yet in the graph (it was unreachable); "
+        "reconcile() projects it. Ignored on input",
+    )
 
 
 class Entity(_Model):

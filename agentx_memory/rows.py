@@ -26,6 +26,7 @@ def turn_from_row(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
         index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
         token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
         embedding=[float(x) for x in embedding] if (with_embedding and embedding is not None) else None,
+        pending_projection=not row.get("projected", True),
     )
 
 

@@ -88,6 +88,11 @@ class GraphSettings(_Section):
     max_retry_seconds: float = Field(
         30.0, ge=0, le=600, description="Neo4j: how long managed transactions retry transient errors"
     )
+    unavailable_cooldown_seconds: float = Field(
+        5.0, ge=0, le=600,
+        description="after the graph was found unreachable, how long recall (PostgreSQL legs only) and turn writes "
+        "(pending projection) go on without trying it again",
+    )
 
     @field_validator("uri")
     @classmethod
@@ -116,6 +121,11 @@ class PostgresSettings(_Section):
     )
     pool_min_size: int = Field(1, ge=0, le=100, description="connections kept open")
     pool_max_size: int = Field(10, ge=1, le=500, description="connections at most")
+    connect_timeout_seconds: int = Field(5, ge=2, le=600, description="how long opening a connection may take")
+    pool_timeout_seconds: float = Field(
+        10.0, gt=0, le=600,
+        description="how long a call waits for a working pooled connection before StorageUnavailableError",
+    )
 
 
 class RedisSettings(_Section):
@@ -123,6 +133,9 @@ class RedisSettings(_Section):
 
     url: str = Field("", description="redis:// or unix:// URL; empty = the embedded FalkorDB server")
     key_prefix: str = Field("", max_length=64, description="prefix on every key (tests isolate by it)")
+    socket_timeout_seconds: float = Field(
+        5.0, gt=0, le=600, description="how long one Redis command or connection attempt may take"
+    )
 
 
 class EmbeddedSettings(_Section):
@@ -348,6 +361,11 @@ class LimitsSettings(_Section):
     max_turn_bytes: int = Field(32 * 1024, ge=1, le=16 * 1024 * 1024, description="largest turn content (UTF-8 bytes)")
     max_batch_turns: int = Field(10_000, ge=1, le=1_000_000, description="largest store_turns batch")
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=16 * 1024 * 1024, description="largest metadata (JSON bytes)")
+    call_timeout_seconds: float = Field(
+        300.0, gt=0, le=86_400,
+        description="deadline of each call of the synchronous AgentMemory facade: past it the call is cancelled "
+        "and raises CallTimeoutError",
+    )
 
 
 class Settings(BaseSettings):

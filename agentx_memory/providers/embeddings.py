@@ -119,8 +119,8 @@ class Embedder(ABC):
                 out[i] = hit
             else:
                 missing.setdefault(text, []).append(i)
-        if missing and self._disk is not None:
-            stored = self._disk.get_many([keys[idx[0]] for idx in missing.values()])
+        if missing and self._disk is not None:  # SQLite blocks: in a thread, never on the caller's event loop
+            stored = await asyncio.to_thread(self._disk.get_many, [keys[idx[0]] for idx in missing.values()])
             for text in list(missing):
                 vector = stored.get(keys[missing[text][0]])
                 if vector is not None and vector.shape == (self.dimension,):
@@ -147,7 +147,8 @@ class Embedder(ABC):
                     out[i] = vector
                 self._cache.put(keys[missing[text][0]], vector)
             if self._disk is not None:
-                self._disk.put_many({keys[missing[t][0]]: v for t, v in zip(chunk, vectors, strict=True)})
+                await asyncio.to_thread(
+                    self._disk.put_many, {keys[missing[t][0]]: v for t, v in zip(chunk, vectors, strict=True)})
         return out
 
     async def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

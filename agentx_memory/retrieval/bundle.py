@@ -100,6 +100,11 @@ class RecallMetrics(BaseModel):
     total_ms: float = 0.0
     embed_ms: float = 0.0
     techniques: dict[str, TechniqueMetric] = Field(default_factory=dict)
+    skipped: dict[str, str] = Field(
+        default_factory=dict,
+        description="parts of recall left out because their store was unreachable (part → why); empty when every "
+        "store answered",
+    )
 
 
 class MemoryBundle(BaseModel):
@@ -118,6 +123,11 @@ class MemoryBundle(BaseModel):
     user_context: UserProfile | None = None
     metrics: RecallMetrics = Field(default_factory=RecallMetrics)
     filters: dict[str, Any] = Field(default_factory=dict, description="what self-query read from the question")
+
+    @property
+    def complete(self) -> bool:
+        """False when a store was unreachable and recall answered without it (see ``metrics.skipped``)."""
+        return not self.metrics.skipped
 
     def explain(self) -> dict[str, dict[str, Any]]:
         """For every item: its kind, score and signals, by id."""

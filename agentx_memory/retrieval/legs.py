@@ -5,6 +5,9 @@ holds, all concurrently, times each under its ``technique`` (the key in ``Recall
 each leg's rows to its ``collect`` function, which files them into :class:`~agentx_memory.retrieval.plan.Candidates`.
 Adding a leg is adding a row (and, if it brings a new kind of candidate, a field of ``Candidates``).
 
+A leg whose ``store`` is ``"graph"`` is skipped (and the bundle says so in ``metrics.skipped``) while the graph is
+unreachable: recall then answers from the PostgreSQL legs.
+
 =================  ==============  =========================================  ==========================================
 leg                technique       runs when                                  reads
 =================  ==============  =========================================  ==========================================
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from ..graph import cypher
 from ..graph.port import GraphStore
@@ -67,7 +70,7 @@ class Leg:
     """One search leg: its name, the technique it is timed under, when it runs, its query and its collector.
 
     ``query(sources, plan, recall, pool)`` returns rows (``pool``: how many facts/entities to fetch);
-    ``collect(candidates, rows)`` files them.
+    ``collect(candidates, rows)`` files them; ``store`` is the database it reads.
     """
 
     name: str
@@ -75,6 +78,7 @@ class Leg:
     wanted: Callable[[SearchPlan, RecallSettings], bool]
     query: Query
     collect: Collect
+    store: Literal["postgres", "graph"]
 
 
 # --- queries -------------------------------------------------------------------------------------------------------
@@ -198,11 +202,13 @@ def _procedural(plan: SearchPlan, recall: RecallSettings) -> bool:
 
 #: Every search leg, in the order their rows are filed (which fixes the order of each type's legs in fusion).
 LEGS: Final[tuple[Leg, ...]] = (
-    Leg("turns", "turns_hybrid", _episodic(hybrid=True), query_turns, collect_turns),
-    Leg("turns", "turns_vector", _episodic(hybrid=False), query_turns, collect_turns),
-    Leg("facts:vector", "vector", _semantic_vector, query_fact_vectors, collect_fact_vectors),
-    Leg("entities:vector", "vector", _semantic_vector, query_entity_vectors, collect_entity_vectors),
-    Leg("semantic:lexical", "hybrid_lexical", _semantic_lexical, query_timeline_lexical, collect_timeline_lexical),
-    Leg("entities:resolved", "entity_centric", _entity_names, query_resolved_entities, collect_resolved_entities),
-    Leg("strategies", "vector", _procedural, query_strategies, collect_strategies),
+    Leg("turns", "turns_hybrid", _episodic(hybrid=True), query_turns, collect_turns, "postgres"),
+    Leg("turns", "turns_vector", _episodic(hybrid=False), query_turns, collect_turns, "postgres"),
+    Leg("facts:vector", "vector", _semantic_vector, query_fact_vectors, collect_fact_vectors, "graph"),
+    Leg("entities:vector", "vector", _semantic_vector, query_entity_vectors, collect_entity_vectors, "graph"),
+    Leg("semantic:lexical", "hybrid_lexical", _semantic_lexical, query_timeline_lexical, collect_timeline_lexical,
+        "postgres"),
+    Leg("entities:resolved", "entity_centric", _entity_names, query_resolved_entities, collect_resolved_entities,
+        "graph"),
+    Leg("strategies", "vector", _procedural, query_strategies, collect_strategies, "graph"),
 )

@@ -17,6 +17,9 @@ Retrieval always searches the active channel **and** ``_global``; items found in
 one are cross-channel matches and are logged to the audit trail (level ``reads`` and above). Every returned fact and
 entity is reinforced (access_count + 1, last_accessed = now) in one batched write that runs after the result is
 built, without delaying it.
+
+While the graph is unreachable, recall answers from PostgreSQL (turns by full text and vector; facts and entities
+are left out, as are goals) and ``metrics.skipped`` names each part left out and why; ``bundle.complete`` is False.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..context import MemoryContext
-from ..errors import ValidationError
+from ..errors import StorageUnavailableError, ValidationError
 from ..goals import GoalMemory
 from ..models import GLOBAL_CHANNEL
 from ..procedural import ProceduralMemory
@@ -121,7 +124,9 @@ class RecallLayer:
         )
         turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
         goals, profile = await asyncio.gather(
-            self.goals.list_goals(user_id, "active", channels, limit=top_k), self.profiles.get_profile(user_id))
+            self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),
+                                         [], metrics),
+            self.profiles.get_profile(user_id))
         metrics.total_ms = (time.perf_counter() - started) * 1000
         bundle = MemoryBundle(query=query, user_id=user_id, channels=channels, turns=turns, facts=facts,
                               entities=entities, strategies=strategies, goals=goals, user_context=profile,
@@ -207,8 +212,10 @@ class RecallLayer:
 
     async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str) -> None:
         try:
-            await self.semantic.reinforce(bundle.user_id, fact_ids=[f.id for f in bundle.facts],
-                                          entity_ids=[e.id for e in bundle.entities])
+            await self.ctx.graph_health.call(self.semantic.reinforce(
+                bundle.user_id, fact_ids=[f.id for f in bundle.facts], entity_ids=[e.id for e in bundle.entities]))
+        except StorageUnavailableError as exc:  # recall said what it skipped; there is nothing to reinforce in it
+            log.info("reinforcement after recall skipped for user %s: %s", bundle.user_id, exc)
         except Exception:
             log.exception("reinforcement after recall failed for user %s", bundle.user_id)
         cross = [{"id": s.id, "kind": type(s.item).__name__.lower(), "channel": s.channel}

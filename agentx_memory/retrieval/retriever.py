@@ -16,6 +16,10 @@ question) and:
 5. **reranks**: duplicates out, MMR diversity (``retrieval.mmr_lambda``, off by default), at most N turns per
    conversation.
 
+While the graph is unreachable (:class:`~agentx_memory.graph.health.GraphHealth`) every graph read — the graph legs,
+loading lexical-only facts and entities, graph expansion — is skipped and named in ``metrics.skipped``: recall
+degrades to the PostgreSQL legs instead of failing.
+
 Steps 2-5 are the pure functions of :mod:`~agentx_memory.retrieval.fusion` and :mod:`~agentx_memory.retrieval.rerank`;
 this class does the reading. Every score is a sum of named contributions (see
 :class:`~agentx_memory.retrieval.bundle.Signal`).
@@ -29,6 +33,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from ..context import MemoryContext
+from ..errors import StorageUnavailableError
 from ..graph import cypher
 from ..graph.port import GraphStore
 from ..procedural import ProceduralMemory
@@ -37,7 +42,7 @@ from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
 from . import fusion, rerank
 from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
-from .legs import LEGS
+from .legs import LEGS, Leg
 from .plan import Candidates, SearchPlan
 
 __all__ = ["Candidates", "MemoryRetriever", "SearchPlan"]
@@ -91,13 +96,32 @@ class MemoryRetriever:
         recall = plan.recall or self.ctx.settings.recall
         pool = self.settings.candidate_pool(plan.top_k)
         legs = [leg for leg in LEGS if leg.wanted(plan, recall)]
-        results = await asyncio.gather(*(_timed(metrics, leg.technique, leg.query(self, plan, recall, pool))
+        results = await asyncio.gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool,
+                                                                                      metrics))
                                          for leg in legs))
         found = Candidates()
         for leg, rows in zip(legs, results, strict=True):
             leg.collect(found, rows)
-        await self._fill_lexical_only(plan, found)
+        if any(found.unloaded()):
+            await self.graph_or_skip("semantic:lexical", self._fill_lexical_only(plan, found), None, metrics)
+        found.drop_unloaded()
         return found
+
+    async def _run_leg(self, leg: Leg, plan: SearchPlan, recall: RecallSettings, pool: int,
+                       metrics: RecallMetrics) -> Sequence[Any]:
+        work = leg.query(self, plan, recall, pool)
+        if leg.store == "graph":
+            return await self.graph_or_skip(leg.name, work, [], metrics)
+        return await work
+
+    async def graph_or_skip(self, part: str, work: Awaitable[T], fallback: T, metrics: RecallMetrics) -> T:
+        """Await a graph read; while the graph is unreachable, ``fallback`` instead, with ``part`` and the reason
+        recorded in ``metrics.skipped``."""
+        try:
+            return await self.ctx.graph_health.call(work)
+        except StorageUnavailableError as exc:
+            metrics.skipped[part] = str(exc)
+            return fallback
 
     async def _fill_lexical_only(self, plan: SearchPlan, found: Candidates) -> None:
         """Load facts/entities that only the lexical leg found (it returns ids)."""
@@ -110,7 +134,6 @@ class MemoryRetriever:
             for r in await self.graph.read(cypher.GET_ENTITIES, {"ids": missing_entities, "user_id": plan.user_id}):
                 if r["entity"]["channel"] in plan.channels:
                     found.entity_rows[r["entity"]["id"]] = r["entity"]
-        found.drop_unloaded()
 
     # --- 2-5. fuse, expand, boost, rerank -----------------------------------------------------------------------
 
@@ -157,7 +180,8 @@ class MemoryRetriever:
         seeds = sorted(scored.values(), key=lambda e: (-e.score, e.id))[:3]
         graph_facts: dict[str, tuple[Any, float]] = {}
         if any(e.score > 0 for e in seeds):
-            graph_facts = await self._expand_graph(plan, seeds, scored, metrics)
+            graph_facts = await self.graph_or_skip("graph_expansion", self._expand_graph(plan, seeds, scored, metrics),
+                                                   {}, metrics)
         return sorted(scored.values(), key=lambda e: (-e.score, e.id)), graph_facts
 
     async def _expand_graph(self, plan: SearchPlan, seeds: list[ScoredEntity], scored: dict[str, ScoredEntity],

@@ -34,7 +34,8 @@ BeforeInsert = Callable[[list["Turn"], dict[str, str | None]], Awaitable[None]]
 
 #: The columns a :class:`~agentx_memory.models.Turn` is read from (``rows.turn_from_row``); searches select these too.
 TURN_COLUMNS: Final[LiteralString] = (
-    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata"
+    "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata,"
+    " projected"
 )
 
 _COLUMNS: Final[LiteralString] = TURN_COLUMNS + ", content_hash"

@@ -158,11 +158,18 @@ class PostgresStore:
     """A pooled async connection to the agentx schema (``psycopg_pool``), with pgvector types registered.
 
     Rows come back as dicts. Use :meth:`connection` for a transaction spanning several statements.
+
+    Waits are bounded: opening a connection takes at most ``connect_timeout`` seconds, and a call waits at most
+    ``pool_timeout`` seconds for a working connection, then raises
+    :class:`~agentx_memory.errors.StorageUnavailableError`. A pooled connection is checked before it is handed out,
+    so the first call after a server restart gets a fresh connection instead of failing on a dead one.
     """
 
-    def __init__(self, dsn: str, *, db_schema: str = "public", min_size: int = 1, max_size: int = 10):
+    def __init__(self, dsn: str, *, db_schema: str = "public", min_size: int = 1, max_size: int = 10,
+                 connect_timeout: int = 5, pool_timeout: float = 10.0):
         self.dsn = dsn
         self.db_schema = db_schema
+        self.pool_timeout = pool_timeout
 
         async def configure(conn: Connection) -> None:
             await register_vector_async(conn)
@@ -177,15 +184,18 @@ class PostgresStore:
             connection_class=Connection,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"row_factory": dict_row, "autocommit": True, **_conninfo_kwargs(db_schema)},
+            kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": connect_timeout,
+                    **_conninfo_kwargs(db_schema)},
             configure=configure,
+            check=AsyncConnectionPool.check_connection,
+            timeout=pool_timeout,
             open=False,
         )
 
     async def open(self) -> None:
         """Open the pool (waits for the first connection)."""
         try:
-            await self.pool.open(wait=True, timeout=30)
+            await self.pool.open(wait=True, timeout=self.pool_timeout)
         except Exception as exc:
             raise wrap_pg_error(exc, "opening the connection pool") from exc
 
