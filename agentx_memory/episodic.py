@@ -69,12 +69,14 @@ class ReconcileResult:
 
     ``projected``: log rows projected into the graph (and written to the timeline); ``quarantined``: rows this run
     could not project and took out of the queue; ``quarantined_total``: every row in quarantine after the run
-    (including earlier runs'). ``int(result)`` is ``projected`` (what reconcile returned before quarantine).
+    (including earlier runs'); ``invocations_projected``: logged tool invocations projected into the graph.
+    ``int(result)`` is ``projected`` (what reconcile returned before quarantine).
     """
 
     projected: int = 0
     quarantined: tuple[QuarantinedTurn, ...] = ()
     quarantined_total: int = 0
+    invocations_projected: int = 0
 
     def __int__(self) -> int:
         return self.projected

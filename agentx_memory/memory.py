@@ -16,6 +16,7 @@ Every method scoped to a user takes ``user_id``; a memory opened with ``user_id=
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import threading
@@ -182,9 +183,11 @@ class AsyncAgentMemory:
         """Project every durable-log turn that the graph (or the timeline) is missing.
 
         A turn that cannot be projected is quarantined (why is recorded in its log row; later runs skip it) instead
-        of blocking the others. The result says how many turns were projected, which were quarantined by this run
-        and how many are in quarantine in all (``int(result)`` is the number projected)."""
-        return await self.episodic.reconcile()
+        of blocking the others. Logged tool invocations the graph is missing are projected after the turns. The
+        result says how many turns were projected, which were quarantined by this run, how many are in quarantine
+        in all, and how many tool invocations were projected (``int(result)`` is the number of turns projected)."""
+        result = await self.episodic.reconcile()
+        return dataclasses.replace(result, invocations_projected=await self.procedural.reconcile_invocations())
 
     # --- semantic -----------------------------------------------------------------------------------------------
 
@@ -568,8 +571,9 @@ class AgentMemory:
         """Project every durable-log turn that the graph (or the timeline) is missing.
 
         A turn that cannot be projected is quarantined (why is recorded in its log row; later runs skip it) instead
-        of blocking the others. The result says how many turns were projected, which were quarantined by this run
-        and how many are in quarantine in all (``int(result)`` is the number projected)."""
+        of blocking the others. Logged tool invocations the graph is missing are projected after the turns. The
+        result says how many turns were projected, which were quarantined by this run, how many are in quarantine
+        in all, and how many tool invocations were projected (``int(result)`` is the number of turns projected)."""
         return self._portal.run(self._core.reconcile())
 
     def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:

@@ -182,6 +182,10 @@ class ToolInvocation(_Model):
     latency_ms: int | None = None
     error_message: str | None = None
     timestamp: datetime = Field(default_factory=utcnow)
+    pending_projection: bool = Field(
+        False, description="set by the store: durable in the log, not yet in the graph (it was unreachable); "
+        "reconcile() projects it. Ignored on input",
+    )
 
 
 class Relationship(_Model):

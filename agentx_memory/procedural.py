@@ -9,12 +9,13 @@ Strategies merge by (user, channel, normalized description): learning the same s
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from .context import MemoryContext
-from .errors import ConflictError, NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Strategy, ToolInvocation
 from .rows import strategy_from_row
@@ -31,6 +32,8 @@ from .validation import (
     check_json,
     check_text,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ProceduralMemory", "StrategyMatch"]
 
@@ -86,11 +89,15 @@ class ProceduralMemory:
             owner = await self.ctx.sql.tools.owner(inv.id)
             if owner and owner != (inv.user_id, inv.conversation_id):
                 raise ConflictError(f"invocation id {inv.id!r} is already recorded for another conversation or user")
-        await self.ctx.graph.write(cypher.RECORD_INVOCATION, {
-            "id": inv.id, "user_id": inv.user_id, "channel": inv.channel, "conversation_id": inv.conversation_id,
-            "turn_id": inv.turn_id, "tool_name": inv.tool_name, "task_type": inv.task_type, "success": inv.success,
-            "latency_ms": inv.latency_ms, "timestamp": to_ms(inv.timestamp),
-        })
+        try:
+            await self.ctx.graph_health.call(self.ctx.graph.write(cypher.RECORD_INVOCATION, _graph_params(
+                inv.model_dump(include={"user_id", "channel", "conversation_id", "turn_id", "tool_name", "task_type",
+                                        "success", "latency_ms", "timestamp"}) | {"invocation_id": inv.id})))
+            await self.ctx.sql.tools.mark_projected([inv.id])
+        except StorageUnavailableError as exc:  # durable in the log: reconcile() projects it
+            log.warning("graph unreachable: tool invocation %s is durable in the log, pending projection (%s)",
+                        inv.id, exc)
+            inv.pending_projection = True
         if inserted:  # a repeated call re-projects (the graph may have missed it) but is not a new operation
             await self.ctx.audit.log_write("store", "procedural", inv.channel, [inv.id], {"tool_name": inv.tool_name},
                                            user_id=inv.user_id, conversation_id=inv.conversation_id,
@@ -101,10 +108,36 @@ class ProceduralMemory:
         """ConflictError when the conversation id belongs to another user (in the durable log or the graph)."""
         logged = await self.ctx.sql.conversations.conversation_owner(conversation_id)
         owners = {logged} if logged else set()
-        projected = await self.ctx.graph.read(cypher.CONVERSATION_OWNER, {"id": conversation_id})
+        try:
+            projected = await self.ctx.graph_health.call(
+                self.ctx.graph.read(cypher.CONVERSATION_OWNER, {"id": conversation_id}))
+        except StorageUnavailableError:  # the log's owner decides alone (checked again under lock when logging)
+            projected = []
         owners.update(r["user_id"] for r in projected)
         if owners - {user_id}:
             raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
+
+    async def reconcile_invocations(self, batch_size: int = 500) -> int:
+        """Project every logged tool invocation the graph is missing (idempotent); return how many were projected.
+
+        An unreachable graph raises :class:`~agentx_memory.errors.StorageUnavailableError`; a row the graph refuses
+        is logged and left in the queue (the next run tries it again) without blocking the others."""
+        projected, position = 0, 0
+        while rows := await self.ctx.sql.tools.unprojected(after=position, limit=batch_size):
+            position = rows[-1]["id"]
+            done: list[str] = []
+            for row in rows:
+                try:
+                    await self.ctx.graph.write(cypher.RECORD_INVOCATION, _graph_params(row))
+                except StorageUnavailableError:
+                    raise
+                except StorageError as exc:
+                    log.error("reconcile: tool invocation %s not projected: %s", row["invocation_id"], exc)
+                    continue
+                done.append(row["invocation_id"])
+            await self.ctx.sql.tools.mark_projected(done)
+            projected += len(done)
+        return projected
 
     async def get_tool_stats(self, user_id: str, task_type: str | None = None,
                              channel: str | None = None) -> list[dict[str, Any]]:
@@ -203,3 +236,11 @@ class ProceduralMemory:
         return found
 
 
+def _graph_params(row: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of ``RECORD_INVOCATION`` for one logged invocation (a tool_invocations row or a model dump)."""
+    return {
+        "id": row["invocation_id"], "user_id": row["user_id"], "channel": row["channel"],
+        "conversation_id": row["conversation_id"], "turn_id": row["turn_id"], "tool_name": row["tool_name"],
+        "task_type": row["task_type"], "success": row["success"], "latency_ms": row["latency_ms"],
+        "timestamp": to_ms(row["timestamp"]),
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final, LiteralString
 
 from psycopg.types.json import Jsonb
@@ -22,6 +23,16 @@ INSERT_INVOCATION: Final[LiteralString] = (
 
 INVOCATION_OWNER: Final[LiteralString] = (
     "SELECT user_id, conversation_id FROM tool_invocations WHERE invocation_id = %s"
+)
+
+MARK_PROJECTED: Final[LiteralString] = (
+    "UPDATE tool_invocations SET projected = TRUE WHERE invocation_id = ANY(%s) AND NOT projected"
+)
+
+#: The reconcile queue of tool calls, in log order after a row position.
+UNPROJECTED: Final[LiteralString] = (
+    "SELECT id, invocation_id, user_id, conversation_id, turn_index, turn_id, timestamp, tool_name, task_type,"
+    " success, latency_ms, channel FROM tool_invocations WHERE NOT projected AND id > %s ORDER BY id LIMIT %s"
 )
 
 TOOL_STATS: Final[LiteralString] = (
@@ -55,6 +66,15 @@ class ToolInvocationLog:
                 inv.error_message, inv.channel,
             ))
             return bool(await cur.fetchall())
+
+    async def mark_projected(self, invocation_ids: Sequence[str]) -> None:
+        """Record that these invocations are in the graph (reconcile skips them from now on)."""
+        await self.store.execute(MARK_PROJECTED, (list(invocation_ids),), what="marking tool invocations projected")
+
+    async def unprojected(self, *, after: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` invocations not yet in the graph, in log order after row ``after`` (each row has its
+        position ``id`` and the fields the graph holds)."""
+        return await self.store.fetch(UNPROJECTED, (after, limit), what="reading unprojected tool invocations")
 
     async def owner(self, invocation_id: str) -> tuple[str, str] | None:
         """(user_id, conversation_id) of a logged invocation, or ``None`` when the id is not logged."""

@@ -16,7 +16,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from agentx_memory import AgentMemory, CallTimeoutError, Fact, Goal, StorageUnavailableError, Turn
 from agentx_memory.backends import locate_stores
 from agentx_memory.settings import Settings
-from tests.conftest import sql
+from tests.conftest import gread, sql
 from tests.faults import FaultyLink
 
 
@@ -44,9 +44,9 @@ def graph_link(settings, backend):
 
 def test_with_the_graph_down_recall_degrades_and_turn_writes_are_pending(graph_link):
     """Item 15: PostgreSQL holds every turn, so with the graph down recall answers from its legs and says what it
-    left out, and a turn write succeeds as "pending projection" instead of raising; graph-only writes (facts) are
-    refused and leave nothing behind. Once the graph is back, reconcile projects the pending turns and recall is
-    complete again."""
+    left out, and a turn or tool-call write succeeds as "pending projection" instead of raising; graph-only writes
+    (facts) are refused and leave nothing behind. Once the graph is back, reconcile projects the pending turns and
+    tool calls, and recall is complete again."""
     settings, link = graph_link
     with AgentMemory(settings, user_id="alice") as memory:
         first = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon last spring"))
@@ -61,6 +61,8 @@ def test_with_the_graph_down_recall_degrades_and_turn_writes_are_pending(graph_l
             Turn(conversation_id="c1", user_id="alice", content="Rent is due on the first"),
         ])
         assert [t.pending_projection for t in during] == [True, True]
+        call = memory.record_invocation("c1", during[0].id, "maps", {"q": "Lisbon"}, {"ok": True}, True, 12)
+        assert call.pending_projection  # durable in the tool log, like the turns
         assert [t.pending_projection for t in memory.get_conversation("c1")] == [False, True, True]
 
         started = time.perf_counter()
@@ -77,7 +79,11 @@ def test_with_the_graph_down_recall_degrades_and_turn_writes_are_pending(graph_l
         assert sql(memory, "SELECT count(*) AS n FROM memory_timeline")[0]["n"] == timeline
 
         link.heal()
-        assert memory.reconcile().projected == 2  # reconcile always tries the graph, and closes the breaker
+        repaired = memory.reconcile()  # reconcile always tries the graph, and closes the breaker
+        assert (repaired.projected, repaired.invocations_projected) == (2, 1)
+        assert gread(memory, "MATCH (:Conversation {id: 'c1'})-[:USED_TOOL]->(ti:ToolInvocation)-[:INVOKED]->(:Tool) "
+                             "RETURN ti.id AS id") == [{"id": call.id}]
+        assert memory.reconcile().invocations_projected == 0
         assert [t.pending_projection for t in memory.get_conversation("c1")] == [False, False, False]
         after = memory.remember("Where does Alice live? Lisbon flat")
         assert after.complete and after.facts and after.goals
@@ -127,7 +133,7 @@ def test_a_hung_store_never_blocks_a_synchronous_call_past_its_deadline(postgres
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="before the hang"))
         link.hang()
         started = time.perf_counter()
-        with pytest.raises(CallTimeoutError, match="limits.call_timeout_seconds") as caught:
+        with pytest.raises(CallTimeoutError, match=r"limits\.call_timeout_seconds") as caught:
             memory.get_conversation("c1")
         assert time.perf_counter() - started < 5
         assert isinstance(caught.value, StorageUnavailableError) and isinstance(caught.value, TimeoutError)
