@@ -39,7 +39,9 @@ class GoalMemory:
         self.ctx = ctx
 
     async def add_goal(self, goal: Goal, channel: str | None = None) -> Goal:
-        """Store a goal (idempotent by id); its parent and blockers must be goals of the same user.
+        """Store a goal (idempotent by id: adding it again updates it in place); its parent and blockers must be
+        goals of the same user. A goal keeps its channel: the same id in another channel is a
+        :class:`~agentx_memory.errors.ConflictError`, with nothing written.
 
         Write order: the graph (one statement) is the write; the timeline row and the audit entry follow it. A raised
         error means the graph was not written. Once it succeeded the goal is returned even when PostgreSQL then
@@ -76,7 +78,7 @@ class GoalMemory:
         else:
             goal.embedding = self.ctx.embedder.check(goal.embedding)
         try:
-            await self.ctx.graph.write(cypher.ADD_GOAL, {
+            written = await self.ctx.graph.write(cypher.ADD_GOAL, {
                 "id": goal.id, "user_id": goal.user_id, "channel": goal.channel, "description": goal.description,
                 "status": goal.status, "priority": goal.priority, "created_at": to_ms(goal.created_at),
                 "deadline": to_ms(goal.deadline), "metadata": metadata, "embedding": goal.embedding,
@@ -84,6 +86,10 @@ class GoalMemory:
             })
         except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's goal
             raise ConflictError(f"goal id {goal.id!r} is already used by another user's goal") from exc
+        if not written:  # the goal exists in another channel: it does not move
+            stored = await self.get_goal(goal.id, goal.user_id)
+            raise ConflictError(f"goal id {goal.id!r} is already stored in channel {stored.channel!r}, not "
+                                f"{goal.channel!r}; a goal keeps its channel")
         try:  # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised
             await self.ctx.sql.timeline.write([TimelineEntry(
                 memory_type="goal", node_id=goal.id, user_id=goal.user_id, channel=goal.channel,

@@ -255,7 +255,14 @@ class SemanticMemory:
                                              {"ids": [fact.source_turn_id], "user_id": fact.user_id})
             if not rows:
                 raise NotFoundError("turn", fact.source_turn_id)
-            fact.conversation_id = fact.conversation_id or rows[0]["conversation_id"]
+            if fact.conversation_id and fact.conversation_id != rows[0]["conversation_id"]:
+                raise ValidationError("conversation_id", f"{fact.conversation_id!r} is not the conversation of "
+                                                         f"source_turn_id {fact.source_turn_id!r}")
+            fact.conversation_id = rows[0]["conversation_id"]
+        elif fact.conversation_id:  # a conversation named alone must not be another user's
+            owner = await self.ctx.sql.conversations.conversation_owner(fact.conversation_id)
+            if owner is not None and owner != fact.user_id:
+                raise ConflictError(f"conversation_id {fact.conversation_id!r} belongs to another user")
         if fact.embedding is None:
             fact.embedding = (await self.ctx.embedder.embed_documents([fact.claim]))[0].tolist()
         try:

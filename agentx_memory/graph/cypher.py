@@ -419,8 +419,9 @@ RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequenc
 ADD_GOAL: Final[LiteralString] = """
 MERGE (u:User {id: $user_id})
 MERGE (g:Goal {id: $id, user_id: $user_id})
-ON CREATE SET g.created_at = $created_at
-SET g.channel = $channel, g.description = $description, g.status = $status,
+ON CREATE SET g.created_at = $created_at, g.channel = $channel
+WITH u, g WHERE g.channel = $channel
+SET g.description = $description, g.status = $status,
     g.priority = $priority, g.deadline = $deadline, g.metadata = $metadata, g.embedding = @vec($embedding)
 MERGE (u)-[:HAS_GOAL]->(g)
 WITH g

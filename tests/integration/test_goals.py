@@ -134,3 +134,18 @@ def test_a_postgres_failure_after_the_graph_write_does_not_raise(memory, caplog)
         goal = memory.add_goal(Goal(user_id="alice", description="Book a flight to Lisbon"))
     assert memory.get_goal(goal.id).description == "Book a flight to Lisbon"
     assert any(goal.id in r.getMessage() for r in caplog.records if r.name == "agentx_memory.goals")
+
+
+def test_a_goal_keeps_its_channel(memory):
+    """Adding a goal again with its id updates it in place, but the same id in another channel is a conflict with
+    nothing written: the goal neither moves nor loses its description (found by the isolation suite)."""
+    goal = memory.add_goal(Goal(user_id="alice", description="Hike the Alta Via 1", metadata={"k": 1}),
+                           channel="proj-a")
+    updated = memory.add_goal(Goal(id=goal.id, user_id="alice", description="Hike the Alta Via 2", metadata={"k": 1}),
+                              channel="proj-a")
+    assert (updated.channel, updated.description) == ("proj-a", "Hike the Alta Via 2")
+    with pytest.raises(ConflictError, match="keeps its channel"):
+        memory.add_goal(Goal(id=goal.id, user_id="alice", description="other"), channel="proj-b")
+    stored = memory.get_goal(goal.id)
+    assert (stored.channel, stored.description, stored.metadata) == ("proj-a", "Hike the Alta Via 2", {"k": 1})
+    assert [g.id for g in memory.list_goals(channels="proj-a")] == [goal.id]

@@ -449,3 +449,18 @@ def test_an_entity_id_too_long_for_postgres_is_refused_before_the_graph_write(me
     with pytest.raises(ValidationError, match="id"):
         memory.upsert_entity(Entity(id="e" * 1000, user_id="alice", name="Lisbon", type="place"))
     assert count_nodes(memory, "MATCH (e:Entity) RETURN count(e) AS n") == 0
+
+
+def test_a_fact_cannot_name_another_users_conversation(memory):
+    """A fact's conversation_id must be the caller's own conversation (or unused), and agree with its source turn:
+    bob's fact filed under alice's conversation put his audit entry there (found by the isolation suite)."""
+    turn = memory.store_turn(Turn(conversation_id="alice-trip", user_id="alice", content="I moved to Lisbon"))
+    with pytest.raises(ConflictError, match="conversation_id"):
+        memory.learn_fact(Fact(user_id="bob", claim="x", conversation_id="alice-trip"))
+    memory.store_turn(Turn(conversation_id="other", user_id="alice", content="elsewhere"))
+    with pytest.raises(ValidationError, match="conversation_id"):
+        memory.learn_fact(Fact(user_id="alice", claim="y", source_turn_id=turn.id, conversation_id="other"))
+    assert gread(memory, "MATCH (f:Fact) RETURN count(f) AS n") == [{"n": 0}]
+    assert sql(memory, "SELECT count(*) AS n FROM memory_audit_log WHERE user_id = 'bob'") == [{"n": 0}]
+    own = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", conversation_id="alice-trip"))
+    assert own.conversation_id == "alice-trip"
