@@ -131,18 +131,19 @@ def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
-    """Project every durable-log turn the graph is missing."""
+    """Project every durable-log turn and tool invocation the graph is missing; exit 1 when this run quarantined a
+    turn (a scheduler running the command sees it), 0 otherwise."""
     from .memory import AgentMemory
 
     with AgentMemory(settings) as memory:
         result = memory.reconcile()
-    console.print(f"reconciled {result.projected} turn(s)")
+    console.print(f"reconciled {result.projected} turn(s) and {result.invocations_projected} tool invocation(s)")
     for turn in result.quarantined:
         console.print(f"quarantined turn {turn.turn_id}: {turn.error}", markup=False)
     if result.quarantined_total:
         console.print(f"{result.quarantined_total} turn(s) in quarantine (conversation_logs.projection_error; "
                       "clear it to retry a turn)")
-    return 0
+    return 1 if result.quarantined else 0
 
 
 def _count(text: str) -> int:

@@ -126,6 +126,7 @@ def test_the_migration_sends_projected_turns_without_a_timeline_row_back_to_reco
 
 
 def test_the_reconcile_command_reports_quarantined_turns(settings):
+    """The command prints what it projected and quarantined, and exits 1 only for a run that quarantined."""
     from agentx_memory import AgentMemory
 
     s = settings()
@@ -133,15 +134,15 @@ def test_the_reconcile_command_reports_quarantined_turns(settings):
         _insert(memory, "fine", 0)
         _insert(memory, "unreadable", 1, timestamp="'infinity'")
 
-    def reconcile_command() -> str:
+    def reconcile_command(exit_code: int) -> str:
         done = subprocess.run([sys.executable, "-m", "agentx_memory.cli", "reconcile"], env=cli_env(s),
                               capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
-        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.returncode == exit_code, done.stdout + done.stderr
         return done.stdout
 
-    first = reconcile_command()
-    assert "reconciled 1 turn(s)" in first
+    first = reconcile_command(1)  # this run quarantined a turn: a scheduler running the command must see it
+    assert "reconciled 1 turn(s) and 0 tool invocation(s)" in first
     assert "quarantined turn unreadable: StorageError" in first
     assert "1 turn(s) in quarantine" in first
-    second = reconcile_command()
+    second = reconcile_command(0)  # nothing new: the quarantine is known and reported
     assert "reconciled 0 turn(s)" in second and "quarantined turn" not in second and "1 turn(s) in quarantine" in second

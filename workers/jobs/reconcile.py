@@ -1,4 +1,4 @@
-"""Re-project durable-log turns that the graph is missing (after a graph outage)."""
+"""Re-project durable-log turns and tool invocations that the graph is missing (after a graph outage)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from agentx_memory import AsyncAgentMemory
 
 async def run(memory: AsyncAgentMemory) -> dict[str, Any]:
     """Project every unprojected conversation_logs row; idempotent: ``{"projected": n}``, plus ``"quarantined"``
-    (rows this run could not project and set aside) and ``"quarantined_total"`` when there are any."""
+    (rows this run could not project and set aside) and ``"quarantined_total"`` when there are any, and
+    ``"invocations_projected"`` when tool invocations were projected."""
     result = await memory.reconcile()
     summary: dict[str, Any] = {"projected": result.projected}
+    if result.invocations_projected:
+        summary["invocations_projected"] = result.invocations_projected
     if result.quarantined_total:
         summary["quarantined"] = len(result.quarantined)
         summary["quarantined_total"] = result.quarantined_total
