@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import AgentXMemoryError, ConfigurationError, ValidationError
@@ -388,7 +389,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
 
     report = asyncio.run(run())
     for number, reason in report.skipped:
-        console.print(f"[yellow]line {number} skipped[/yellow]: {reason}")
+        console.print(f"[yellow]line {number} skipped[/yellow]: {escape(reason)}")
     console.print(f"stored {report.stored} turn(s); skipped {len(report.skipped)} line(s)")
     return 0 if not report.skipped else 1
 
@@ -484,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         handler = COMMANDS[args.command][0]
         return handler(args, settings)
     except AgentXMemoryError as exc:
-        console.print(f"[red]error[/red]: {exc}")
+        console.print(f"[red]error[/red]: {escape(str(exc))}")
         return 2
 
 

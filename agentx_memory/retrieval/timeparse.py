@@ -242,8 +242,9 @@ def parse_time_phrases(text: str, reference_time: datetime | None = None) -> lis
 
 
 def _read(rule: _Rule, now: datetime, match: re.Match[str]) -> _Range | None:
-    """A rule's reading of a match; None when the match names no real date ("February 30")."""
+    """A rule's reading of a match; None when the match names no real date ("February 30") or one beyond the
+    calendar ("99999999999999999999 days ago", "on 0001-01-01" read around it)."""
     try:
         return rule(now, match)
-    except (ValueError, KeyError):
+    except (ValueError, KeyError, OverflowError):
         return None

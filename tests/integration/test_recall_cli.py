@@ -212,3 +212,22 @@ def test_remember_json_is_valid_json_for_zero_vectors(namespace):
     assert result.returncode == 0, result.stderr + result.stdout
     payload = _strict_json(result.stdout)
     assert payload["query"] == "Where did I move?" and "NaN" not in result.stdout
+
+
+def test_stored_text_and_queries_are_shown_as_text_never_as_markup(namespace, tmp_path):
+    """Square brackets are data: a stored "[/x]" or a query with one crashed `remember` (rich markup), "[bold]" was
+    swallowed, and an ingest line with one crashed the skipped-line report (found by the injection corpus)."""
+    s, env = namespace
+    with AgentMemory(s, user_id="alice") as memory:
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice",
+                               content="closing tag [/x] and [bold red]styled[/bold red] in a turn"))
+    result = agentx("remember", "closing tag [/x]", "--user", "alice", env=env)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "[/x]" in result.stdout and "[bold red]styled[/bold red]" in result.stdout
+
+    path = tmp_path / "turns.jsonl"
+    path.write_text(line(0) + "\n" + line(1, role="[/yellow]") + "\n", encoding="utf-8")
+    ingested = agentx("ingest", str(path), env=env)
+    assert ingested.returncode == 1 and "Traceback" not in ingested.stderr, ingested.stderr  # 1: a line was skipped
+    assert "line 2 skipped" in ingested.stdout and "[/yellow]" in ingested.stdout
+    assert "stored 1 turn(s); skipped 1 line(s)" in ingested.stdout

@@ -232,3 +232,13 @@ def test_a_range_is_half_open():
     r = TimeRange(d(2024, 3, 1), d(2024, 3, 2), "x")
     assert r.contains(d(2024, 3, 1)) and r.contains(d(2024, 3, 1, 23, 59))
     assert not r.contains(d(2024, 3, 2)) and not r.contains(d(2024, 2, 29, 23, 59))
+
+
+@pytest.mark.parametrize("text", [
+    "what happened 99999999999999999999 days ago", "in the last 99999999999999999999 days", "1000000 weeks ago",
+    "on 0001-01-01", "on 9999-12-31",
+])
+def test_a_phrase_beyond_the_calendar_reads_as_no_time_range(text):
+    """A time phrase that names a day outside what dates can hold is not a filter (it raised a raw OverflowError
+    out of remember(), found by the injection corpus)."""
+    assert parse_time_phrases(text, NOW) == []
