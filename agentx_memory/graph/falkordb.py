@@ -16,6 +16,7 @@ from falkordb.asyncio import FalkorDB
 from falkordb.edge import Edge
 from falkordb.node import Node
 from falkordb.path import Path
+from redis.asyncio import BlockingConnectionPool, UnixDomainSocketConnection
 
 from ..errors import ConflictError, StorageError, StorageUnavailableError
 from ..polling import WaitTimeoutError, await_until
@@ -60,19 +61,23 @@ class FalkorGraphStore(GraphStore):
     dialect = FalkorDialect()
 
     def __init__(self, *, graph_name: str, url: str | None = None, unix_socket_path: str | None = None,
-                 password: str | None = None, max_connections: int = 32):
+                 password: str | None = None, max_connections: int = 32, pool_wait_seconds: float = 30.0):
         # The client probes the server (a synchronous INFO, to detect a cluster) while it is constructed, so an
-        # unreachable server fails here already.
+        # unreachable server fails here already. The pool blocks (up to pool_wait_seconds) when every connection is
+        # busy: redis' default pool raised "Too many connections" at the 33rd concurrent call, read as an outage.
         try:
             if unix_socket_path:
-                self._db = FalkorDB(unix_socket_path=unix_socket_path, password=password or None,
-                                    max_connections=max_connections)
+                pool = BlockingConnectionPool(
+                    connection_class=UnixDomainSocketConnection, path=unix_socket_path, password=password or None,
+                    max_connections=max_connections, timeout=pool_wait_seconds, decode_responses=True)
             elif url:
                 if url.startswith(("falkor://", "falkors://")):
                     url = "redis" + url[len("falkor"):]
-                self._db = FalkorDB.from_url(url, max_connections=max_connections)
+                pool = BlockingConnectionPool.from_url(url, max_connections=max_connections,
+                                                       timeout=pool_wait_seconds, decode_responses=True)
             else:
                 raise ValueError("FalkorGraphStore needs url or unix_socket_path")
+            self._db = FalkorDB(connection_pool=pool)
         except redis.exceptions.RedisError as exc:
             raise _wrap(exc, "") from exc
         self.graph_name = graph_name

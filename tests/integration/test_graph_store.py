@@ -788,3 +788,19 @@ def test_a_node_without_a_usable_vector_is_never_ranked(graph_backend):
             assert isinstance(rows[0]["similarity"], float)
 
     run(body())
+
+
+def test_more_concurrent_calls_than_pooled_connections_wait_for_one(settings):
+    """64 concurrent writes and 64 concurrent recalls on one memory (the graph pool holds 32 connections) all
+    succeed: a call waits for a free connection instead of failing as "unreachable: Too many connections" (found by
+    the injection corpus)."""
+    from agentx_memory import AsyncAgentMemory, Entity
+
+    async def scenario() -> tuple[int, list[int]]:
+        async with await AsyncAgentMemory.open(settings(), user_id="alice") as memory:
+            entities = await asyncio.gather(*(memory.upsert_entity(Entity(user_id="alice", name=f"Place {i}"))
+                                              for i in range(64)))
+            bundles = await asyncio.gather(*(memory.remember(f"Place {i}") for i in range(64)))
+            return len({e.id for e in entities}), [len(b.entities) > 0 for b in bundles].count(True)
+
+    assert asyncio.run(scenario()) == (64, 64)
