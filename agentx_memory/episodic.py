@@ -25,7 +25,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -34,7 +34,7 @@ from .context import MemoryContext
 from .errors import ConfigurationError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Turn
-from .sql.conversation_log import BeforeInsert
+from .sql.conversation_log import MAX_TURN_INDEX, BeforeInsert
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .tokens import count_tokens
@@ -47,6 +47,7 @@ from .validation import (
     check_int,
     check_json,
     check_text,
+    checked_copy,
 )
 
 __all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult"]
@@ -94,6 +95,9 @@ class EpisodicMemory:
         """Checked copies of ``turns`` (channel applied, token counts filled); raises ValidationError naming the
         field."""
         limits = self.ctx.settings.limits
+        if isinstance(turns, (str, bytes, Mapping, Turn)) or not isinstance(turns, Iterable):
+            raise ValidationError("turns", f"must be a list of Turn, got {type(turns).__name__}")
+        turns = list(turns)  # any iterable of turns (a generator too), read once
         if not turns:
             raise ValidationError("turns", "must contain at least one turn")
         if len(turns) > limits.max_batch_turns:
@@ -105,7 +109,7 @@ class EpisodicMemory:
             if not isinstance(turn, Turn):
                 raise ValidationError(f"turns[{i}]", f"must be a Turn, got {type(turn).__name__}")
             where = f"turns[{i}]." if len(turns) > 1 else ""
-            turn = turn.model_copy(deep=True)
+            turn = checked_copy(turn)
             turn.pending_projection = False  # the store says, not the caller
             if channel is not None:
                 turn.channel = channel
@@ -122,7 +126,7 @@ class EpisodicMemory:
             check_json(turn.metadata, f"{where}metadata", max_bytes=limits.max_metadata_bytes)
             check_datetime(turn.timestamp, f"{where}timestamp")
             if turn.index is not None:
-                check_int(turn.index, f"{where}index", low=0, high=INT32_MAX)  # conversation_logs.turn_index
+                check_int(turn.index, f"{where}index", low=0, high=MAX_TURN_INDEX)
             if turn.token_count is not None:
                 check_int(turn.token_count, f"{where}token_count", low=0, high=INT32_MAX)
             if turn.embedding is not None:

@@ -25,6 +25,7 @@ from .validation import (
     check_int,
     check_json,
     check_text,
+    checked_copy,
 )
 
 __all__ = ["GoalMemory"]
@@ -48,7 +49,7 @@ class GoalMemory:
         fails: the missing timeline row or audit entry is logged (WARNING) and not repaired by ``reconcile``."""
         if not isinstance(goal, Goal):
             raise ValidationError("goal", f"must be a Goal, got {type(goal).__name__}")
-        goal = goal.model_copy(deep=True)
+        goal = checked_copy(goal)
 
         if channel is not None:
             goal.channel = channel

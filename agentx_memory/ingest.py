@@ -70,6 +70,8 @@ def read_turns(path: Path, report: IngestReport) -> Iterator[tuple[int, Turn]]:
                 yield number, Turn(**raw)
             except (ValueError, pydantic.ValidationError) as exc:
                 report.skipped.append((number, _short(exc)))
+            except RecursionError:  # json and pydantic recurse: a line nested thousands of levels deep
+                report.skipped.append((number, "nested too deeply to read"))
 
 
 def _short(exc: Exception) -> str:

@@ -31,6 +31,7 @@ from .validation import (
     check_int,
     check_json,
     check_text,
+    checked_copy,
 )
 
 log = logging.getLogger(__name__)
@@ -55,9 +56,10 @@ class ProceduralMemory:
         self.ctx = ctx
 
     async def record_invocation(self, invocation: ToolInvocation) -> ToolInvocation:
-        """Log a tool call durably and project it into the graph (idempotent by invocation id: a repeated call
-        re-projects it, counts it once and audits it once)."""
-        inv = invocation.model_copy(deep=True)
+        """Log a tool call durably and project it into the graph (idempotent by invocation id: repeating the same
+        call re-projects it, counts it once, audits it once and returns it as logged; the id with other fields is a
+        :class:`~agentx_memory.errors.ConflictError`)."""
+        inv = checked_copy(invocation)
         check_channel(inv.channel)
         check_id(inv.user_id, "user_id")
         check_id(inv.conversation_id, "conversation_id", max_len=200)
@@ -85,10 +87,15 @@ class ProceduralMemory:
             inv.turn_index = place[1]
         await self._check_conversation_owner(inv.conversation_id, inv.user_id)
         inserted = await self.ctx.sql.tools.record(inv)
-        if not inserted:  # recorded before: idempotent, unless the id is another user's invocation
-            owner = await self.ctx.sql.tools.owner(inv.id)
-            if owner and owner != (inv.user_id, inv.conversation_id):
+        if not inserted:  # recorded before: idempotent for the same call, which comes back as logged
+            stored = await self.ctx.sql.tools.stored(inv)
+            if stored and (stored["user_id"], stored["conversation_id"]) != (inv.user_id, inv.conversation_id):
                 raise ConflictError(f"invocation id {inv.id!r} is already recorded for another conversation or user")
+            if stored and not stored["same"]:
+                raise ConflictError(f"invocation id {inv.id!r} is already recorded with other fields (tool, "
+                                    "channel, input, output or outcome); nothing was written")
+            if stored:
+                inv.timestamp = stored["timestamp"]
         try:
             await self.ctx.graph_health.call(self.ctx.graph.write(cypher.RECORD_INVOCATION, _graph_params(
                 inv.model_dump(include={"user_id", "channel", "conversation_id", "turn_id", "tool_name", "task_type",
@@ -163,7 +170,7 @@ class ProceduralMemory:
         if from_conversation_id is not None:
             check_id(from_conversation_id, "from_conversation_id", max_len=200)
         check_text(description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
-        if context_pattern:
+        if context_pattern != "":  # "" means "keep the stored one"; anything else must be storable text
             check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_turn_bytes)
         tools = check_ids(tool_sequence, "tool_sequence")
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])

@@ -31,7 +31,16 @@ from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationsh
 from .rows import entity_from_row, fact_from_row
 from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
-from .validation import check_channel, check_datetime, check_id, check_ids, check_json, check_range, check_text
+from .validation import (
+    check_channel,
+    check_datetime,
+    check_id,
+    check_ids,
+    check_json,
+    check_range,
+    check_text,
+    checked_copy,
+)
 
 __all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
 
@@ -84,7 +93,7 @@ class SemanticMemory:
         started = time.perf_counter()
         if not isinstance(entity, Entity):
             raise ValidationError("entity", f"must be an Entity, got {type(entity).__name__}")
-        entity = entity.model_copy(deep=True)
+        entity = checked_copy(entity)
         if channel is not None:
             entity.channel = channel
         check_channel(entity.channel)
@@ -137,6 +146,9 @@ class SemanticMemory:
         props = properties or {}
         if not isinstance(props, dict):
             raise ValidationError("properties", f"must be a dict, got {type(props).__name__}")
+        for key in props:  # JSON would write {1: 2} as {"1": 2}: a different dict than the caller's
+            if not isinstance(key, str):
+                raise ValidationError("properties", f"keys must be strings, got {key!r}")
         props_json = check_json(props, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         rows = await self.ctx.graph.write(cypher.CREATE_RELATIONSHIP[rel_type], {
             "source_id": source_id, "target_id": target_id, "user_id": user_id, "properties": props_json,
@@ -224,7 +236,7 @@ class SemanticMemory:
         started = time.perf_counter()
         if not isinstance(fact, Fact):
             raise ValidationError("fact", f"must be a Fact, got {type(fact).__name__}")
-        fact = fact.model_copy(deep=True)
+        fact = checked_copy(fact)
 
         if channel is not None:
             fact.channel = channel

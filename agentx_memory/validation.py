@@ -8,14 +8,18 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from .errors import ValidationError
 from .models import GLOBAL_CHANNEL
 
+M = TypeVar("M", bound=BaseModel)
+
 __all__ = [
-    "INT32_MAX", "check_channel", "check_channels", "check_datetime", "check_id", "check_ids", "check_int",
-    "check_json", "check_range", "check_text",
+    "INT32_MAX", "MAX_JSON_DEPTH", "check_channel", "check_channels", "check_datetime", "check_depth", "check_id",
+    "check_ids", "check_int", "check_json", "check_range", "check_text", "checked_copy",
 ]
 
 _CHANNEL = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$")
@@ -28,6 +32,9 @@ _INT64 = (-(2**63), 2**63 - 1)
 #: Characters no id may contain: control characters (C0, DEL, C1: newline, tab, NUL …), lone surrogates (not
 #: encodable as UTF-8), line and paragraph separators.
 _BAD_ID_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+#: The deepest nesting of lists and objects a JSON value (metadata, properties, tool input …) may have. Copying,
+#: encoding and the database drivers all recurse, so a value nested a few hundred levels deep raised RecursionError.
+MAX_JSON_DEPTH = 64
 
 
 def check_channel(channel: str, field: str = "channel") -> str:
@@ -118,6 +125,7 @@ def check_json(value: Any, field: str, *, max_bytes: int) -> str:
     Strings in it (keys and values) must not hold NUL or lone surrogates, and numbers must be finite: PostgreSQL's
     JSONB rejects all three.
     """
+    check_depth(value, field)
     try:
         text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -129,6 +137,26 @@ def check_json(value: Any, field: str, *, max_bytes: int) -> str:
             field, f"is {size} bytes as JSON; the limit is {max_bytes} bytes (limits.max_metadata_bytes)"
         )
     return text
+
+
+def check_depth(value: Any, field: str) -> None:
+    """Refuse lists and objects nested deeper than :data:`MAX_JSON_DEPTH` (checked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (Mapping, list, tuple, set)):
+            if depth >= MAX_JSON_DEPTH:
+                raise ValidationError(field, f"is nested more than {MAX_JSON_DEPTH} levels deep")
+            children = list(item.values()) if isinstance(item, Mapping) else list(item)
+            stack.extend((child, depth + 1) for child in children)
+
+
+def checked_copy(model: M) -> M:
+    """A deep copy of a model whose container fields were first held to :data:`MAX_JSON_DEPTH` (deep copying a
+    deeper value raises RecursionError), each named in the error."""
+    for name in type(model).model_fields:
+        check_depth(getattr(model, name), name)
+    return model.model_copy(deep=True)
 
 
 def _check_json_strings(value: Any, field: str) -> None:

@@ -37,7 +37,7 @@ import redis.exceptions
 from .errors import StorageError, StorageUnavailableError, ValidationError
 from .models import Turn
 from .settings import WorkingMemorySettings
-from .validation import check_id
+from .validation import check_depth, check_id
 
 __all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment"]
 
@@ -67,9 +67,10 @@ def _json_default(value: Any) -> Any:
 
 
 def _dump(value: Any, limit: int, field: str) -> str:
+    check_depth(value, field)
     try:
         text = json.dumps(value, default=_json_default)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise ValidationError(field, f"value is not JSON-serializable: {exc}") from exc
     size = len(text.encode())
     if size > limit:
@@ -89,9 +90,9 @@ def _load(text: str | bytes | None) -> Any:
 
 
 def _limit(value: Any) -> int:
-    """A read's ``limit``: a whole number (0 or less reads nothing)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("limit", f"must be a whole number, got {value!r}")
+    """A read's ``limit``: a whole number up to 2**62 (0 or less reads nothing; Redis ranges are 64-bit)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value > 2**62:
+        raise ValidationError("limit", f"must be a whole number of at most 2**62, got {value!r}")
     return value
 
 

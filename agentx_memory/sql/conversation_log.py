@@ -25,7 +25,10 @@ from ..rows import turn_from_row
 from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
-__all__ = ["TURN_COLUMNS", "BeforeInsert", "ConversationLog", "claim_conversation"]
+__all__ = ["MAX_TURN_INDEX", "TURN_COLUMNS", "BeforeInsert", "ConversationLog", "claim_conversation"]
+
+#: The largest turn index: ``turn_index`` is an INTEGER, and a turn's neighbour context reads index + 1.
+MAX_TURN_INDEX: Final = 2**31 - 2
 
 #: Called inside the log transaction, under the conversation's lock, with the turns about to be inserted (indexes
 #: final) and, by turn id, the content just before each (stored, or earlier in the same batch; ``None`` for a first
@@ -79,7 +82,7 @@ INSERT_TURN: Final[LiteralString] = (
     " content_hash, token_count, model, channel, metadata, embedding)"
     " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
     " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s)"
-    " ON CONFLICT DO NOTHING RETURNING turn_id"
+    " ON CONFLICT DO NOTHING RETURNING turn_id, metadata"
 )
 
 OCCUPANT: Final[LiteralString] = (
@@ -202,6 +205,9 @@ class ConversationLog:
                 _become(turn, row)  # already stored: idempotent
                 continue
             if turn.index is None:
+                if next_index > MAX_TURN_INDEX:
+                    raise ValidationError("index", f"conversation {conversation_id!r} has no turn index left "
+                                                   f"(the largest is {MAX_TURN_INDEX})")
                 turn.index = next_index
                 next_index += 1
             to_insert.append(turn)
@@ -209,15 +215,19 @@ class ConversationLog:
             return set()
         if before_insert is not None:
             await before_insert(to_insert, await _predecessors(conn, to_insert))
-        inserted: set[str] = set()
+        stored_metadata: dict[str, Any] = {}
         async with conn.cursor() as cur:
             await cur.executemany(INSERT_TURN, [_row(t) for t in to_insert], returning=True)
             while True:
                 returned = await cur.fetchone()
                 if returned:
-                    inserted.add(returned["turn_id"])
+                    stored_metadata[returned["turn_id"]] = returned["metadata"]
                 if not cur.nextset():
                     break
+        inserted = set(stored_metadata)
+        for turn in to_insert:  # what JSONB holds: a float like 1.5e20 reads back as the integer it equals
+            if turn.id in inserted:
+                turn.metadata = stored_metadata[turn.id] or {}
         for turn in to_insert:
             if turn.id not in inserted:
                 await _adopt_occupant(conn, turn)

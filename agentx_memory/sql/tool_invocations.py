@@ -21,8 +21,15 @@ INSERT_INVOCATION: Final[LiteralString] = (
     " RETURNING invocation_id"
 )
 
-INVOCATION_OWNER: Final[LiteralString] = (
-    "SELECT user_id, conversation_id FROM tool_invocations WHERE invocation_id = %s"
+#: A logged invocation's owner and time, and whether it holds the same call (JSONB compares numbers by value).
+STORED_INVOCATION: Final[LiteralString] = (
+    "SELECT user_id, conversation_id, timestamp,"
+    " (tool_name = %(tool_name)s AND channel = %(channel)s AND turn_id IS NOT DISTINCT FROM %(turn_id)s"
+    "  AND task_type IS NOT DISTINCT FROM %(task_type)s AND tool_input = %(tool_input)s"
+    "  AND tool_output IS NOT DISTINCT FROM %(tool_output)s AND success IS NOT DISTINCT FROM %(success)s"
+    "  AND latency_ms IS NOT DISTINCT FROM %(latency_ms)s"
+    "  AND error_message IS NOT DISTINCT FROM %(error_message)s) AS same"
+    " FROM tool_invocations WHERE invocation_id = %(id)s"
 )
 
 MARK_PROJECTED: Final[LiteralString] = (
@@ -76,10 +83,15 @@ class ToolInvocationLog:
         position ``id`` and the fields the graph holds)."""
         return await self.store.fetch(UNPROJECTED, (after, limit), what="reading unprojected tool invocations")
 
-    async def owner(self, invocation_id: str) -> tuple[str, str] | None:
-        """(user_id, conversation_id) of a logged invocation, or ``None`` when the id is not logged."""
-        rows = await self.store.fetch(INVOCATION_OWNER, (invocation_id,), what="reading tool_invocations")
-        return (rows[0]["user_id"], rows[0]["conversation_id"]) if rows else None
+    async def stored(self, inv: ToolInvocation) -> dict[str, Any] | None:
+        """The logged invocation with ``inv``'s id: its ``user_id``, ``conversation_id``, ``timestamp`` and whether
+        it is the ``same`` call (tool, channel, turn, task type, input, output, outcome); ``None`` when not logged."""
+        rows = await self.store.fetch(STORED_INVOCATION, {
+            "id": inv.id, "tool_name": inv.tool_name, "channel": inv.channel, "turn_id": inv.turn_id,
+            "task_type": inv.task_type, "tool_input": Jsonb(inv.tool_input), "tool_output": Jsonb(inv.tool_output),
+            "success": inv.success, "latency_ms": inv.latency_ms, "error_message": inv.error_message,
+        }, what="reading tool_invocations")
+        return rows[0] if rows else None
 
     async def stats(self, user_id: str, task_type: str | None = None,
                     channel: str | None = None) -> list[dict[str, Any]]:

@@ -32,12 +32,15 @@ BAD_LINES: dict[int, tuple[bytes, str]] = {
     10: (_line(10, metadata={"\ud800": 1}).encode(), "metadata"),
     11: (_line(11).replace('"n": 11', '"n": NaN').encode(), "metadata"),
     12: (_line(12, conversation_id="imp\n").encode(), "conversation_id"),
+    # nested deeper than json, pydantic or a copy recurse: a raw RecursionError aborted the file (property suite)
+    14: (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    15: (_line(15).replace('"n": 15', '"n": ' + "[" * 600 + "]" * 600).encode(), "metadata"),
 }
 GOOD_LINES = (1, 3, 13)
 
 
 def test_ingest_skips_each_bad_line_and_stores_the_good_ones(memory, tmp_path):
-    lines = [BAD_LINES[n][0] if n in BAD_LINES else _line(n).encode() for n in range(1, 14)]
+    lines = [BAD_LINES[n][0] if n in BAD_LINES else _line(n).encode() for n in range(1, 16)]
     path = tmp_path / "turns.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
 

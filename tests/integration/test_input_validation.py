@@ -276,3 +276,71 @@ def test_instants_outside_what_the_stores_represent_are_our_validation_error(mem
             memory.remember("what happened last week", reference_time=reference)
         assert caught.value.field == "reference_time"
     assert _state(memory) == before
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+#: Found by the property suite: each raised something other than our ValidationError (a raw TypeError or
+#: RecursionError, a StorageError from a server), or was refused only after a write.
+_DEEP = {"d": _nested(5000)}
+PROPERTY_FINDINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "turns without len()": ("turns", lambda m: m.store_turns(5)),  # type: ignore[arg-type]
+    "deep turn metadata": ("metadata", lambda m: m.store_turn(_turn(metadata=_DEEP))),
+    "deep entity properties": ("properties", lambda m: m.upsert_entity(Entity(user_id="alice", name="X",
+                                                                              properties=_DEEP))),
+    "deep fact metadata": ("metadata", lambda m: m.learn_fact(Fact(user_id="alice", claim="X", metadata=_DEEP))),
+    "deep goal metadata": ("metadata", lambda m: m.add_goal(Goal(user_id="alice", description="X", metadata=_DEEP))),
+    "deep tool input": ("tool_input", lambda m: _invocation(m, tool_input=_DEEP)),
+    "deep working value": ("value", lambda m: m.working("alice", "trip").set("draft", _DEEP)),
+    "deep thought": ("thought", lambda m: m.working("alice", "trip").push_thought(_DEEP)),
+    "huge read limit": ("limit", lambda m: m.working("alice", "trip").get_thoughts(10**30)),
+    "falsy context pattern": ("context_pattern", lambda m: m.learn_strategy("s", context_pattern={})),  # type: ignore
+    "int property keys": ("properties", lambda m: m.create_relationship("e1", "e1", "KNOWS", {1: 2})),
+    "index at the column top": ("index", lambda m: m.store_turn(_turn(conversation_id="top", index=2**31 - 1))),
+}
+
+
+@pytest.mark.parametrize("case", list(PROPERTY_FINDINGS))
+def test_what_the_property_suite_found_is_our_validation_error_before_any_write(memory, case):
+    """Each input the property suite found slipping past validation is refused with our ValidationError naming the
+    field, and nothing is written (a relationship with int keys was written, then refused)."""
+    _setup(memory)
+    before = _state(memory)
+    field, call = PROPERTY_FINDINGS[case]
+    with pytest.raises(ValidationError) as caught:
+        call(memory)
+    assert field in caught.value.field, str(caught.value)
+    assert _state(memory) == before
+
+
+def test_the_last_turn_index_is_taken_and_then_the_conversation_is_full(memory):
+    """The largest index stores; the next turn without an index is our ValidationError, not an INTEGER overflow."""
+    memory.store_turn(_turn(conversation_id="top", index=2**31 - 2))
+    with pytest.raises(ValidationError, match="no turn index left"):
+        memory.store_turn(_turn(conversation_id="top", content="one more"))
+
+
+def test_an_invocation_id_again_is_the_same_call_or_a_conflict(memory):
+    """Repeating a tool call (same id and fields, a retry) returns it as logged; the id with other fields is a
+    ConflictError with nothing written (it returned the new call while the log kept the first)."""
+    from agentx_memory.errors import ConflictError
+
+    memory.store_turn(_turn())
+    first = _invocation(memory, invocation_id="inv-1", tool_input={"q": 1.5e20})
+    again = _invocation(memory, invocation_id="inv-1", tool_input={"q": 150000000000000000000})
+    assert (again.id, again.timestamp, again.tool_name) == (first.id, first.timestamp, "grep")
+    with pytest.raises(ConflictError, match="other fields"):
+        _invocation(memory, invocation_id="inv-1", tool_name="read", success=False)
+    assert [(s["tool_name"], s["usage_count"]) for s in memory.get_tool_stats()] == [("grep", 1)]
+
+
+def test_turn_metadata_comes_back_from_the_store_as_it_reads_back(memory):
+    """JSONB keeps numbers by value: what store_turn returns is what the log holds, so it equals every later read."""
+    stored = memory.store_turn(_turn(metadata={"e": 1.5e20, "big": 1e308, "small": 0.25}))
+    assert memory.get_conversation("trip")[0].metadata == stored.metadata
+    assert stored.metadata["small"] == 0.25 and stored.metadata["e"] == 1.5e20
