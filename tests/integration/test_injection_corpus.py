@@ -105,6 +105,9 @@ CORPUS: dict[str, list[str]] = {
     "time": [
         "9999 years ago",
         "on 0001-01-02",
+        # beyond the calendar: they raised a raw OverflowError out of remember()
+        "what happened 99999999999999999999 days ago",
+        "on 0001-01-01",
     ],
 }
 
@@ -328,10 +331,11 @@ def test_entities_facts_and_relationships_round_trip(memory):
     assert [(r.source_id, r.target_id, r.rel_type, r.properties) for r in graph.relationships] == [
         (*ends, "RELATED_TO", props)]
 
-    turn_ids = {t.id for t in source}
+    # a fact's conversation is its source turn's when it has one (naming another is a ValidationError)
+    conversation_of = {t.id: t.conversation_id for t in source}
     facts = [Fact(id=v if id_ok(v) else f"fact-{i}", user_id="alice", channel="proj", claim=v, source=v,
-                  metadata=meta(v), source_turn_id=v if v in turn_ids else None,
-                  conversation_id=v if id_ok(v, 200) else None, entity_ids=[entities[i].id])
+                  metadata=meta(v), source_turn_id=v if v in conversation_of else None,
+                  conversation_id=conversation_of.get(v, v if id_ok(v, 200) else None), entity_ids=[entities[i].id])
              for i, v in enumerate(VALUES)]
     assert [memory.learn_fact(f).claim for f in facts] == VALUES
     fields = {"claim", "source", "metadata", "source_turn_id", "conversation_id", "entity_ids"}
