@@ -193,7 +193,12 @@ def _check(results) -> None:
     for r in results:
         assert r.ok, lines
         assert r.lost == 0, lines
-        assert r.acknowledged > 0 and r.raised_calls > 0, f"the kill did not land mid-ingest:\n{lines}"
+        # the kill landed mid-ingest: calls raised, or (graph killed) turns were acknowledged pending projection
+        assert r.acknowledged > 0 and (r.raised_calls > 0 or r.needed_reconcile > 0), \
+            f"the kill did not land mid-ingest:\n{lines}"
+        if r.target in ("falkordb", "neo4j"):  # the graph alone down: turn writes are durable, none raises (Neo4j's
+            # driver retries for graph.max_retry_seconds first, so a call may still meet the caller's deadline)
+            assert set(r.raised_by_type) <= {"cancelled at the caller's deadline"}, lines
         assert r.repaired == r.needed_reconcile, lines
         assert r.log_rows >= r.acknowledged, lines
 
