@@ -189,6 +189,9 @@ class PostgresStore:
             configure=configure,
             check=AsyncConnectionPool.check_connection,
             timeout=pool_timeout,
+            # Refilling the pool backs off (1 s, 2 s, 4 s …) while the server is away; stopping after pool_timeout
+            # means the first call after a restart connects at once instead of waiting out the backoff (and failing).
+            reconnect_timeout=pool_timeout,
             open=False,
         )
 

@@ -105,7 +105,8 @@ def postgres_link(settings):
 def test_with_postgresql_down_a_call_fails_fast_and_the_first_call_after_a_restart_works(postgres_link):
     """Item 16: with PostgreSQL down a call raises StorageUnavailableError within the configured pool wait (not
     after 30 s); after the server is back, the first call succeeds although every pooled connection died with the
-    old server (the pool checks a connection before handing it out)."""
+    old server (the pool checks a connection before handing it out) and although the pool's refill was backing off
+    (it gives up after the pool wait, so the next call starts a fresh attempt)."""
     settings, link = postgres_link
     with AgentMemory(settings, user_id="alice") as memory:
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="before the outage"))
@@ -117,7 +118,8 @@ def test_with_postgresql_down_a_call_fails_fast_and_the_first_call_after_a_resta
         with pytest.raises(StorageUnavailableError):
             memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="during the outage"))
         assert time.perf_counter() - started < 4  # pool_timeout_seconds = 1: bounded, not the old 30 s
-        link.heal()  # a restart: the pooled connections are dead
+        time.sleep(3)  # the pool's refill backs off (1 s, 2 s, 4 s …) while the server is away
+        link.heal()  # a restart: the next call connects at once, it does not wait out the backoff
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="after the restart"))
         assert [t.content for t in memory.get_conversation("c1")] == [
             "before the outage", "after a quiet restart", "after the restart"]
