@@ -38,7 +38,16 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
-from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, report_header, turn_vectors, write_report
+from .common import (
+    Bm25Ranking,
+    VectorRanking,
+    bm25_okapi,
+    latency_summary,
+    report_header,
+    spread,
+    turn_vectors,
+    write_report,
+)
 from .locomo import ABLATIONS
 from .progress import progress_bar, track
 
@@ -239,19 +248,12 @@ class _Scores:
             "overall": self._mean(),
             "per_ability": {a: self._mean(ability=a) for a in ABILITIES if a in abilities},
             "per_chat": per_chat,
-            "across_chats": {f"R@{k}": _spread([per_chat[c][f"R@{k}"] for c in chats]) for k in KS},
+            "across_chats": {f"R@{k}": spread([per_chat[c][f"R@{k}"] for c in chats]) for k in KS},
             "questions": len(self.rows),
         }
         if self.latencies_ms:
             out["latency_ms"] = latency_summary(self.latencies_ms)
         return out
-
-
-def _spread(values: list[float]) -> dict[str, float]:
-    """Mean, sample standard deviation (0 for one value), min and max of per-chat figures."""
-    std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return {"mean": round(float(np.mean(values)), 4), "std": round(std, 4), "min": round(min(values), 4),
-            "max": round(max(values), 4)}
 
 
 async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequence[int] | None = None,

@@ -87,6 +87,14 @@ async def turn_vectors(memory: AsyncAgentMemory) -> dict[str, np.ndarray]:
     return {r["turn_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
 
 
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Mean, sample standard deviation (0 for one value), min and max of per-conversation figures: dev figures are
+    reported with their spread across conversations."""
+    std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return {"mean": round(float(np.mean(values)), 4), "std": round(std, 4), "min": round(min(values), 4),
+            "max": round(max(values), 4)}
+
+
 def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float]:
     """p50 and p95 of latencies in milliseconds, rounded to 0.01 ms."""
     return {"p50": round(float(np.percentile(latencies_ms, 50)), 2),

@@ -30,7 +30,16 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
-from .common import Bm25Ranking, VectorRanking, bm25_okapi, latency_summary, report_header, turn_vectors, write_report
+from .common import (
+    Bm25Ranking,
+    VectorRanking,
+    bm25_okapi,
+    latency_summary,
+    report_header,
+    spread,
+    turn_vectors,
+    write_report,
+)
 from .progress import progress_bar, track
 
 __all__ = ["CATEGORIES", "KS", "LocomoSample", "load_locomo", "run_locomo"]
@@ -104,11 +113,13 @@ class _Scores:
     hit: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     per_cat: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
     per_cat_hit: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
+    per_sample: dict[tuple[int, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     latencies_ms: list[float] = field(default_factory=list)
 
-    def add(self, k: int, category: int, evidence: Sequence[str], returned: Sequence[str | None]) -> None:
+    def add(self, k: int, sample: str, category: int, evidence: Sequence[str], returned: Sequence[str | None]) -> None:
         found = len(set(evidence) & set(returned[:k]))
         recall = found / len(set(evidence))
+        self.per_sample[(k, sample)].append(recall)
         self.recall[k].append(recall)
         self.hit[k].append(1.0 if found else 0.0)
         self.per_cat[(k, category)].append(recall)
@@ -125,6 +136,10 @@ class _Scores:
             values = {f"R@{k}": round(float(np.mean(self.per_cat[(k, cat)])), 4) for k in KS if self.per_cat[(k, cat)]}
             if values:
                 out["per_category"][f"{cat} {name}"] = {**values, "n": len(self.per_cat[(KS[0], cat)])}
+        samples = sorted({s for _, s in self.per_sample})
+        per_sample = {s: {f"R@{k}": round(float(np.mean(self.per_sample[(k, s)])), 4) for k in KS} for s in samples}
+        out["per_sample"] = per_sample
+        out["across_samples"] = {f"R@{k}": spread([per_sample[s][f"R@{k}"] for s in samples]) for k in KS}
         if self.latencies_ms:
             out["latency_ms"] = latency_summary(self.latencies_ms)
         return out
@@ -197,9 +212,10 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                 by_vector = by_cosine.rank(qvec, max(KS))
                 by_fulltext = await _method_fulltext(memory, sample, q["question"], max(KS))
                 for k in KS:
-                    results["baseline: PostgreSQL full text"].add(k, q["category"], q["evidence"], by_fulltext)
-                    results["baseline: BM25 (rank-bm25)"].add(k, q["category"], q["evidence"], by_bm25)
-                    results["baseline: vector (exact cosine)"].add(k, q["category"], q["evidence"], by_vector)
+                    for name, ranked in (("baseline: PostgreSQL full text", by_fulltext),
+                                         ("baseline: BM25 (rank-bm25)", by_bm25),
+                                         ("baseline: vector (exact cosine)", by_vector)):
+                        results[name].add(k, sample.sample_id, q["category"], q["evidence"], ranked)
         for name, override in methods.items():
             scores = results[name]
             for sample, q in track(questions, name, unit="q"):
@@ -208,7 +224,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                     returned = await _method_engine(memory, sample, q["question"], k, override)
                     if k == 10:
                         scores.latencies_ms.append((time.perf_counter() - started) * 1000)
-                    scores.add(k, q["category"], q["evidence"], returned)
+                    scores.add(k, sample.sample_id, q["category"], q["evidence"], returned)
         await memory.drain()
     finally:
         await memory.close()
@@ -230,14 +246,15 @@ def markdown_report(report: dict[str, Any]) -> str:
         f"LoCoMo evidence recall — {report['turns']} turns, samples {', '.join(report['samples'])}, "
         f"embedding `{report['embedding_model']}`, commit `{report['commit']}`, {report['date']}",
         "",
-        "| method | R@5 | R@10 | R@20 | R@50 | H@10 | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "| method | R@5 | R@10 | R@20 | R@50 | H@10 | R@10 across conversations (mean ± std, min) | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in report["methods"].items():
-        lat = m.get("latency_ms", {})
+        lat, r10 = m.get("latency_ms", {}), m["across_samples"]["R@10"]
         lines.append(
             f"| {name} | {m['overall']['R@5']:.3f} | {m['overall']['R@10']:.3f} | {m['overall']['R@20']:.3f} | "
-            f"{m['overall']['R@50']:.3f} | {m['hit']['H@10']:.3f} | {lat.get('p50', '')} | {lat.get('p95', '')} |"
+            f"{m['overall']['R@50']:.3f} | {m['hit']['H@10']:.3f} | {r10['mean']:.3f} ± {r10['std']:.3f} "
+            f"({r10['min']:.3f}) | {lat.get('p50', '')} | {lat.get('p95', '')} |"
         )
     cats = [f"{c} {n}" for c, n in CATEGORIES.items()]
     lines += ["", "Recall@10 per category:", "", "| method | " + " | ".join(cats) + " |",

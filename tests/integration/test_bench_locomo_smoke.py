@@ -52,6 +52,10 @@ def test_locomo_benchmark_smoke(settings, backend, tmp_path):
     full = report["methods"]["agentx (full)"]
     assert full["questions"] == 3  # category 5 is left out
     assert set(full["overall"]) == {"R@5", "R@10", "R@20", "R@50"}
+    # per conversation, and the spread across them (one conversation here: std 0, min = max = mean = overall)
+    assert set(full["per_sample"]) == {SAMPLE["sample_id"]}
+    r10 = full["across_samples"]["R@10"]
+    assert r10["std"] == 0 and r10["min"] == r10["max"] == r10["mean"] == full["overall"]["R@10"]
     baselines = {"baseline: PostgreSQL full text", "baseline: BM25 (rank-bm25)", "baseline: vector (exact cosine)"}
     assert baselines <= set(report["methods"])
     assert any(name.startswith("- ") for name in report["methods"])  # ablations ran
