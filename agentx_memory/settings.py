@@ -235,6 +235,12 @@ class RecallSettings(_Section):
     )
     rrf_k: int = Field(60, ge=1, le=1000, description="reciprocal-rank fusion constant")
     lexical_weight: float = Field(1.0, ge=0, le=10, description="weight of the lexical leg")
+    lexical_normalization: int = Field(
+        0, ge=0, le=63,
+        description="PostgreSQL ts_rank normalization bits of the turns' lexical leg: 0 ignores length, 1 divides by "
+        "1 + log(length), 2 by length, 4 by mean harmonic distance, 8 by unique words, 16 by 1 + log(unique words), "
+        "32 maps rank to rank/(rank+1)",
+    )
     vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
     candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")
     neighbours: int = Field(1, ge=0, le=5, description="turns either side whose relevance spills over (0 = off)")

@@ -89,7 +89,8 @@ async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings,
     boost = plan.time_ranges[0] if plan.time_ranges else None
     return await src.turn_search.candidates(
         plan.scope(), text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid,
-        limit=recall.candidates, exact=exact, boost=(boost.start, boost.end) if boost else None)
+        limit=recall.candidates, exact=exact, boost=(boost.start, boost.end) if boost else None,
+        normalization=recall.lexical_normalization)
 
 
 async def query_fact_vectors(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int

@@ -230,7 +230,8 @@ class MemoryRetriever:
         extra = await self.turn_search.turns_around(
             plan.scope(), hits=[(rows[i]["conversation_id"], rows[i]["turn_index"]) for i in top],
             span=recall.session_span if recall.session_weight else recall.neighbours, exclude=list(rows),
-            text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid)
+            text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid,
+            normalization=recall.lexical_normalization)
         for row in extra:
             rows[row["turn_id"]] = row
         _record(metrics, "neighbours", started, len(extra))

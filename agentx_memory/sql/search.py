@@ -57,7 +57,7 @@ lex AS (
   WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
-  ORDER BY ts_rank(t.context_tsv, q.query) DESC, t.turn_id LIMIT %(limit)s),
+  ORDER BY ts_rank(t.context_tsv, q.query, %(norm)s) DESC, t.turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
@@ -71,10 +71,11 @@ win AS (
     AND t.timestamp >= %(boost_start)s AND t.timestamp < %(boost_end)s
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
-  ORDER BY ts_rank(t.context_tsv, q.query) DESC, t.turn_id LIMIT %(limit)s),
+  ORDER BY ts_rank(t.context_tsv, q.query, %(norm)s) DESC, t.turn_id LIMIT %(limit)s),
 c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
 SELECT {TURN_COLUMNS},
-       CASE WHEN %(lexical)s THEN ts_rank(coalesce(t.context_tsv, t.content_tsv), q.query) ELSE 0 END AS lexical,
+       CASE WHEN %(lexical)s THEN ts_rank(coalesce(t.context_tsv, t.content_tsv), q.query, %(norm)s)
+            ELSE 0 END AS lexical,
        1 - (t.embedding <=> %(embedding)s) AS cosine,
        (SELECT 1 - max(distance) FROM den) AS cosine_floor,
        (SELECT count(*) FROM lex) AS lexical_hits
@@ -93,7 +94,8 @@ TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embeddin
 TURNS_AROUND: Final[str] = f"""
 WITH q AS (SELECT {OR_QUERY} AS query)
 SELECT DISTINCT {", ".join("c." + col.strip() for col in TURN_COLUMNS.split(","))},
-       CASE WHEN %(lexical)s THEN ts_rank(coalesce(c.context_tsv, c.content_tsv), q.query) ELSE 0 END AS lexical,
+       CASE WHEN %(lexical)s THEN ts_rank(coalesce(c.context_tsv, c.content_tsv), q.query, %(norm)s)
+            ELSE 0 END AS lexical,
        1 - (c.embedding <=> %(embedding)s) AS cosine
 FROM conversation_logs c
 CROSS JOIN q
@@ -168,10 +170,12 @@ class TurnSearch:
         self.store = store
 
     async def candidates(self, scope: SearchScope, *, text: str, embedding: Any, lexical: bool, limit: int,
-                         exact: bool, boost: tuple[datetime, datetime] | None = None) -> list[dict[str, Any]]:
+                         exact: bool, boost: tuple[datetime, datetime] | None = None,
+                         normalization: int = 0) -> list[dict[str, Any]]:
         """The lexical top-``limit``, the dense top-``limit`` and the lexical top-``limit`` inside ``boost`` (a time
-        range), each row with ``lexical`` (``ts_rank``), ``cosine``, ``cosine_floor`` (cosine of the last dense
-        candidate) and ``lexical_hits``. ``exact`` scans the user's vectors exactly instead of using HNSW."""
+        range), each row with ``lexical`` (``ts_rank`` with the ``normalization`` bits), ``cosine``,
+        ``cosine_floor`` (cosine of the last dense candidate) and ``lexical_hits``. ``exact`` scans the user's
+        vectors exactly instead of using HNSW."""
         boost_start, boost_end = boost if boost else (None, None)
         return await self.store.fetch(
             TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
@@ -184,15 +188,18 @@ class TurnSearch:
                 "lexical": lexical,
                 "boost_start": boost_start,
                 "boost_end": boost_end,
+                "norm": normalization,
             },
         )
 
     async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,
-                           exclude: Sequence[str], text: str, embedding: Any, lexical: bool) -> list[dict[str, Any]]:
+                           exclude: Sequence[str], text: str, embedding: Any, lexical: bool,
+                           normalization: int = 0) -> list[dict[str, Any]]:
         """The turns within ``span`` of each hit ``(conversation_id, turn_index)``, except the ``exclude`` ids, with
         the same ``lexical`` and ``cosine`` columns as :meth:`candidates`."""
         return await self.store.fetch(TURNS_AROUND, what="reading the turns around hits", params={
             **scope.params(), "text": text, "embedding": embedding, "lexical": lexical, "span": span,
+            "norm": normalization,
             "have": list(exclude), "conversation_ids": [c for c, _ in hits], "indexes": [i for _, i in hits],
         })
 

@@ -62,7 +62,7 @@ def candidate_params(memory, text: str, *, lexical: bool = True, limit: int = 10
     """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase)."""
     vector = memory._portal.run(memory.core.ctx.embedder.embed([text], is_query=True))[0]
     return {"user_id": user, "channels": ["_global"], "start": None, "end": None, "limit": limit, "text": text,
-            "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None}
+            "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None, "norm": 0}
 
 
 def plan_text(rows: list[dict]) -> str:

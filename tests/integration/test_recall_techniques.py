@@ -347,3 +347,22 @@ def test_mmr_moves_a_near_repeat_below_a_different_turn(memory):
     assert penalty.weight < 0 and penalty.value > 0.5  # the repeat's stored vector is close to the first's
     assert [t.score for t in diverse.turns] == sorted((t.score for t in diverse.turns), reverse=True)
     assert diverse.metrics.techniques["mmr"].results == 3
+
+
+def test_lexical_length_normalization_is_a_recall_setting(memory):
+    """``recall.lexical_normalization`` reaches PostgreSQL's ts_rank: by default a long turn that repeats the
+    question's words outranks a short one that says them once; divided by length (2), the short one comes first."""
+    filler = " ".join(f"word{i}" for i in range(400))
+    short = memory.store_turn(Turn(conversation_id="c-short", user_id="alice",
+                                   content="I synchronized the server clock with NTP."))
+    long = memory.store_turn(Turn(conversation_id="c-long", user_id="alice",
+                                  content=f"NTP clock server notes. {filler} NTP clock server again. {filler} NTP."))
+    lexical_only = {"vector_weight": 0, "neighbours": 0, "session_weight": 0, "query_expansion": False}
+
+    def top(normalization: int) -> str:
+        bundle = memory.remember("NTP server clock", top_k=2,
+                                 recall={**lexical_only, "lexical_normalization": normalization})
+        return bundle.turns[0].id
+
+    assert top(0) == long.id
+    assert top(2) == short.id
