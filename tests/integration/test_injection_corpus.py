@@ -40,6 +40,7 @@ from agentx_memory import Entity, Fact, Goal, Turn
 from agentx_memory.errors import NotFoundError, ValidationError
 from agentx_memory.ingest import ingest_file
 from tests.conftest import gread, sql
+from tests.store_counts import store_counts
 
 #: The corpus, by category. Invisible and confusable characters are written as escapes so the file says what they are.
 CORPUS: dict[str, list[str]] = {
@@ -116,7 +117,6 @@ CATEGORY: dict[str, str] = {v: cat for cat, values in CORPUS.items() for v in va
 
 _SPACES = re.compile(r"\s+")
 _BAD_ID_CATEGORIES = {"Cc", "Cs", "Zl", "Zp"}
-_TABLES = ("conversation_logs", "tool_invocations", "memory_timeline", "user_profiles", "memory_audit_log")
 
 
 def id_ok(value: str, max_len: int = 100) -> bool:
@@ -169,17 +169,6 @@ def not_found(call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """``call(*args, **kwargs)`` raises NotFoundError (the id names nothing of this user)."""
     with pytest.raises(NotFoundError):
         call(*args, **kwargs)
-
-
-def state(memory) -> dict[str, int]:
-    """How many nodes and relationships the graph holds and how many rows each PostgreSQL table has."""
-    counts = {
-        "nodes": gread(memory, "MATCH (n) RETURN count(n) AS n")[0]["n"],
-        "relationships": gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"],
-    }
-    for table in _TABLES:
-        counts[table] = sql(memory, "SELECT count(*) AS n FROM " + table)[0]["n"]
-    return counts
 
 
 # --- the canary: another user's data that no input may change or reveal ---------------------------------------------
@@ -279,7 +268,7 @@ def test_turns_round_trip_every_string_field(memory):
         assert sorted((t.id, t.content, t.metadata) for t in recent[user]) == sorted(
             (t.id, t.content, t.metadata) for t in turns if t.user_id == user), where(user)
 
-    before = state(memory)
+    before = store_counts(memory)
     base = {"conversation_id": "refusals", "user_id": "alice", "content": "ok"}
     for v in VALUES:
         refused("role", v, memory.store_turn, Turn(**base, role=v))
@@ -294,7 +283,7 @@ def test_turns_round_trip_every_string_field(memory):
             refused("conversation_id", v, memory.store_turn, Turn(conversation_id=v, user_id="alice", content="ok"))
             refused("conversation_id", v, memory.get_conversation, v)
         refused("user_id", v, memory.get_conversation, "canary", user_id=v)
-    assert state(memory) == before
+    assert store_counts(memory) == before
     assert_canary(memory, canary)
 
 
@@ -350,7 +339,7 @@ def test_entities_facts_and_relationships_round_trip(memory):
     audited = sql(memory, "SELECT metadata->>'reason' AS reason FROM memory_audit_log WHERE operation = 'promote'")
     assert audited == [{"reason": reason}]
 
-    before = state(memory)
+    before = store_counts(memory)
     for v in VALUES:
         refused("rel_type", v, memory.create_relationship, ids[0], ids[1], v)
         refused("channel", v, memory.upsert_entity, Entity(user_id="alice", name="x", channel=v))
@@ -367,7 +356,7 @@ def test_entities_facts_and_relationships_round_trip(memory):
         refused("entity_ids", v, memory.learn_fact, Fact(user_id="alice", claim="x", entity_ids=[v]))
         refused("fact_id", v, memory.get_fact, v)
         refused("fact_id", v, memory.promote_to_global, v, "why")
-    assert state(memory) == before
+    assert store_counts(memory) == before
     assert_canary(memory, canary)
 
 
@@ -401,7 +390,7 @@ def test_goals_round_trip(memory):
         assert back.result == (goal.description if i % 3 == 0 else None), where(goal.description)
         assert listed[goal.id].model_dump(exclude={"embedding"}) == back.model_dump(exclude={"embedding"})
 
-    before = state(memory)
+    before = store_counts(memory)
     for v in VALUES:
         refused("status", v, memory.add_goal, Goal(user_id="alice", description="x", status=v))
         refused("status", v, memory.complete_goal, goals[0].id, v)
@@ -415,7 +404,7 @@ def test_goals_round_trip(memory):
         refused("goal_id", v, memory.complete_goal, v)
         refused("blocker_id", v, memory.block_goal, goals[0].id, v)
         refused("user_id", v, memory.list_goals, user_id=v)
-    assert state(memory) == before
+    assert store_counts(memory) == before
     assert_canary(memory, canary)
 
 
@@ -464,7 +453,7 @@ def test_tool_calls_and_strategies_round_trip(memory):
         assert (best.description, best.context_pattern, best.tool_sequence, links[strategy_id]) == (
             v, v, [v] if id_ok(v) else [], [v] if id_ok(v, 200) else []), where(v)
 
-    before = state(memory)
+    before = store_counts(memory)
     for v in VALUES:
         refused("channel", v, memory.record_invocation, "tools", None, "tool", {}, None, True, 1, channel=v)
         refused("channel", v, memory.learn_strategy, "x", channel=v)
@@ -481,7 +470,7 @@ def test_tool_calls_and_strategies_round_trip(memory):
         if not id_ok(v, 200):
             refused("conversation_id", v, memory.record_invocation, v, None, "tool", {}, None, True, 1)
             refused("from_conversation_id", v, memory.learn_strategy, "x", from_conversation_id=v)
-    assert state(memory) == before
+    assert store_counts(memory) == before
     assert_canary(memory, canary)
 
 
@@ -504,11 +493,11 @@ def test_profiles_round_trip(memory):
         back = memory.get_profile(v)
         assert (back.user_id, back.preferences, back.expertise_areas) == (v, meta(v), [v]), where(v)
 
-    before = state(memory)
+    before = store_counts(memory)
     for v in BAD_IDS:
         refused("user_id", v, memory.update_profile, v, preferences={"a": 1})
         refused("user_id", v, memory.get_profile, v)
-    assert state(memory) == before
+    assert store_counts(memory) == before
     assert_canary(memory, canary)
 
 
@@ -688,9 +677,9 @@ def test_a_very_long_single_grapheme_round_trips(memory):
     bundle = memory.remember(LONG_GRAPHEME)
     assert turn.id in {t.item.id for t in bundle.turns}
     assert all(t.item.content == LONG_GRAPHEME for t in bundle.turns if t.item.id == turn.id)
-    before = state(memory)
+    before = store_counts(memory)
     refused("name", LONG_GRAPHEME, memory.upsert_entity, Entity(user_id="alice", name=LONG_GRAPHEME))
     refused("id", LONG_GRAPHEME, memory.store_turn,
             Turn(id=LONG_GRAPHEME, conversation_id="long", user_id="alice", content="x"))
     refused("key", LONG_GRAPHEME, memory.working("alice", "long").set, LONG_GRAPHEME, 1)
-    assert state(memory) == before
+    assert store_counts(memory) == before

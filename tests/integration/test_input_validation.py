@@ -16,23 +16,11 @@ import pytest
 
 from agentx_memory import Entity, Fact, Goal, Turn
 from agentx_memory.errors import ValidationError
-from tests.conftest import gread, sql
+from tests.store_counts import store_counts
 
 #: Ids that look ordinary but are not: each one has crashed FalkorDB or been rejected by PostgreSQL.
 BAD_IDS = [" trip", "grep ", "turn-1\n", "", "a\x00b", "a\ud800b", "tab\there", "x" * 5000]
 
-_TABLES = ("conversation_logs", "tool_invocations", "memory_timeline", "user_profiles", "memory_audit_log")
-
-
-def _state(memory) -> dict[str, int]:
-    """How many nodes and relationships the graph holds and how many rows each PostgreSQL table has."""
-    state = {
-        "nodes": gread(memory, "MATCH (n) RETURN count(n) AS n")[0]["n"],
-        "relationships": gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"],
-    }
-    for table in _TABLES:
-        state[table] = sql(memory, "SELECT count(*) AS n FROM " + table)[0]["n"]
-    return state
 
 
 def _turn(**fields: Any) -> Turn:
@@ -111,12 +99,12 @@ def _setup(memory) -> None:
 def test_bad_ids_are_rejected_before_any_write(memory, case):
     field, call = CASES[case]
     _setup(memory)
-    before = _state(memory)
+    before = store_counts(memory)
     for bad in BAD_IDS:
         with pytest.raises(ValidationError) as caught:
             call(memory, bad)
         assert caught.value.field == field, (bad, str(caught.value))
-    assert _state(memory) == before
+    assert store_counts(memory) == before
     # the server survived: the graph still answers
     assert memory.get_entity("e1").name == "Lisbon"
 
@@ -161,12 +149,12 @@ BAD_VALUES: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 def test_values_no_store_can_hold_are_rejected_before_any_write(memory):
     _setup(memory)
-    before = _state(memory)
+    before = store_counts(memory)
     for name, (field, call) in BAD_VALUES.items():
         with pytest.raises(ValidationError) as caught:
             call(memory)
         assert caught.value.field == field, (name, str(caught.value))
-    assert _state(memory) == before
+    assert store_counts(memory) == before
 
 
 #: A lone surrogate cannot be encoded as UTF-8: it reached the drivers as a raw UnicodeEncodeError (issue 11 item 13).
@@ -208,7 +196,7 @@ SURROGATE_CALLS: dict[str, Callable[[Any], Any]] = {
 
 def test_lone_surrogates_anywhere_are_our_validation_error(memory):
     _setup(memory)
-    before = _state(memory)
+    before = store_counts(memory)
     raised = {}
     for name, call in SURROGATE_CALLS.items():
         try:
@@ -217,7 +205,7 @@ def test_lone_surrogates_anywhere_are_our_validation_error(memory):
             raised[name] = type(exc)
     assert {name: kind for name, kind in raised.items() if kind is not ValidationError} == {}
     assert set(raised) == set(SURROGATE_CALLS)  # every call raised
-    assert _state(memory) == before
+    assert store_counts(memory) == before
 
 
 def test_a_model_of_the_wrong_kind_is_our_validation_error(memory):
@@ -257,7 +245,7 @@ def test_instants_outside_what_the_stores_represent_are_our_validation_error(mem
     from datetime import UTC, datetime, timedelta, timezone
 
     _setup(memory)
-    before = _state(memory)
+    before = store_counts(memory)
     year0 = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))
     calls = {
         "timestamp": lambda: memory.store_turn(_turn(timestamp=year0)),
@@ -275,7 +263,7 @@ def test_instants_outside_what_the_stores_represent_are_our_validation_error(mem
         with pytest.raises(ValidationError) as caught:
             memory.remember("what happened last week", reference_time=reference)
         assert caught.value.field == "reference_time"
-    assert _state(memory) == before
+    assert store_counts(memory) == before
 
 
 def _nested(depth: int) -> Any:
@@ -310,12 +298,12 @@ def test_what_the_property_suite_found_is_our_validation_error_before_any_write(
     """Each input the property suite found slipping past validation is refused with our ValidationError naming the
     field, and nothing is written (a relationship with int keys was written, then refused)."""
     _setup(memory)
-    before = _state(memory)
+    before = store_counts(memory)
     field, call = PROPERTY_FINDINGS[case]
     with pytest.raises(ValidationError) as caught:
         call(memory)
     assert field in caught.value.field, str(caught.value)
-    assert _state(memory) == before
+    assert store_counts(memory) == before
 
 
 def test_the_last_turn_index_is_taken_and_then_the_conversation_is_full(memory):
