@@ -18,21 +18,19 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import importlib.util
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import psutil
 import pytest
 
 from agentx_memory.settings import Settings
 from tests.conftest import GRAPH_BACKENDS, neo4j_unavailable
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "crash_trials.py"
@@ -41,16 +39,7 @@ SCRIPT = REPO / "scripts" / "crash_trials.py"
 BUDGET_SECONDS = 120.0
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("crash_trials", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(module)
-    return module
-
-
-crash = _load_script()
+crash = load_script(SCRIPT)
 
 #: Small and quick: four writers, twenty turns each, and a caller's deadline after the outage.
 CONFIG = crash.TrialConfig(writers=4, turns_per_writer=20, outage_seconds=0.5, deadline_seconds=1.0)

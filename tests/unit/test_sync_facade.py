@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from agentx_memory import AgentMemory, AsyncAgentMemory, SyncWorkingMemory, WorkingMemory
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "gen_sync_facade.py"
@@ -28,13 +28,9 @@ SYNC_ONLY = {"core", "settings", "user_id", "conversation_id", "channel"}
 
 @pytest.fixture(scope="module")
 def gen():
-    spec = importlib.util.spec_from_file_location("gen_sync_facade", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is created
-    spec.loader.exec_module(module)
+    module = load_script(SCRIPT)
     yield module
-    sys.modules.pop(spec.name, None)
+    sys.modules.pop(module.__name__, None)
 
 
 def _public(cls: type, predicate) -> dict[str, Any]:
