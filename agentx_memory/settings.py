@@ -218,9 +218,10 @@ class RetrievalSettings(_Section):
 class RecallSettings(_Section):
     """RecallLayer techniques (each on/off, overridable per call) and the turn-ranking weights.
 
-    Turns are ranked by ``lexical_weight * L + vector_weight * D`` (L: full-text rank over the turn and its neighbours,
-    divided by the best; D: cosine above the candidate floor, scaled to [0, 1]), plus neighbour, session, speaker and
-    time boosts. The defaults were chosen on LoCoMo with leave-one-conversation-out validation (docs/benchmarks.md).
+    Turns are ranked by ``lexical_weight * L + vector_weight * D`` (L: BM25 of the question's words in the turn and,
+    weighted ``lexical_near_weight``, its neighbours, divided by the best; D: cosine above the candidate floor, scaled
+    to [0, 1]), plus neighbour, session, speaker and time boosts. The defaults were chosen with leave-one-conversation-
+    out validation over both development sets, LoCoMo and BEAM (docs/benchmarks.md).
     """
 
     hybrid: bool = Field(True, description="fuse the lexical leg (PostgreSQL full text) with the vector leg")
@@ -235,11 +236,15 @@ class RecallSettings(_Section):
     )
     rrf_k: int = Field(60, ge=1, le=1000, description="reciprocal-rank fusion constant")
     lexical_weight: float = Field(1.0, ge=0, le=10, description="weight of the lexical leg")
-    lexical_normalization: int = Field(
-        0, ge=0, le=63,
-        description="PostgreSQL ts_rank normalization bits of the turns' lexical leg: 0 ignores length, 1 divides by "
-        "1 + log(length), 2 by length, 4 by mean harmonic distance, 8 by unique words, 16 by 1 + log(unique words), "
-        "32 maps rank to rank/(rank+1)",
+    lexical_k1: float = Field(
+        1.2, ge=0, le=10, description="BM25 k1 of the turns' lexical leg: how fast a term's repeats stop counting"
+    )
+    lexical_b: float = Field(
+        0.75, ge=0, le=1, description="BM25 b of the turns' lexical leg: 0 ignores a turn's length, 1 fully normalizes"
+    )
+    lexical_near_weight: float = Field(
+        0.4, ge=0, le=10, description="how much a word of a neighbouring turn counts in a turn's lexical match "
+        "(its own words count 1)",
     )
     vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
     candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")

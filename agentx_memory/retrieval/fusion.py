@@ -4,7 +4,7 @@
   be explained; :func:`fuse` normalizes it to [0, 1] by the best possible score (facts, entities, and turns with
   ``recall.fusion = "rrf"``), with :func:`leg_weights` for the weights;
 * :func:`turn_relevance` — the turns' default ``recall.fusion = "score"``: ``lexical_weight * L + vector_weight * D``
-  with L the full-text rank relative to the best and D the cosine above the candidate floor, scaled to [0, 1].
+  with L the BM25 score relative to the best and D the cosine above the candidate floor, scaled to [0, 1].
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def turn_relevance(rows: Mapping[str, Mapping[str, Any]], floor: float, recall: 
                    ) -> dict[str, dict[str, float]]:
     """Per turn, the weighted legs: ``lexical = wl * rank / best rank`` and ``vector = wd * (cos - floor) / (best
     cos - floor)`` (``fusion="score"``), or weighted reciprocal ranks (``fusion="rrf"``). Rows need ``lexical``
-    (``ts_rank``) and ``cosine``."""
+    (BM25) and ``cosine``."""
     if not rows:
         return {}
     if recall.fusion == "rrf":

@@ -31,11 +31,11 @@ from ..graph import cypher
 from ..graph.port import GraphStore
 from ..procedural import ProceduralMemory
 from ..settings import RecallSettings
-from ..sql.search import TurnSearch
+from ..sql.search import Bm25, TurnSearch
 from ..timeutil import to_ms
 from .plan import Candidates, SearchPlan
 
-__all__ = ["LEGS", "Leg", "LegSources"]
+__all__ = ["LEGS", "Leg", "LegSources", "bm25"]
 
 
 class LegSources(Protocol):
@@ -83,6 +83,11 @@ class Leg:
 
 # --- queries -------------------------------------------------------------------------------------------------------
 
+def bm25(recall: RecallSettings) -> Bm25:
+    """The BM25 parameters of the turns' lexical leg from the recall settings."""
+    return Bm25(k1=recall.lexical_k1, b=recall.lexical_b, near=recall.lexical_near_weight)
+
+
 async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int) -> list[dict[str, Any]]:
     """Turn candidates: lexical, dense and in-time-phrase top lists in one round trip."""
     exact = await src.exact_scan(plan.user_id)
@@ -90,7 +95,7 @@ async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings,
     return await src.turn_search.candidates(
         plan.scope(), text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid,
         limit=recall.candidates, exact=exact, boost=(boost.start, boost.end) if boost else None,
-        normalization=recall.lexical_normalization)
+        bm25=bm25(recall))
 
 
 async def query_fact_vectors(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int
@@ -139,10 +144,13 @@ async def query_strategies(src: LegSources, plan: SearchPlan, recall: RecallSett
 # --- collectors ----------------------------------------------------------------------------------------------------
 
 def collect_turns(found: Candidates, rows: Sequence[dict[str, Any]]) -> None:
-    """Turn rows by id, and the cosine floor of the dense list."""
+    """Turn rows by id, the cosine floor of the dense list and the weights of the question's terms."""
     found.turn_rows = {row["turn_id"]: row for row in rows}
     floor = rows[0]["cosine_floor"] if rows else None
     found.cosine_floor = float(floor) if floor is not None else 0.0
+    if rows and rows[0]["term_lexemes"]:
+        found.term_weights = dict(zip(rows[0]["term_lexemes"], map(float, rows[0]["term_weights"]), strict=True))
+        found.average_length = float(rows[0]["average_length"] or 0.0)
 
 
 def collect_fact_vectors(found: Candidates, rows: Sequence[dict[str, Any]]) -> None:

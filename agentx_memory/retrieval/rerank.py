@@ -55,7 +55,7 @@ __all__ = [
 #: The smallest lambda MMR uses: 0 would ignore relevance entirely (and make the explained penalty infinite).
 MIN_MMR_LAMBDA: Final = 1e-3
 
-_LEXICAL_SIGNAL: Final = ("bm25", "full-text rank over the turn and its neighbours, relative to the best")
+_LEXICAL_SIGNAL: Final = ("bm25", "BM25 of the turn's words (and, less, its neighbours'), relative to the best")
 _VECTOR_SIGNAL: Final = ("vector", "cosine above the candidate floor, relative to the best")
 
 #: ``retrieval.temporal_boost_*`` setting of a fact's temporal tag.

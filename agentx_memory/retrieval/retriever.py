@@ -40,7 +40,7 @@ from ..procedural import ProceduralMemory
 from ..rows import entity_from_row, fact_from_row, turn_from_row
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
-from . import fusion, rerank
+from . import fusion, legs, rerank
 from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
 from .legs import LEGS, Leg
 from .plan import Candidates, SearchPlan
@@ -206,7 +206,7 @@ class MemoryRetriever:
         rows = dict(found.turn_rows)
         relevance = fusion.turn_relevance(rows, found.cosine_floor, recall)
         if recall.session_expansion and (recall.neighbours or recall.session_weight) and rows:
-            relevance = await self._read_around(plan, rows, relevance, found.cosine_floor, recall, metrics)
+            relevance = await self._read_around(plan, found, rows, relevance, recall, metrics)
         named = await self._named_speakers(plan, recall)
         # Score with plain tuples; only the turns that make the list become pydantic models (hundreds of candidates
         # per query, a handful returned).
@@ -219,8 +219,8 @@ class MemoryRetriever:
         ranked = await self._diversify(plan, ranked, metrics)
         return [_scored_turn(d) for d in rerank.cap_per_conversation(ranked, s.max_per_conversation, plan.top_k)]
 
-    async def _read_around(self, plan: SearchPlan, rows: dict[str, dict[str, Any]],
-                           relevance: dict[str, dict[str, float]], floor: float, recall: RecallSettings,
+    async def _read_around(self, plan: SearchPlan, found: Candidates, rows: dict[str, dict[str, Any]],
+                           relevance: dict[str, dict[str, float]], recall: RecallSettings,
                            metrics: RecallMetrics) -> dict[str, dict[str, float]]:
         """Add to ``rows`` the turns around the best candidates (``session_span`` turns either side, or
         ``neighbours`` when the session signal is off), so neighbour and session signals see every turn near a hit;
@@ -230,12 +230,12 @@ class MemoryRetriever:
         extra = await self.turn_search.turns_around(
             plan.scope(), hits=[(rows[i]["conversation_id"], rows[i]["turn_index"]) for i in top],
             span=recall.session_span if recall.session_weight else recall.neighbours, exclude=list(rows),
-            text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid,
-            normalization=recall.lexical_normalization)
+            terms=found.term_weights, average_length=found.average_length, embedding=plan.query_vector(),
+            bm25=legs.bm25(recall))
         for row in extra:
             rows[row["turn_id"]] = row
         _record(metrics, "neighbours", started, len(extra))
-        return fusion.turn_relevance(rows, floor, recall)
+        return fusion.turn_relevance(rows, found.cosine_floor, recall)
 
     async def _named_speakers(self, plan: SearchPlan, recall: RecallSettings) -> list[str]:
         """The names in the question that are participants of the user's conversations, casefolded."""

@@ -1,13 +1,16 @@
 """Retrieval queries on PostgreSQL: full-text and vector search over the user's turns and timeline.
 
 Every search filters by ``user_id`` (and, where it ranks turns or timeline rows, by channels and the time window)
-inside the statement. The lexical leg is PostgreSQL full text: the
-question becomes an OR of its stemmed content words (``plainto_tsquery`` with ``&`` turned into ``|`` — PostgreSQL's
-own output, never user text, is rewritten), ranked with ``ts_rank`` over ``context_tsv``: the turn's own words
-(weight A) and its neighbours' (weight B). The vector leg is pgvector cosine distance: an exact scan of the user's rows
-while they are few (tenant-correct by construction), and the HNSW index with iterative scans
-(``hnsw.iterative_scan = relaxed_order``) for users with more rows than ``retrieval.exact_scan_max_vectors``, so a
-user filter never starves the result.
+inside the statement. The turns' lexical leg is BM25 on PostgreSQL full text: the question's stemmed content words
+(``to_tsvector``, each quoted into a one-term query, so no user text is ever read as query syntax) are ORed to find
+the matching turns through the GIN index on ``context_tsv`` (the turn's own words, weight A, and its neighbours',
+weight B); each match is scored with BM25 from its counts of the question's terms in that vector (a neighbour's word
+counts ``near``), its length (distinct words) against the scope's average, and each term's inverse document frequency
+over the scope's turns — statistics of the searched turns themselves, so they are exact for every user, channel set
+and time window. Facts and entities in ``memory_timeline`` keep ``ts_rank``. The vector leg is pgvector cosine
+distance: an exact scan of the user's rows while they are few (tenant-correct by construction), and the HNSW index
+with iterative scans (``hnsw.iterative_scan = relaxed_order``) for users with more rows than
+``retrieval.exact_scan_max_vectors``, so a user filter never starves the result.
 
 Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
 choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
@@ -20,7 +23,7 @@ constants (``OR_QUERY`` is also the benchmarks' full-text baseline).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, LiteralString
@@ -38,6 +41,7 @@ __all__ = [
     "TURNS_BY_IDS",
     "TURN_CANDIDATES_EXACT",
     "TURN_CANDIDATES_INDEX",
+    "Bm25",
     "SearchScope",
     "TurnSearch",
 ]
@@ -47,17 +51,73 @@ OR_QUERY: Final[LiteralString] = "to_tsquery('english', replace(plainto_tsquery(
 
 
 
-def _turn_candidates(dense_order: str) -> str:
-    # One round trip: the lexical top-n, the dense top-n and the lexical top-n inside the question's time phrase,
-    # each filtered by user, channels and time window inside the query; then every candidate's two raw signals.
+def _columns(alias: str) -> str:
+    # The turn columns, qualified (the statements join conversation_logs with CTEs that share column names).
+    return ", ".join(f"{alias}.{col.strip()}" for col in TURN_COLUMNS.split(","))
+
+
+def _lexeme_query(lexeme: str) -> str:
+    # A normalized lexeme (a SQL text expression) as a one-term tsquery: quoted, so none of its characters is read as
+    # an operator, and cast, so it is not normalized (stemmed) a second time as to_tsquery would.
+    return "('''' || replace(replace(" + lexeme + r", '\', '\\'), '''', '''''') || '''')::tsquery"
+
+
+#: The question's terms (its distinct stemmed content words, stopwords out) and their OR as a tsquery.
+_TERMS: Final[str] = f"""
+terms AS (
+  SELECT lexeme
+  FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', %(text)s)) END) AS lexeme),
+q AS (SELECT string_agg({_lexeme_query("lexeme")}::text, ' | ')::tsquery AS query FROM terms)"""
+
+
+def _term_counts(rows: str, terms: str) -> str:
+    # For each row of `rows` (with id and context_tsv) and each of the `terms` it holds: how often the term is among
+    # its own words (weight A of context_tsv) and among its neighbours' (weight B).
     return f"""
-WITH q AS (SELECT {OR_QUERY} AS query),
-lex AS (
-  SELECT t.id FROM conversation_logs t, q
-  WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
+  SELECT r.id, u.lexeme,
+         coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS own,
+         coalesce(cardinality(array_positions(u.weights, 'B')), 0) AS near
+  FROM {rows} r CROSS JOIN LATERAL unnest(r.context_tsv) AS u
+  WHERE u.lexeme = ANY({terms})"""
+
+
+#: BM25 of one (turn, term) count row ``c`` joined to its term weight ``w`` and its turn length ``dl``: the term's
+#: frequency is its own count plus ``near`` (a weight) times its neighbours' count, the turn's length its number of
+#: distinct words, over ``avgdl`` of the scope.
+_BM25: Final[str] = """
+  w.idf * (c.own + %(near)s * c.near) * (%(k1)s + 1)
+  / ((c.own + %(near)s * c.near) + %(k1)s * (1 - %(b)s + %(b)s * dl / greatest(%(avgdl)s, 1)))"""
+
+
+def _turn_candidates(dense_order: str) -> str:
+    # One round trip: the scope's turns matching any term of the question; each term's count in each of them and its
+    # inverse document frequency (over the scope's turns that say it themselves); the lexical top-n by BM25; the
+    # dense top-n; the lexical top-n inside the question's time phrase; every list filtered by user, channels and
+    # time window inside the query; then every candidate's signals, with the term weights and the scope's average
+    # turn length for the turns read around the hits.
+    bm25 = _BM25.replace("%(avgdl)s", "docs.avgdl")
+    return f"""
+WITH {_TERMS},
+matched AS (
+  SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, length(t.content_tsv) AS dl FROM conversation_logs t, q
+  WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
-    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
-  ORDER BY ts_rank(t.context_tsv, q.query, %(norm)s) DESC, t.turn_id LIMIT %(limit)s),
+    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
+docs AS (
+  SELECT count(*) AS n, avg(length(t.content_tsv)) AS avgdl FROM conversation_logs t
+  WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
+    AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
+    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
+counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)")}),
+w AS (
+  SELECT c.lexeme, ln(1 + (docs.n - count(*) FILTER (WHERE c.own > 0) + 0.5)
+                        / (count(*) FILTER (WHERE c.own > 0) + 0.5)) AS idf
+  FROM counts c CROSS JOIN docs GROUP BY c.lexeme, docs.n),
+scored AS (
+  SELECT m.id, m.turn_id, m.timestamp, sum({bm25}) AS lexical
+  FROM counts c JOIN w ON w.lexeme = c.lexeme JOIN matched m ON m.id = c.id CROSS JOIN docs
+  GROUP BY m.id, m.turn_id, m.timestamp),
+lex AS (SELECT id FROM scored ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
@@ -65,21 +125,19 @@ den AS (
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
   ORDER BY {dense_order} LIMIT %(limit)s),
 win AS (
-  SELECT t.id FROM conversation_logs t, q
-  WHERE %(lexical)s AND %(boost_start)s::timestamptz IS NOT NULL
-    AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
-    AND t.timestamp >= %(boost_start)s AND t.timestamp < %(boost_end)s
-    AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
-    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
-  ORDER BY ts_rank(t.context_tsv, q.query, %(norm)s) DESC, t.turn_id LIMIT %(limit)s),
+  SELECT id FROM scored
+  WHERE %(boost_start)s::timestamptz IS NOT NULL AND timestamp >= %(boost_start)s AND timestamp < %(boost_end)s
+  ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
-SELECT {TURN_COLUMNS},
-       CASE WHEN %(lexical)s THEN ts_rank(coalesce(t.context_tsv, t.content_tsv), q.query, %(norm)s)
-            ELSE 0 END AS lexical,
+SELECT {_columns("t")},
+       coalesce(s.lexical, 0) AS lexical,
        1 - (t.embedding <=> %(embedding)s) AS cosine,
        (SELECT 1 - max(distance) FROM den) AS cosine_floor,
-       (SELECT count(*) FROM lex) AS lexical_hits
-FROM conversation_logs t, q
+       (SELECT count(*) FROM matched) AS lexical_hits,
+       (SELECT array_agg(lexeme ORDER BY lexeme) FROM w) AS term_lexemes,
+       (SELECT array_agg(idf ORDER BY lexeme) FROM w) AS term_weights,
+       (SELECT avgdl FROM docs) AS average_length
+FROM conversation_logs t LEFT JOIN scored s ON s.id = t.id
 WHERE t.id IN (SELECT id FROM c)
 """
 
@@ -90,21 +148,29 @@ TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embeddi
 #: Turn candidates through the HNSW index (iterative scans keep the user filter from starving the result).
 TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embedding)s")
 
-#: Turns around hits (± span) in the hits' conversations, with the same two raw signals.
+#: Turns around hits (± span) in the hits' conversations, with the same signals (BM25 with the candidates' term
+#: weights and average length).
 TURNS_AROUND: Final[str] = f"""
-WITH q AS (SELECT {OR_QUERY} AS query)
-SELECT DISTINCT {", ".join("c." + col.strip() for col in TURN_COLUMNS.split(","))},
-       CASE WHEN %(lexical)s THEN ts_rank(coalesce(c.context_tsv, c.content_tsv), q.query, %(norm)s)
-            ELSE 0 END AS lexical,
+WITH w AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS term(lexeme, idf)),
+ids AS (
+  SELECT DISTINCT c.id FROM conversation_logs c
+  JOIN unnest(%(conversation_ids)s::text[], %(indexes)s::int[]) AS hit(conversation_id, turn_index)
+    ON c.conversation_id = hit.conversation_id
+   AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
+  WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
+    AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
+    AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s)),
+near AS (
+  SELECT c.id, coalesce(c.context_tsv, setweight(c.content_tsv, 'A')) AS context_tsv, length(c.content_tsv) AS dl
+  FROM conversation_logs c JOIN ids ON ids.id = c.id),
+counts AS ({_term_counts("near", "%(lexemes)s::text[]")}),
+scored AS (
+  SELECT c.id, sum({_BM25}) AS lexical
+  FROM counts c JOIN w ON w.lexeme = c.lexeme JOIN near n ON n.id = c.id GROUP BY c.id)
+SELECT {_columns("c")},
+       coalesce(s.lexical, 0) AS lexical,
        1 - (c.embedding <=> %(embedding)s) AS cosine
-FROM conversation_logs c
-CROSS JOIN q
-JOIN unnest(%(conversation_ids)s::text[], %(indexes)s::int[]) AS hit(conversation_id, turn_index)
-  ON c.conversation_id = hit.conversation_id
- AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
-WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
-  AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
-  AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s)
+FROM conversation_logs c JOIN near ON near.id = c.id LEFT JOIN scored s ON s.id = c.id
 """
 
 #: Which of the names are participants (``metadata.speaker``) of the user's conversations (index lookups).
@@ -145,6 +211,20 @@ WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 """
 
 @dataclass(frozen=True)
+class Bm25:
+    """The BM25 parameters of the turns' lexical leg: ``k1`` (term-frequency saturation), ``b`` (length
+    normalization, 0 to 1) and ``near`` (how much a word of a neighbouring turn counts; the turn's own count 1)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    near: float = 0.4
+
+    def params(self) -> dict[str, float]:
+        """The parameters as statement parameters."""
+        return {"k1": self.k1, "b": self.b, "near": self.near}
+
+
+@dataclass(frozen=True)
 class SearchScope:
     """Whose turns a search reads: one user, some channels, an optional ``[start, end)`` time window."""
 
@@ -171,11 +251,12 @@ class TurnSearch:
 
     async def candidates(self, scope: SearchScope, *, text: str, embedding: Any, lexical: bool, limit: int,
                          exact: bool, boost: tuple[datetime, datetime] | None = None,
-                         normalization: int = 0) -> list[dict[str, Any]]:
+                         bm25: Bm25 = Bm25()) -> list[dict[str, Any]]:
         """The lexical top-``limit``, the dense top-``limit`` and the lexical top-``limit`` inside ``boost`` (a time
-        range), each row with ``lexical`` (``ts_rank`` with the ``normalization`` bits), ``cosine``,
-        ``cosine_floor`` (cosine of the last dense candidate) and ``lexical_hits``. ``exact`` scans the user's
-        vectors exactly instead of using HNSW."""
+        range). Each row has ``lexical`` (BM25 with the ``bm25`` parameters over the scope's turns), ``cosine``,
+        ``cosine_floor`` (cosine of the last dense candidate), ``lexical_hits`` and, for :meth:`turns_around`, the
+        terms' inverse document frequencies (``term_lexemes``, ``term_weights``) and the scope's ``average_length``.
+        ``exact`` scans the user's vectors exactly instead of using HNSW."""
         boost_start, boost_end = boost if boost else (None, None)
         return await self.store.fetch(
             TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
@@ -188,18 +269,19 @@ class TurnSearch:
                 "lexical": lexical,
                 "boost_start": boost_start,
                 "boost_end": boost_end,
-                "norm": normalization,
+                **bm25.params(),
             },
         )
 
     async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,
-                           exclude: Sequence[str], text: str, embedding: Any, lexical: bool,
-                           normalization: int = 0) -> list[dict[str, Any]]:
+                           exclude: Sequence[str], terms: Mapping[str, float], average_length: float,
+                           embedding: Any, bm25: Bm25 = Bm25()) -> list[dict[str, Any]]:
         """The turns within ``span`` of each hit ``(conversation_id, turn_index)``, except the ``exclude`` ids, with
-        the same ``lexical`` and ``cosine`` columns as :meth:`candidates`."""
+        the same ``lexical`` and ``cosine`` columns as :meth:`candidates` (``terms``, the inverse document frequency
+        of each lexeme, and ``average_length`` as :meth:`candidates` returned them; no terms leave ``lexical`` 0)."""
         return await self.store.fetch(TURNS_AROUND, what="reading the turns around hits", params={
-            **scope.params(), "text": text, "embedding": embedding, "lexical": lexical, "span": span,
-            "norm": normalization,
+            **scope.params(), "embedding": embedding, "span": span, **bm25.params(), "avgdl": average_length,
+            "lexemes": list(terms), "weights": list(terms.values()),
             "have": list(exclude), "conversation_ids": [c for c, _ in hits], "indexes": [i for _, i in hits],
         })
 

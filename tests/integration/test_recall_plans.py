@@ -62,7 +62,7 @@ def candidate_params(memory, text: str, *, lexical: bool = True, limit: int = 10
     """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase)."""
     vector = memory._portal.run(memory.core.ctx.embedder.embed([text], is_query=True))[0]
     return {"user_id": user, "channels": ["_global"], "start": None, "end": None, "limit": limit, "text": text,
-            "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None, "norm": 0}
+            "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None, **search.Bm25().params()}
 
 
 def plan_text(rows: list[dict]) -> str:
@@ -84,12 +84,12 @@ def test_lexical_candidates_use_the_full_text_index(loaded, statement):
     # On a table of a few hundred rows the planner rightly prefers a sequential scan, so sequential scans are
     # disabled in this (rolled-back) session. It then reads alice's rows through a user/channel btree index, which
     # at this size is cheaper than the GIN index but is no full scan either:
-    lex = cte(plan_text(pg(loaded, "EXPLAIN " + query, params, setup=("SET LOCAL enable_seqscan = off",))), "lex")
+    lex = cte(plan_text(pg(loaded, "EXPLAIN " + query, params, setup=("SET LOCAL enable_seqscan = off",))), "matched")
     assert "Seq Scan" not in lex and "Index Scan" in lex, lex
-    # With those btree indexes out of the way (dropped inside the same rolled-back transaction), the lexical CTE
+    # With those btree indexes out of the way (dropped inside the same rolled-back transaction), the matching CTE
     # must be able to use the GIN index on context_tsv: the statement's match condition is index-compatible.
     setup = (*USER_INDEXES, "SET LOCAL enable_seqscan = off")
-    lex = cte(plan_text(pg(loaded, "EXPLAIN " + query, params, setup=setup)), "lex")
+    lex = cte(plan_text(pg(loaded, "EXPLAIN " + query, params, setup=setup)), "matched")
     assert "Bitmap Index Scan on idx_logs_context_tsv" in lex, lex
     assert "Seq Scan" not in lex
     # and the statement really runs that way and finds alice's harp turns, and only hers

@@ -333,6 +333,9 @@ def test_mmr_moves_a_near_repeat_below_a_different_turn(memory):
     first = store(memory, "the harp concert tickets are for Friday night", "c-1")
     repeat = store(memory, "the harp concert tickets are for Friday night!", "c-2")  # not an exact duplicate
     other = store(memory, "I restrung the harp before the concert", "c-3")
+    for i, text in enumerate(["the plumber fixes the sink on Monday", "we booked a train to Porto",
+                              "my sister adopted a grey cat", "the garden needs watering twice a week"]):
+        store(memory, text, f"c-filler-{i}")  # so the question's words are rare, as in a real history
     question = "harp concert tickets"
 
     off = memory.remember(question, top_k=3, reference_time=REF)  # the default: mmr_lambda = 1, relevance only
@@ -346,23 +349,47 @@ def test_mmr_moves_a_near_repeat_below_a_different_turn(memory):
     penalty = diverse.turns[2].signals["diversity"]
     assert penalty.weight < 0 and penalty.value > 0.5  # the repeat's stored vector is close to the first's
     assert [t.score for t in diverse.turns] == sorted((t.score for t in diverse.turns), reverse=True)
-    assert diverse.metrics.techniques["mmr"].results == 3
+    assert diverse.metrics.techniques["mmr"].results == memory.core.ctx.settings.retrieval.candidate_pool(3)
 
 
-def test_lexical_length_normalization_is_a_recall_setting(memory):
-    """``recall.lexical_normalization`` reaches PostgreSQL's ts_rank: by default a long turn that repeats the
-    question's words outranks a short one that says them once; divided by length (2), the short one comes first."""
+LEXICAL_ONLY = {"vector_weight": 0, "neighbours": 0, "session_weight": 0, "query_expansion": False}
+
+
+def test_lexical_leg_normalizes_length_as_bm25(memory):
+    """``recall.lexical_b`` is BM25's length normalization: by default a short turn that says the question's words
+    once outranks a long one that repeats them among hundreds of others; with ``lexical_b=0`` the long one wins."""
     filler = " ".join(f"word{i}" for i in range(400))
     short = memory.store_turn(Turn(conversation_id="c-short", user_id="alice",
                                    content="I synchronized the server clock with NTP."))
     long = memory.store_turn(Turn(conversation_id="c-long", user_id="alice",
                                   content=f"NTP clock server notes. {filler} NTP clock server again. {filler} NTP."))
-    lexical_only = {"vector_weight": 0, "neighbours": 0, "session_weight": 0, "query_expansion": False}
 
-    def top(normalization: int) -> str:
-        bundle = memory.remember("NTP server clock", top_k=2,
-                                 recall={**lexical_only, "lexical_normalization": normalization})
-        return bundle.turns[0].id
+    def top(**recall: float) -> str:
+        return memory.remember("NTP server clock", top_k=2, recall={**LEXICAL_ONLY, **recall}).turns[0].id
 
-    assert top(0) == long.id
-    assert top(2) == short.id
+    assert top() == short.id
+    assert top(lexical_b=0.0) == long.id
+
+
+def test_lexical_leg_weighs_rare_words_over_common_ones(memory):
+    """A word few turns say (inverse document frequency) counts for more than one most turns say: the turn with the
+    rare word of the question outranks turns that repeat its common word."""
+    for i in range(6):
+        store(memory, f"coffee break number {i}, the coffee was fine and the coffee machine works", f"c-common-{i}")
+    rare = store(memory, "the Zanzibar trip is booked for March", "c-rare")
+    bundle = memory.remember("coffee in Zanzibar", top_k=3, recall=LEXICAL_ONLY)
+    assert bundle.turns[0].id == rare.id
+
+
+@pytest.mark.parametrize(("question", "has_words"), [
+    ("O'Brien's \\\\ backslash", True), ("a|b & !c <-> d:* 'quoted'", True), ("'':*A notes", True),
+    ("(((", False), ("the", False),
+])
+def test_lexical_leg_takes_any_words_of_a_question(memory, question, has_words):
+    """Question words are quoted into the full-text query: operators, quotes and backslashes are words, never
+    syntax, and a question without content words (punctuation, stop words) finds nothing lexically instead of
+    failing."""
+    turn = store(memory, "O'Brien wrote a|b & !c <-> d:* and a backslash \\\\ in the notes", "c-odd")
+    bundle = memory.remember(question, top_k=3, recall={**LEXICAL_ONLY, "vector_weight": 0.5})
+    assert bundle.turns and bundle.turns[0].id == turn.id  # the vector leg finds it either way
+    assert ("bm25" in bundle.turns[0].signals) == has_words
