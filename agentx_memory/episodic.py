@@ -49,6 +49,7 @@ from .validation import (
     check_text,
     checked_copy,
 )
+from .working import turn_preview
 
 __all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult"]
 
@@ -140,14 +141,16 @@ class EpisodicMemory:
         return out
 
     async def _embed_missing(self, turns: list[Turn], previous: dict[str, str | None]) -> set[str]:
-        """Embed turns without a vector, each *in context*: the previous turn's text, a newline, then its own.
+        """Embed turns without a vector, each *in context* (``embedding.turn_context``): with the previous turn's text
+        before or after its own, or alone.
 
         A turn alone is often a fragment ("Yes, last May!"); with the turn before it the vector says what it is about
-        (measured on LoCoMo: docs/benchmarks.md). Returns the ids of the turns embedded here.
+        (measured on both dev sets: docs/benchmarks.md). Returns the ids of the turns embedded here.
         """
         missing = [t for t in turns if t.embedding is None]
         if missing:
-            texts = [_in_context(previous.get(t.id), t.content) for t in missing]
+            mode = self.ctx.settings.embedding.turn_context
+            texts = [_in_context(previous.get(t.id), t.content, mode) for t in missing]
             vectors = await self.ctx.embedder.embed_documents(texts)
             for turn, vector in zip(missing, vectors, strict=True):
                 turn.embedding = vector.tolist()
@@ -178,7 +181,8 @@ class EpisodicMemory:
             wrong = [t for t in turns if t.id in embedded and actual.get(t.id) != previous.get(t.id)]
             if not wrong:
                 return
-            texts = [_in_context(actual.get(t.id), t.content) for t in wrong]
+            mode = self.ctx.settings.embedding.turn_context
+            texts = [_in_context(actual.get(t.id), t.content, mode) for t in wrong]
             vectors = await self.ctx.embedder.embed_documents(texts)
             for turn, vector in zip(wrong, vectors, strict=True):
                 turn.embedding = vector.tolist()
@@ -261,7 +265,7 @@ class EpisodicMemory:
             session = self.ctx.working.session(user_id, conversation_id, channel)
             for turn in sorted(group, key=_stored_index)[-cap:]:
                 try:
-                    await session.add_turn(turn)
+                    await session.add_turn(turn_preview(turn, self.ctx.settings.working.max_value_bytes))
                 except Exception:  # the cache is best effort; the turn is durable already
                     log.exception("working-memory cache update failed for turn %s", turn.id)
         await self._timeline(turns)
@@ -358,8 +362,11 @@ class EpisodicMemory:
                                                        since=now - timedelta(hours=hours), until=now, limit=limit)
 
 
-def _in_context(previous: str | None, content: str) -> str:
-    return f"{previous}\n{content}" if previous else content
+def _in_context(previous: str | None, content: str, mode: str) -> str:
+    # embedding.turn_context: which text a turn's vector is made of (the model reads only its first few hundred tokens)
+    if not previous or mode == "none":
+        return content
+    return f"{content}\n{previous}" if mode == "own_first" else f"{previous}\n{content}"
 
 
 def _stored_index(turn: Turn) -> int:

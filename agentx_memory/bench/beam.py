@@ -14,10 +14,9 @@ Beside it, on the same texts: BM25 (``rank-bm25``; lower-cased words, stop-words
 over the vectors the engine stored, same embedder). Figures per ability, overall (over questions) and per chat, with
 the mean and spread across chats; ingest wall time and messages/s; ``remember()`` latency p50/p95.
 
-BEAM messages can be far larger than the engine's default ``limits.max_turn_bytes`` (32 KB; the longest dev message
-is 107 KB): :func:`run_beam` raises the limit of the benchmark's own settings to :data:`MAX_TURN_BYTES` (or the
-longest message, if larger) so every message is stored whole, and ``working.max_value_bytes`` (64 KB) above it so the
-session's working-memory cache takes them too; the report says which limits were used.
+BEAM messages are long (1.8 KB on average; the longest dev message is 107 KB) and are stored whole under the engine's
+default ``limits.max_turn_bytes`` (1 MiB); should a message be longer, :func:`run_beam` raises the limit of the
+benchmark's own settings to it. The report says which limits were used.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import json
 import re
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,7 +50,7 @@ from .common import (
 from .locomo import ABLATIONS
 from .progress import progress_bar, track
 
-__all__ = ["ABILITIES", "BEAM_ABLATIONS", "DEFAULT_DATA", "KS", "MAX_TURN_BYTES", "TOP_K", "BeamChat", "BeamQuestion",
+__all__ = ["ABILITIES", "BEAM_ABLATIONS", "DEFAULT_DATA", "KS", "TOP_K", "BeamChat", "BeamQuestion",
            "beam_data", "beam_settings", "flatten_evidence", "load_beam", "markdown_report", "recall_at", "run_beam",
            "strip_marker"]
 
@@ -62,8 +61,6 @@ ABILITIES = ("information_extraction", "knowledge_update", "temporal_reasoning",
 KS = (5, 10, 20, 50)
 #: Every question is asked once, with this many turns; recall@K looks at the first K of them.
 TOP_K = 50
-#: ``limits.max_turn_bytes`` of the benchmark's own settings (the engine default is 32 KB).
-MAX_TURN_BYTES = 1024 * 1024
 #: Where ``bench beam`` looks for the data when ``--data`` is not given (relative to the current directory).
 DEFAULT_DATA = ("../shared/data/beam-dev", "../../shared/data/beam-dev")
 _MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
@@ -258,19 +255,18 @@ class _Scores:
 
 async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequence[int] | None = None,
                    limit_questions: int | None = None, ablations: bool = False,
+                   variants: Mapping[str, dict[str, Any]] | None = None,
                    progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest the chats, ask their questions, score; write beam.json, beam.md and beam.png into ``out_dir``; return
-    the report. ``settings`` should name a namespace of the benchmark's own (the CLI drops it before and after)."""
+    the report; ``variants`` are extra engine runs by name, each with its recall overrides. ``settings`` should name
+    a namespace of the benchmark's own (the CLI drops it before and after)."""
     bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     loaded = load_beam(data, chats)
     longest = max(len(t.content.encode()) for c in loaded for t in c.turns)
-    turn_limit = max(settings.limits.max_turn_bytes, MAX_TURN_BYTES, longest)
-    # The working-memory cache of the session keeps recent turns as JSON values with a limit of their own (64 KB by
-    # default): without room for a whole message, store_turns logs a failed cache update for each longer one.
-    value_limit = max(settings.working.max_value_bytes, turn_limit + 64 * 1024)
+    turn_limit = max(settings.limits.max_turn_bytes, longest)
+    value_limit = settings.working.max_value_bytes
     settings = settings.model_copy(update={
         "limits": settings.limits.model_copy(update={"max_turn_bytes": turn_limit}),
-        "working": settings.working.model_copy(update={"max_value_bytes": value_limit}),
     })
     memory = await AsyncAgentMemory.open(settings)
     results: dict[str, _Scores] = defaultdict(_Scores)
@@ -299,7 +295,8 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
                 results[BM25].add(chat.chat_id, q, bm25.rank(q.question, TOP_K))
                 qvec = await memory.ctx.embedder.embed_query(q.question)
                 results[VECTOR].add(chat.chat_id, q, by_cosine.rank(qvec, TOP_K))
-        methods = dict(BEAM_ABLATIONS) if ablations else {ENGINE: None}
+        methods: dict[str, dict[str, Any] | None] = dict(BEAM_ABLATIONS) if ablations else {ENGINE: None}
+        methods.update(variants or {})
         questions = [(c, q) for c in loaded for q in c.questions[:limit_questions]]
         for name, override in methods.items():
             scores = results[name]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,8 +179,10 @@ ABLATIONS: dict[str, dict[str, Any] | None] = {
 
 async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_samples: int | None = None,
                      limit_questions: int | None = None, ablations: bool = True,
+                     variants: Mapping[str, dict[str, Any]] | None = None,
                      progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results."""
+    """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results. ``variants``:
+    extra engine runs by name, each with its recall overrides."""
     bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     samples = load_locomo(data)[:limit_samples]
     memory = await AsyncAgentMemory.open(settings)
@@ -199,7 +201,8 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                  f"(document vectors cached in {memory.settings.embedding.cache_path or 'memory'})")
         vectors = await turn_vectors(memory)
 
-        methods = dict(ABLATIONS) if ablations else {"agentx (full)": None}
+        methods: dict[str, dict[str, Any] | None] = dict(ABLATIONS) if ablations else {"agentx (full)": None}
+        methods.update(variants or {})
         questions = [(s, q) for s in samples for q in s.questions[:limit_questions]]
         for sample in samples:
             docs = {t.metadata["dia_id"]: t for t in sample.turns}

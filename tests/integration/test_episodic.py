@@ -209,7 +209,7 @@ def test_get_recent_turns_filters_by_time_and_channel(memory):
     ("turn_kwargs", "field", "message"),
     [
         ({"content": ""}, "content", "must not be empty"),
-        ({"content": "x" * (32 * 1024 + 1)}, "content", "limit is 32768 bytes"),
+        ({"content": "x" * (1024 * 1024 + 1)}, "content", "limit is 1048576 bytes"),
         ({"content": "ok", "channel": "Bad Channel!"}, "channel", "not a channel name"),
         ({"content": "ok", "embedding": [0.1] * 3}, "embedding", "has 3 dimensions"),
         ({"content": "ok", "role": "robot"}, "role", "not one of"),
@@ -290,14 +290,20 @@ def test_default_local_embedder_end_to_end(settings):
         assert float(vectors[pet.id] @ query) > float(vectors[job.id] @ query)
 
 
-def test_a_turn_is_embedded_with_the_stored_turn_before_it(memory):
+@pytest.mark.parametrize(("mode", "text"), [
+    ("previous_first", "Where did you travel in May?\nLisbon, for the robotics fair."),
+    ("own_first", "Lisbon, for the robotics fair.\nWhere did you travel in May?"),
+    ("none", "Lisbon, for the robotics fair."),
+])
+def test_a_turn_is_embedded_with_the_stored_turn_before_it(memory, mode, text):
+    """``embedding.turn_context`` says what a turn's vector is made of; a first turn is embedded alone."""
+    memory.core.ctx.settings.embedding.turn_context = mode
     memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Where did you travel in May?"))
     memory.store_turns([Turn(conversation_id="c1", user_id="alice", content="Lisbon, for the robotics fair."),
                         Turn(conversation_id="c2", user_id="alice", content="A first turn has no context.")])
     rows = {r["content"]: np.asarray(r["embedding"], dtype=np.float32)
             for r in sql(memory, "SELECT content, embedding FROM conversation_logs")}
-    embed = memory._portal.run(memory.core.ctx.embedder.embed_documents([
-        "Where did you travel in May?\nLisbon, for the robotics fair.", "A first turn has no context."]))
+    embed = memory._portal.run(memory.core.ctx.embedder.embed_documents([text, "A first turn has no context."]))
     assert np.allclose(rows["Lisbon, for the robotics fair."], embed[0], atol=1e-6)
     assert np.allclose(rows["A first turn has no context."], embed[1], atol=1e-6)
 

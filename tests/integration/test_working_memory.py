@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import time
 
 import pytest
@@ -319,3 +320,17 @@ def test_working_store_ids_are_checked(memory):
     with pytest.raises(ValidationError, match="fields"):
         store.record_job("job-1", {"\ud800": 1})
     assert keys(memory) == {}
+
+
+def test_a_long_turn_is_stored_whole_and_cached_cut(settings):
+    """A turn over ``working.max_value_bytes`` (but within ``limits.max_turn_bytes``) is stored whole in the log;
+    the recent-turns cache keeps a copy cut to fit, marked ``content_truncated`` with the full ``content_bytes``."""
+    content = "Ünïcode and \"quotes\" " * 6000  # ≈ 140 KB, with characters JSON and UTF-8 both widen
+    with AgentMemory(settings(), user_id="alice") as memory:
+        limit = memory.settings.working.max_value_bytes
+        stored = memory.store_turn(Turn(conversation_id="c-long", user_id="alice", content=content))
+        assert [t.content for t in memory.get_conversation("c-long")] == [content]
+        cached = memory.working("alice", "c-long").get_recent_turns(limit=1)[0]
+    assert cached["content_truncated"] is True and cached["content_bytes"] == len(content.encode())
+    assert content.startswith(cached["content"]) and len(cached["content"]) > limit // 3
+    assert len(json.dumps(cached).encode()) <= limit
