@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .errors import AgentXMemoryError, ConfigurationError, ValidationError
-from .settings import RecallSettings, Settings, load_settings
+from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
 
 if TYPE_CHECKING:
     from .runtime import EmbeddedStack
@@ -165,8 +165,9 @@ def _sizes(text: str) -> list[int]:
 
 
 def _variant(text: str) -> tuple[str, dict[str, Any]]:
-    """An argparse type: a named recall variant for a benchmark, ``NAME:key=value,key=value`` (``idf off:
-    lexical_idf=false``); keys are ``recall`` settings, values JSON (else text), checked now, not after the ingest."""
+    """An argparse type: a named variant of the engine for a benchmark, ``NAME:key=value,key=value`` (``no vector:
+    vector_weight=0``); keys are ``recall`` settings or ``retrieval.<setting>``, values JSON (else text), checked
+    now, not after the ingest."""
     name, sep, pairs = text.partition(":")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME:key=value,...")
@@ -179,11 +180,15 @@ def _variant(text: str) -> tuple[str, dict[str, Any]]:
             override[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             override[key.strip()] = raw.strip()
-    unknown = set(override) - set(RecallSettings.model_fields)
+    recall = {k: v for k, v in override.items() if not k.startswith("retrieval.")}
+    retrieval = {k.removeprefix("retrieval."): v for k, v in override.items() if k.startswith("retrieval.")}
+    unknown = [*(set(recall) - set(RecallSettings.model_fields)),
+               *(f"retrieval.{k}" for k in set(retrieval) - set(RetrievalSettings.model_fields))]
     if unknown:
         raise argparse.ArgumentTypeError(f"{text!r}: not recall settings: {', '.join(sorted(unknown))}")
     try:
-        RecallSettings.model_validate(override)
+        RecallSettings.model_validate(recall)
+        RetrievalSettings.model_validate(retrieval)
     except PydanticValidationError as exc:
         error = exc.errors()[0]
         raise argparse.ArgumentTypeError(f"{text!r}: {'.'.join(map(str, error['loc']))}: {error['msg']}") from None

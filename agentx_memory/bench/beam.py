@@ -41,6 +41,7 @@ from .common import (
     Bm25Ranking,
     VectorRanking,
     bm25_okapi,
+    engine_variant,
     latency_summary,
     report_header,
     spread,
@@ -298,15 +299,16 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
         methods: dict[str, dict[str, Any] | None] = dict(BEAM_ABLATIONS) if ablations else {ENGINE: None}
         methods.update(variants or {})
         questions = [(c, q) for c in loaded for q in c.questions[:limit_questions]]
-        for name, override in methods.items():
+        for name, variant in methods.items():
             scores = results[name]
-            for chat, q in track(questions, name, unit="q"):
-                started = time.perf_counter()
-                bundle = await memory.remember(q.question, user_id=chat.user_id, top_k=TOP_K,
-                                               reference_time=chat.reference_time, include_semantic=False,
-                                               include_procedural=False, recall=override)
-                scores.latencies_ms.append((time.perf_counter() - started) * 1000)
-                scores.add(chat.chat_id, q, [t.item.metadata.get("msg_id") for t in bundle.turns])
+            with engine_variant(memory, variant) as override:
+                for chat, q in track(questions, name, unit="q"):
+                    started = time.perf_counter()
+                    bundle = await memory.remember(q.question, user_id=chat.user_id, top_k=TOP_K,
+                                                   reference_time=chat.reference_time, include_semantic=False,
+                                                   include_procedural=False, recall=override)
+                    scores.latencies_ms.append((time.perf_counter() - started) * 1000)
+                    scores.add(chat.chat_id, q, [t.item.metadata.get("msg_id") for t in bundle.turns])
         await memory.drain()
     finally:
         await memory.close()

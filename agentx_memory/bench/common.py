@@ -4,11 +4,12 @@ same texts the engine stored, latency percentiles, the machine line and the reca
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import platform
 import re
-from collections.abc import Callable, Coroutine, Hashable, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +21,8 @@ from ..memory import AsyncAgentMemory
 from ..settings import Settings
 from . import git_commit, pyplot
 
-__all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "latency_summary", "machine", "plot_recall",
+__all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "engine_variant", "latency_summary", "machine",
+           "plot_recall",
            "report_header", "run_in_namespace", "tokens", "turn_vectors", "write_report"]
 
 T = TypeVar("T")
@@ -85,6 +87,23 @@ async def turn_vectors(memory: AsyncAgentMemory) -> dict[str, np.ndarray]:
     """Every stored turn's vector by turn id, as the engine embedded it (from the durable conversation log)."""
     rows = await memory.ctx.postgres.fetch("SELECT turn_id, embedding FROM conversation_logs")
     return {r["turn_id"]: np.asarray(r["embedding"], dtype=np.float32) for r in rows}
+
+
+@contextlib.contextmanager
+def engine_variant(memory: AsyncAgentMemory, override: Mapping[str, Any] | None) -> Iterator[dict[str, Any] | None]:
+    """Run a benchmark variant: its ``retrieval.<setting>`` keys are set on the memory's retrieval settings until the
+    block ends; the rest is the ``recall`` override to pass to ``remember`` (None when there is none)."""
+    override = dict(override or {})
+    retrieval = {k.removeprefix("retrieval."): override.pop(k) for k in list(override) if k.startswith("retrieval.")}
+    settings = memory.ctx.settings.retrieval
+    before = {k: getattr(settings, k) for k in retrieval}
+    try:
+        for k, v in retrieval.items():
+            setattr(settings, k, v)
+        yield override or None
+    finally:
+        for k, v in before.items():
+            setattr(settings, k, v)
 
 
 def spread(values: Sequence[float]) -> dict[str, float]:

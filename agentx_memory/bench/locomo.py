@@ -34,6 +34,7 @@ from .common import (
     Bm25Ranking,
     VectorRanking,
     bm25_okapi,
+    engine_variant,
     latency_summary,
     report_header,
     spread,
@@ -219,15 +220,16 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                                          ("baseline: BM25 (rank-bm25)", by_bm25),
                                          ("baseline: vector (exact cosine)", by_vector)):
                         results[name].add(k, sample.sample_id, q["category"], q["evidence"], ranked)
-        for name, override in methods.items():
+        for name, variant in methods.items():
             scores = results[name]
-            for sample, q in track(questions, name, unit="q"):
-                for k in KS:
-                    started = time.perf_counter()
-                    returned = await _method_engine(memory, sample, q["question"], k, override)
-                    if k == 10:
-                        scores.latencies_ms.append((time.perf_counter() - started) * 1000)
-                    scores.add(k, sample.sample_id, q["category"], q["evidence"], returned)
+            with engine_variant(memory, variant) as override:
+                for sample, q in track(questions, name, unit="q"):
+                    for k in KS:
+                        started = time.perf_counter()
+                        returned = await _method_engine(memory, sample, q["question"], k, override)
+                        if k == 10:
+                            scores.latencies_ms.append((time.perf_counter() - started) * 1000)
+                        scores.add(k, sample.sample_id, q["category"], q["evidence"], returned)
         await memory.drain()
     finally:
         await memory.close()

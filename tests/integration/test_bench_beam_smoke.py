@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentx_memory.bench.beam import flatten_evidence, load_beam, recall_at, run_beam, strip_marker
+from agentx_memory.bench.common import engine_variant
 from agentx_memory.errors import ValidationError
 from agentx_memory.memory import AsyncAgentMemory
 from tests.conftest import cli_env
@@ -163,8 +164,20 @@ def test_bench_beam_cli(settings, backend, tmp_path):
 
 
 def test_beam_variants_run_on_the_same_ingest(settings, tmp_path):
-    """``variants`` (``--variant``) add engine runs with recall overrides, reported under their names."""
-    report = asyncio.run(run_beam(settings(), _write(tmp_path / "data"), out_dir=tmp_path / "out",
-                                  variants={"no vector": {"vector_weight": 0.0}}, progress=lambda _: None))
-    assert list(report["methods"])[-1] == "no vector"
+    """``variants`` (``--variant``) add engine runs with recall (and ``retrieval.``) overrides, reported under their
+    names."""
+    report = asyncio.run(run_beam(settings(), _write(tmp_path / "data"), out_dir=tmp_path / "out", variants={
+        "no vector": {"vector_weight": 0.0}, "one per session": {"retrieval.max_per_conversation": 1},
+    }, progress=lambda _: None))
+    assert list(report["methods"])[-2:] == ["no vector", "one per session"]
     assert report["methods"]["no vector"]["questions"] == report["methods"]["agentx (full)"]["questions"] == 6
+
+
+def test_a_variant_sets_retrieval_settings_for_its_run_only(memory):
+    retrieval = memory.core.ctx.settings.retrieval
+    cap = retrieval.max_per_conversation
+    with engine_variant(memory.core, {"retrieval.max_per_conversation": cap + 1, "vector_weight": 0.0}) as override:
+        assert override == {"vector_weight": 0.0} and retrieval.max_per_conversation == cap + 1
+    assert retrieval.max_per_conversation == cap
+    with engine_variant(memory.core, None) as override:
+        assert override is None

@@ -13,6 +13,7 @@ def test_a_variant_is_a_name_and_recall_overrides():
     assert _variant("no idf:lexical_b=0,vector_weight=0.25") == ("no idf", {"lexical_b": 0, "vector_weight": 0.25})
     assert _variant("rrf:fusion=rrf") == ("rrf", {"fusion": "rrf"})  # not JSON: kept as text
     assert _variant("plain:") == ("plain", {})
+    assert _variant("cap:retrieval.max_per_conversation=50") == ("cap", {"retrieval.max_per_conversation": 50})
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -22,6 +23,8 @@ def test_a_variant_is_a_name_and_recall_overrides():
     ("x:mmr_lambda=0.5", "not recall settings: mmr_lambda"),
     ("x:vector_weight=99", "vector_weight"),
     ("x:fusion=best", "fusion"),
+    ("x:retrieval.nope=1", "not recall settings: retrieval.nope"),
+    ("x:retrieval.max_per_conversation=0", "max_per_conversation"),
 ])
 def test_a_bad_variant_is_a_usage_error_naming_what_is_wrong(text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):
