@@ -1,6 +1,7 @@
 """The BEAM benchmark runs end to end on a tiny synthetic chat in BEAM's format (so it cannot rot): loading as the
-protocol says, a long message (over the working-memory cache's value limit) stored whole, abstention left out, dict-of-lists
-evidence flattened, and recall figures that can be checked by hand. No quality or timing assertions on the engine."""
+protocol says, a long message (over the working-memory cache's value limit) stored whole, abstention left out,
+dict-of-lists evidence flattened, and recall figures that can be checked by hand. No quality or timing assertions on
+the engine."""
 
 from __future__ import annotations
 

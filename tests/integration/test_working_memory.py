@@ -328,7 +328,7 @@ def test_a_long_turn_is_stored_whole_and_cached_cut(settings):
     content = "Ünïcode and \"quotes\" " * 6000  # ≈ 140 KB, with characters JSON and UTF-8 both widen
     with AgentMemory(settings(), user_id="alice") as memory:
         limit = memory.settings.working.max_value_bytes
-        stored = memory.store_turn(Turn(conversation_id="c-long", user_id="alice", content=content))
+        memory.store_turn(Turn(conversation_id="c-long", user_id="alice", content=content))
         assert [t.content for t in memory.get_conversation("c-long")] == [content]
         cached = memory.working("alice", "c-long").get_recent_turns(limit=1)[0]
     assert cached["content_truncated"] is True and cached["content_bytes"] == len(content.encode())
