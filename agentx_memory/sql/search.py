@@ -70,31 +70,38 @@ terms AS (
 q AS (SELECT string_agg({_lexeme_query("lexeme")}::text, ' | ')::tsquery AS query FROM terms)"""
 
 
-def _term_counts(rows: str, terms: str) -> str:
-    # For each row of `rows` (with id and context_tsv) and each of the `terms` it holds: how often the term is among
-    # its own words (weight A of context_tsv) and among its neighbours' (weight B).
+def _term_counts(rows: str, terms: str, carry: str) -> str:
+    # Per row of `rows` (id, context_tsv and the `carry` columns) and per term of `terms` it holds: how often the
+    # term is among its own words (weight A of context_tsv) and among its neighbours' (weight B). ts_filter splits
+    # the two parts, setweight marks the terms in a part and ts_filter keeps only them, so unnest yields a handful of
+    # lexemes per turn, not its whole vocabulary; all are C functions over the stored vector, and no join is planned
+    # on a row estimate (the planner cannot estimate a match of a query computed in the statement).
+    own = f"ts_filter(setweight(ts_filter(r.context_tsv, '{{a}}'), 'b', {terms}), '{{b}}')"
+    near = f"ts_filter(setweight(ts_filter(r.context_tsv, '{{b}}'), 'a', {terms}), '{{a}}')"
     return f"""
-  SELECT r.id, u.lexeme,
-         coalesce(cardinality(array_positions(u.weights, 'A')), 0) AS own,
-         coalesce(cardinality(array_positions(u.weights, 'B')), 0) AS near
-  FROM {rows} r CROSS JOIN LATERAL unnest(r.context_tsv) AS u
-  WHERE u.lexeme = ANY({terms})"""
+  SELECT id, {carry}, lexeme, sum(own) AS own, sum(near) AS near FROM (
+    SELECT r.id, {carry}, u.lexeme, cardinality(u.positions) AS own, 0 AS near
+    FROM {rows} r CROSS JOIN LATERAL unnest({own}) AS u
+    UNION ALL
+    SELECT r.id, {carry}, u.lexeme, 0, cardinality(u.positions)
+    FROM {rows} r CROSS JOIN LATERAL unnest({near}) AS u) AS part
+  GROUP BY id, {carry}, lexeme"""
 
 
-#: BM25 of one (turn, term) count row ``c`` joined to its term weight ``w`` and its turn length ``dl``: the term's
-#: frequency is its own count plus ``near`` (a weight) times its neighbours' count, the turn's length its number of
-#: distinct words, over ``avgdl`` of the scope.
+#: BM25 of one (turn, term) count row ``c`` joined to its term weight ``w``: the term's frequency is its own count
+#: plus ``near`` (a weight) times its neighbours' count; the turn's length ``c.dl`` is its number of distinct words,
+#: over ``avgdl`` of the scope.
 _BM25: Final[str] = """
   w.idf * (c.own + %(near)s * c.near) * (%(k1)s + 1)
-  / ((c.own + %(near)s * c.near) + %(k1)s * (1 - %(b)s + %(b)s * dl / greatest(%(avgdl)s, 1)))"""
+  / ((c.own + %(near)s * c.near) + %(k1)s * (1 - %(b)s + %(b)s * c.dl / greatest(%(avgdl)s, 1)))"""
 
 
 def _turn_candidates(dense_order: str) -> str:
-    # One round trip: the scope's turns matching any term of the question; each term's count in each of them and its
-    # inverse document frequency (over the scope's turns that say it themselves); the lexical top-n by BM25; the
-    # dense top-n; the lexical top-n inside the question's time phrase; every list filtered by user, channels and
-    # time window inside the query; then every candidate's signals, with the term weights and the scope's average
-    # turn length for the turns read around the hits.
+    # One round trip: the scope's turns matching any term of the question (GIN on context_tsv); each term's count
+    # among each match's own words and its neighbours'; each term's inverse document frequency (over the scope's
+    # turns that say it themselves); the lexical top-n by BM25; the dense top-n; the lexical top-n inside the
+    # question's time phrase; every list filtered by user, channels and time window inside the query; then every
+    # candidate's signals, with the term weights and the scope's average turn length for the turns read around hits.
     bm25 = _BM25.replace("%(avgdl)s", "docs.avgdl")
     return f"""
 WITH {_TERMS},
@@ -108,15 +115,15 @@ docs AS (
   WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
-counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)")}),
+counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)", "turn_id, timestamp, dl")}),
 w AS (
   SELECT c.lexeme, ln(1 + (docs.n - count(*) FILTER (WHERE c.own > 0) + 0.5)
                         / (count(*) FILTER (WHERE c.own > 0) + 0.5)) AS idf
   FROM counts c CROSS JOIN docs GROUP BY c.lexeme, docs.n),
 scored AS (
-  SELECT m.id, m.turn_id, m.timestamp, sum({bm25}) AS lexical
-  FROM counts c JOIN w ON w.lexeme = c.lexeme JOIN matched m ON m.id = c.id CROSS JOIN docs
-  GROUP BY m.id, m.turn_id, m.timestamp),
+  SELECT c.id, c.turn_id, c.timestamp, sum({bm25}) AS lexical
+  FROM counts c JOIN w ON w.lexeme = c.lexeme CROSS JOIN docs GROUP BY c.id, c.turn_id, c.timestamp),
+lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored),
 lex AS (SELECT id FROM scored ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
@@ -130,14 +137,14 @@ win AS (
   ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
 SELECT {_columns("t")},
-       coalesce(s.lexical, 0) AS lexical,
+       coalesce(((SELECT by_id FROM lexical) ->> t.id::text)::float8, 0) AS lexical,
        1 - (t.embedding <=> %(embedding)s) AS cosine,
        (SELECT 1 - max(distance) FROM den) AS cosine_floor,
        (SELECT count(*) FROM matched) AS lexical_hits,
        (SELECT array_agg(lexeme ORDER BY lexeme) FROM w) AS term_lexemes,
        (SELECT array_agg(idf ORDER BY lexeme) FROM w) AS term_weights,
        (SELECT avgdl FROM docs) AS average_length
-FROM conversation_logs t LEFT JOIN scored s ON s.id = t.id
+FROM conversation_logs t
 WHERE t.id IN (SELECT id FROM c)
 """
 
@@ -148,29 +155,28 @@ TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embeddi
 #: Turn candidates through the HNSW index (iterative scans keep the user filter from starving the result).
 TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embedding)s")
 
-#: Turns around hits (± span) in the hits' conversations, with the same signals (BM25 with the candidates' term
-#: weights and average length).
+#: Turns around hits (± span) in the hits' conversations, except those already scored, with the same signals (BM25
+#: with the candidates' term weights and average length).
 TURNS_AROUND: Final[str] = f"""
 WITH w AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS term(lexeme, idf)),
-ids AS (
-  SELECT DISTINCT c.id FROM conversation_logs c
-  JOIN unnest(%(conversation_ids)s::text[], %(indexes)s::int[]) AS hit(conversation_id, turn_index)
-    ON c.conversation_id = hit.conversation_id
-   AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
-  WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
-    AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
-    AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s)),
 near AS (
   SELECT c.id, coalesce(c.context_tsv, setweight(c.content_tsv, 'A')) AS context_tsv, length(c.content_tsv) AS dl
-  FROM conversation_logs c JOIN ids ON ids.id = c.id),
-counts AS ({_term_counts("near", "%(lexemes)s::text[]")}),
+  FROM conversation_logs c WHERE c.id IN (
+    SELECT c.id FROM conversation_logs c
+    JOIN unnest(%(conversation_ids)s::text[], %(indexes)s::int[]) AS hit(conversation_id, turn_index)
+      ON c.conversation_id = hit.conversation_id
+     AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
+    WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
+      AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
+      AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s))),
+counts AS ({_term_counts("near", "%(lexemes)s::text[]", "dl")}),
 scored AS (
-  SELECT c.id, sum({_BM25}) AS lexical
-  FROM counts c JOIN w ON w.lexeme = c.lexeme JOIN near n ON n.id = c.id GROUP BY c.id)
+  SELECT c.id, sum({_BM25}) AS lexical FROM counts c JOIN w ON w.lexeme = c.lexeme GROUP BY c.id),
+lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored)
 SELECT {_columns("c")},
-       coalesce(s.lexical, 0) AS lexical,
+       coalesce(((SELECT by_id FROM lexical) ->> c.id::text)::float8, 0) AS lexical,
        1 - (c.embedding <=> %(embedding)s) AS cosine
-FROM conversation_logs c JOIN near ON near.id = c.id LEFT JOIN scored s ON s.id = c.id
+FROM conversation_logs c WHERE c.id IN (SELECT id FROM near)
 """
 
 #: Which of the names are participants (``metadata.speaker``) of the user's conversations (index lookups).
