@@ -162,7 +162,7 @@ class EmbeddingSettings(_Section):
     )
     dimension: int = Field(384, ge=8, le=4096, description="vector dimension of the model")
     turn_context: Literal["previous_first", "own_first", "none"] = Field(
-        "previous_first", description="what a turn's vector is made of: the previous turn's text then its own "
+        "own_first", description="what a turn's vector is made of: the previous turn's text then its own "
         "(previous_first), its own then the previous one's (own_first; the model's window goes to the turn itself), "
         "or its own text alone (none)",
     )
@@ -201,12 +201,18 @@ class RetrievalSettings(_Section):
     facts_weight: float = Field(0.25, ge=0, le=1, description="weight of fact matches")
     entities_weight: float = Field(0.2, ge=0, le=1, description="weight of entity matches")
     procedural_weight: float = Field(0.15, ge=0, le=1, description="weight of strategy matches")
-    recency_weight: float = Field(0.1, ge=0, le=1, description="weight of the recency signal")
+    recency_weight: float = Field(
+        0.0, ge=0, le=1, description="weight of the recency signal (spec 003 suggests 0.1; 0 measured better on both "
+        "dev sets, docs/benchmarks.md)",
+    )
     recency_half_life_days: float = Field(14.0, gt=0, le=3650, description="age at which the recency signal halves")
     overfetch_factor: float = Field(2.0, ge=1, le=20, description="candidates fetched per result before filtering")
     graph_depth: int = Field(2, ge=1, le=3, description="hops of graph expansion from matched entities")
     graph_expansion_limit: int = Field(50, ge=1, le=1000, description="nodes at most from graph expansion")
-    max_per_conversation: int = Field(5, ge=1, le=1000, description="turns at most from one conversation")
+    max_per_conversation: int = Field(
+        0, ge=0, le=1000, description="turns at most from one conversation while others can fill the list (0 = no "
+        "cap; a cap of 5 or 10 measured worse on both dev sets)",
+    )
     mmr_lambda: float = Field(1.0, ge=0, le=1, description="MMR relevance/diversity balance (1 = relevance only)")
     temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
     temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
@@ -254,9 +260,11 @@ class RecallSettings(_Section):
     vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
     candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")
     neighbours: int = Field(1, ge=0, le=5, description="turns either side whose relevance spills over (0 = off)")
-    neighbour_weight: float = Field(0.3, ge=0, le=10, description="share of the best neighbour's relevance a turn gets")
+    neighbour_weight: float = Field(
+        0.15, ge=0, le=10, description="share of the best neighbour's relevance a turn gets"
+    )
     session_weight: float = Field(
-        0.3, ge=0, le=10, description="share of its conversation's best relevance a turn gets"
+        0.15, ge=0, le=10, description="share of its conversation's best relevance a turn gets"
     )
     session_expansion: int = Field(
         20, ge=0, le=500, description="conversations of the top candidates read in full (0 = off)"

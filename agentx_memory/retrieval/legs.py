@@ -148,7 +148,7 @@ def collect_turns(found: Candidates, rows: Sequence[dict[str, Any]]) -> None:
     found.turn_rows = {row["turn_id"]: row for row in rows}
     floor = rows[0]["cosine_floor"] if rows else None
     found.cosine_floor = float(floor) if floor is not None else 0.0
-    if rows and rows[0]["term_lexemes"]:
+    if rows and rows[0].get("term_lexemes"):
         found.term_weights = dict(zip(rows[0]["term_lexemes"], map(float, rows[0]["term_weights"]), strict=True))
         found.average_length = float(rows[0]["average_length"] or 0.0)
 

@@ -19,6 +19,7 @@ with ``item.add(name, value, weight, detail)``, so a score is always the sum of 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final, Protocol
@@ -274,8 +275,10 @@ def _unit_matrix(vectors: Sequence[Sequence[float] | None]) -> np.ndarray:
 def cap_per_conversation(drafts: Iterable[TurnDraft], cap: int, top_k: int,
                          group: Callable[[TurnDraft], str] = lambda d: str(d.row["conversation_id"])
                          ) -> list[TurnDraft]:
-    """The first ``top_k`` drafts with at most ``cap`` per conversation; drafts over the cap fill the list (in
-    order) only when too few others are left: the cap diversifies, it never leaves the list short."""
+    """The first ``top_k`` drafts with at most ``cap`` per conversation (0: no cap); drafts over the cap fill the
+    list (in order) only when too few others are left: the cap diversifies, it never leaves the list short."""
+    if cap <= 0:
+        return list(itertools.islice(drafts, top_k))
     chosen: list[TurnDraft] = []
     overflow: list[TurnDraft] = []
     per_group: dict[str, int] = {}

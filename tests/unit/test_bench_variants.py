@@ -24,7 +24,7 @@ def test_a_variant_is_a_name_and_recall_overrides():
     ("x:vector_weight=99", "vector_weight"),
     ("x:fusion=best", "fusion"),
     ("x:retrieval.nope=1", "not recall settings: retrieval.nope"),
-    ("x:retrieval.max_per_conversation=0", "max_per_conversation"),
+    ("x:retrieval.max_per_conversation=-1", "max_per_conversation"),
 ])
 def test_a_bad_variant_is_a_usage_error_naming_what_is_wrong(text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):

@@ -17,8 +17,9 @@ from agentx_memory.retrieval.timeparse import TimeRange
 from agentx_memory.settings import RecallSettings, RetrievalSettings
 
 REF = datetime(2024, 3, 20, 12, 0, tzinfo=UTC)
-RECALL = RecallSettings()
-RETRIEVAL = RetrievalSettings()
+# the weights these tests compute with (not the defaults, which are chosen by measurement and may move)
+RECALL = RecallSettings(neighbour_weight=0.3, session_weight=0.3)
+RETRIEVAL = RetrievalSettings(recency_weight=0.1)
 
 
 def row(turn_id: str, conversation: str = "c1", index: int = 0, *, lexical: float = 0.0, cosine: float = 0.0,
@@ -164,6 +165,7 @@ def test_the_cap_diversifies_conversations_but_never_leaves_the_list_short():
     assert [d.id for d in rerank.cap_per_conversation(drafts, cap=2, top_k=4)] == ["a0", "a1", "b0", "a2"]
     assert [d.id for d in rerank.cap_per_conversation(drafts, cap=5, top_k=2)] == ["a0", "a1"]
     assert rerank.cap_per_conversation([], cap=1, top_k=3) == []
+    assert [d.id for d in rerank.cap_per_conversation(drafts, cap=0, top_k=4)] == ["a0", "a1", "a2", "a3"]  # no cap
 
 
 # --- diversity (MMR) -----------------------------------------------------------------------------------------------
