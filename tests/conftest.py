@@ -135,11 +135,12 @@ def backend(request) -> str:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Where Neo4j is required (CI), a skipped Neo4j case is reported as a failure, whatever skipped it."""
+    """Where Neo4j is required (CI), a skipped Neo4j case is reported as a failure, whatever skipped it. (A strict
+    xfail ran and failed as recorded: it is a known defect on record, not a skip.)"""
     outcome = yield
     report = outcome.get_result()
     callspec = getattr(item, "callspec", None)
-    if (report.skipped and os.environ.get(REQUIRE_NEO4J) and callspec is not None
+    if (report.skipped and not hasattr(report, "wasxfail") and os.environ.get(REQUIRE_NEO4J) and callspec is not None
             and callspec.params.get("backend") == "neo4j"):
         report.outcome = "failed"
         report.longrepr = f"{REQUIRE_NEO4J} is set: a skipped Neo4j case fails ({report.longrepr})"
