@@ -350,7 +350,7 @@ def test_a_turn_whose_predecessor_changed_meanwhile_is_never_visible_with_the_st
         stored = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Which fair was it?"))
         assert stored.index == 2
         assert embedder.seen == [[]], "the turn was visible in the log before its vector had its real context"
-        right = memory._portal.run(embedder.embed_documents(["To Lisbon, for a fair.\nWhich fair was it?"]))[0]
+        right = memory._portal.run(embedder.embed_documents(["Which fair was it?\nTo Lisbon, for a fair."]))[0]
         logged = sql(memory, "SELECT embedding FROM conversation_logs WHERE turn_id = %s", (stored.id,))
         assert np.allclose(logged[0]["embedding"], right, atol=1e-6)
         graph = gread(memory, "MATCH (t:Turn {id: $id}) RETURN t.embedding AS e", {"id": stored.id})
