@@ -63,7 +63,7 @@ class GoalMemory:
         check_datetime(goal.created_at, "created_at")
         if goal.deadline is not None:
             check_datetime(goal.deadline, "deadline")
-        check_text(goal.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_text(goal.description, "description", max_bytes=self.ctx.settings.limits.max_text_bytes)
         if goal.status not in GOAL_STATUSES:
             raise ValidationError("status", f"{goal.status!r} is not one of {', '.join(GOAL_STATUSES)}")
         metadata = check_json(goal.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
@@ -123,7 +123,7 @@ class GoalMemory:
         if status not in GOAL_STATUSES:
             raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
         if result is not None:
-            check_text(result, "result", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+            check_text(result, "result", max_bytes=self.ctx.settings.limits.max_text_bytes)
         completed_at = to_ms(utcnow()) if status in ("completed", "abandoned") else None
         rows = await self.ctx.graph.write(cypher.COMPLETE_GOAL, {
             "id": goal_id, "user_id": user_id, "status": status, "result": result, "completed_at": completed_at,

@@ -70,7 +70,7 @@ class ProceduralMemory:
             check_id(inv.turn_id, "turn_id")
         if inv.task_type is not None:
             check_id(inv.task_type, "task_type")  # a label in a VARCHAR(100) column, held to the id rule
-        limit = self.ctx.settings.limits.max_turn_bytes
+        limit = self.ctx.settings.limits.max_text_bytes
         check_json(inv.tool_input, "tool_input", max_bytes=limit)
         check_json(inv.tool_output, "tool_output", max_bytes=limit)
         if inv.error_message:
@@ -169,9 +169,9 @@ class ProceduralMemory:
         check_id(user_id, "user_id")
         if from_conversation_id is not None:
             check_id(from_conversation_id, "from_conversation_id", max_len=200)
-        check_text(description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_text(description, "description", max_bytes=self.ctx.settings.limits.max_text_bytes)
         if context_pattern != "":  # "" means "keep the stored one"; anything else must be storable text
-            check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+            check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_text_bytes)
         tools = check_ids(tool_sequence, "tool_sequence")
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
         embedding = (await self.ctx.embedder.embed_documents([f"{description}\n{context_pattern}".strip()]))[0].tolist()
@@ -213,7 +213,7 @@ class ProceduralMemory:
                               *, user_id: str, embedding: Sequence[float] | None = None) -> list[StrategyMatch]:
         """Strategies of the user similar to the task, ranked by similarity and success rate."""
         started = time.perf_counter()
-        check_text(task_description, "task_description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_text(task_description, "task_description", max_bytes=self.ctx.settings.limits.max_text_bytes)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not (1 <= top_k <= 1000):
             raise ValidationError("top_k", f"must be between 1 and 1000, got {top_k}")
         if embedding is not None:

@@ -105,7 +105,7 @@ class SemanticMemory:
             check_text(alias, "aliases", max_bytes=1000)
         check_text(entity.type, "type", max_bytes=100)
         if entity.description:
-            check_text(entity.description, "description", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+            check_text(entity.description, "description", max_bytes=self.ctx.settings.limits.max_text_bytes)
         check_range(entity.salience, "salience", 0.0, 1.0)
         check_datetime(entity.first_seen, "first_seen")
         check_json(entity.properties, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
@@ -250,8 +250,8 @@ class SemanticMemory:
         check_ids(fact.entity_ids, "entity_ids")
         if fact.source:
             check_text(fact.source, "source", max_bytes=1000)
-        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_turn_bytes,
-                   limit_name="limits.max_turn_bytes")
+        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_text_bytes,
+                   limit_name="limits.max_text_bytes")
         check_range(fact.confidence, "confidence", 0.0, 1.0)
         check_datetime(fact.created_at, "created_at")
         metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)

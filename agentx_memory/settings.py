@@ -387,6 +387,10 @@ class LimitsSettings(_Section):
         description="largest turn content (UTF-8 bytes); a turn is stored whole (the working-memory cache of recent "
         "turns keeps a cut copy of one over working.max_value_bytes)",
     )
+    max_text_bytes: int = Field(
+        32 * 1024, ge=1, le=16 * 1024 * 1024,
+        description="largest query, fact claim, description, tool input/output or error message (UTF-8 or JSON bytes)",
+    )
     max_batch_turns: int = Field(10_000, ge=1, le=1_000_000, description="largest store_turns batch")
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=16 * 1024 * 1024, description="largest metadata (JSON bytes)")
     call_timeout_seconds: float = Field(

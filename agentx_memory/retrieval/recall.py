@@ -136,7 +136,7 @@ class RecallLayer:
 
     def _check(self, query: str, user_id: str, channel: str, top_k: int, time_window_hours: float | None) -> None:
         """Refuse invalid arguments (:class:`ValidationError`) before any work."""
-        check_text(query, "query", max_bytes=self.ctx.settings.limits.max_turn_bytes)
+        check_text(query, "query", max_bytes=self.ctx.settings.limits.max_text_bytes)
         check_id(user_id, "user_id")
         check_channel(channel)
         check_int(top_k, "top_k", low=1, high=200)  # top_k=2.5 passed the range check, top_k="5" raised TypeError

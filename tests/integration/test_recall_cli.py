@@ -120,7 +120,7 @@ def test_ingest_stores_good_lines_and_reports_bad_ones(namespace, tmp_path):
         line(5, metadata="not an object"),                              # 8 metadata must be an object
         line(6, content="   "),                                         # 9 empty content
         "[1, 2, 3]",                                                    # 10 not an object
-        line(7, content="x" * 40_000),                                  # 11 too large
+        line(7, content="x" * (1024 * 1024 + 1)),                       # 11 too large (limits.max_turn_bytes)
         line(8, unknown_field=True),                                    # 12 unknown field
         line(9, conversation_id="imp-2", metadata={"nested": {"ü": [1, None]}}),  # 13 good
     ]
