@@ -40,9 +40,9 @@ from ..procedural import ProceduralMemory
 from ..rows import entity_from_row, fact_from_row, turn_from_row
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
-from . import fusion, legs, rerank
+from . import fusion, rerank
 from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
-from .legs import LEGS, Leg
+from .legs import LEGS, Leg, bm25
 from .plan import Candidates, SearchPlan
 
 __all__ = ["Candidates", "MemoryRetriever", "SearchPlan"]
@@ -231,7 +231,7 @@ class MemoryRetriever:
             plan.scope(), hits=[(rows[i]["conversation_id"], rows[i]["turn_index"]) for i in top],
             span=recall.session_span if recall.session_weight else recall.neighbours, exclude=list(rows),
             terms=found.term_weights, average_length=found.average_length, embedding=plan.query_vector(),
-            bm25=legs.bm25(recall))
+            bm25=bm25(recall))
         for row in extra:
             rows[row["turn_id"]] = row
         _record(metrics, "neighbours", started, len(extra))
