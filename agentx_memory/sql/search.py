@@ -50,7 +50,6 @@ __all__ = [
 OR_QUERY: Final[LiteralString] = "to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|'))"
 
 
-
 def _columns(alias: str) -> str:
     # The turn columns, qualified (the statements join conversation_logs with CTEs that share column names).
     return ", ".join(f"{alias}.{col.strip()}" for col in TURN_COLUMNS.split(","))
