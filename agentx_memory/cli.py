@@ -180,8 +180,9 @@ def _variant(text: str) -> tuple[str, dict[str, Any]]:
             override[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             override[key.strip()] = raw.strip()
-    recall = {k: v for k, v in override.items() if not k.startswith("retrieval.")}
-    retrieval = {k.removeprefix("retrieval."): v for k, v in override.items() if k.startswith("retrieval.")}
+    from .bench import split_variant
+
+    recall, retrieval = split_variant(override)
     unknown = [*(set(recall) - set(RecallSettings.model_fields)),
                *(f"retrieval.{k}" for k in set(retrieval) - set(RetrievalSettings.model_fields))]
     if unknown:
@@ -233,8 +234,8 @@ def _bench_output_args(parser: argparse.ArgumentParser, name: str) -> None:
 def _variant_args(parser: argparse.ArgumentParser) -> None:
     """``--variant``: extra named runs of the engine with recall overrides, on the same ingest."""
     parser.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME:key=value,...",
-                        help="also run the engine with these recall settings under NAME (repeatable), e.g. "
-                             "'no idf:lexical_idf=false'")
+                        help="also run the engine with these recall settings (or retrieval.<setting> values) under "
+                             "NAME (repeatable), e.g. 'no vector:vector_weight=0'")
 
 
 def _bench_args(parser: argparse.ArgumentParser) -> None:

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["git_commit", "pyplot"]
+__all__ = ["RETRIEVAL_PREFIX", "git_commit", "pyplot", "split_variant"]
+
+#: The prefix of a benchmark variant's keys that name retrieval settings (the others are recall overrides).
+RETRIEVAL_PREFIX = "retrieval."
+
+
+def split_variant(override: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A benchmark variant's overrides as ``(recall, retrieval)``: keys ``retrieval.<setting>`` (prefix dropped) go to
+    the second, every other key to the first."""
+    recall = {k: v for k, v in override.items() if not k.startswith(RETRIEVAL_PREFIX)}
+    retrieval = {k.removeprefix(RETRIEVAL_PREFIX): v for k, v in override.items() if k.startswith(RETRIEVAL_PREFIX)}
+    return recall, retrieval
 
 
 def git_commit() -> str:

@@ -19,7 +19,7 @@ import numpy as np
 from ..backends import drop_namespace
 from ..memory import AsyncAgentMemory
 from ..settings import Settings
-from . import git_commit, pyplot
+from . import git_commit, pyplot, split_variant
 
 __all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "engine_variant", "latency_summary", "machine",
            "plot_recall",
@@ -93,14 +93,13 @@ async def turn_vectors(memory: AsyncAgentMemory) -> dict[str, np.ndarray]:
 def engine_variant(memory: AsyncAgentMemory, override: Mapping[str, Any] | None) -> Iterator[dict[str, Any] | None]:
     """Run a benchmark variant: its ``retrieval.<setting>`` keys are set on the memory's retrieval settings until the
     block ends; the rest is the ``recall`` override to pass to ``remember`` (None when there is none)."""
-    override = dict(override or {})
-    retrieval = {k.removeprefix("retrieval."): override.pop(k) for k in list(override) if k.startswith("retrieval.")}
+    recall, retrieval = split_variant(override or {})
     settings = memory.ctx.settings.retrieval
     before = {k: getattr(settings, k) for k in retrieval}
     try:
         for k, v in retrieval.items():
             setattr(settings, k, v)
-        yield override or None
+        yield recall or None
     finally:
         for k, v in before.items():
             setattr(settings, k, v)
