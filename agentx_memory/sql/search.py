@@ -55,10 +55,10 @@ def _columns(alias: str) -> str:
     return ", ".join(f"{alias}.{col.strip()}" for col in TURN_COLUMNS.split(","))
 
 
-def _lexeme_query(lexeme: str) -> str:
-    # A normalized lexeme (a SQL text expression) as a one-term tsquery: quoted, so none of its characters is read as
-    # an operator, and cast, so it is not normalized (stemmed) a second time as to_tsquery would.
-    return "('''' || replace(replace(" + lexeme + r", '\', '\\'), '''', '''''') || '''')::tsquery"
+def _quoted_lexeme(lexeme: str) -> str:
+    # A normalized lexeme (a SQL text expression) quoted as a tsquery operand, so none of its characters is read as an
+    # operator; the OR of them is cast to tsquery, which (unlike to_tsquery) does not normalize (stem) it again.
+    return "('''' || replace(replace(" + lexeme + r", '\', '\\'), '''', '''''') || '''')"
 
 
 #: The question's terms (its distinct stemmed content words, stopwords out) and their OR as a tsquery.
@@ -66,7 +66,7 @@ _TERMS: Final[str] = f"""
 terms AS (
   SELECT lexeme
   FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', %(text)s)) END) AS lexeme),
-q AS (SELECT string_agg({_lexeme_query("lexeme")}::text, ' | ')::tsquery AS query FROM terms)"""
+q AS (SELECT string_agg({_quoted_lexeme("lexeme")}, ' | ')::tsquery AS query FROM terms)"""
 
 
 def _term_counts(rows: str, terms: str, carry: str) -> str:
