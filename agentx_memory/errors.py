@@ -14,8 +14,15 @@ so callers never have to import a driver to catch a failure::
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
      │         └── CallTimeoutError  a synchronous call passed its deadline and was cancelled (also a TimeoutError)
-     └── RuntimeServerError          the embedded runtime could not start, stop or find a server
-          └── WaitTimeoutError       (polling.py) a polled condition did not hold in time; also a TimeoutError
+     ├── RuntimeServerError          the embedded runtime could not start, stop or find a server
+     │    └── WaitTimeoutError       (polling.py) a polled condition did not hold in time; also a TimeoutError
+     └── LLMError                    an LLM call failed; names the provider and model, never the API key
+          ├── LLMUnavailableError    the provider did not answer usably after the retries (5xx, 429, network)
+          │    └── LLMTimeoutError   ... because every attempt timed out (also a TimeoutError)
+          ├── LLMOutputError         the answer is not the JSON asked for (malformed, off-schema, truncated)
+          ├── LLMRefusalError        the model refused to answer
+          ├── LLMBudgetExceededError a per-call or per-run token budget would be exceeded: nothing was called
+          └── PaidCallRefusedError   llm.allow_paid_calls is off and the endpoint is not a local server
 """
 
 from __future__ import annotations
@@ -27,7 +34,14 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "EmbeddingDimensionMismatchError",
+    "LLMBudgetExceededError",
+    "LLMError",
+    "LLMOutputError",
+    "LLMRefusalError",
+    "LLMTimeoutError",
+    "LLMUnavailableError",
     "NotFoundError",
+    "PaidCallRefusedError",
     "RuntimeServerError",
     "StorageError",
     "StorageUnavailableError",
@@ -91,3 +105,45 @@ class CallTimeoutError(StorageUnavailableError, TimeoutError):
 
 class RuntimeServerError(AgentXMemoryError):
     """The embedded runtime could not start, stop or locate one of its servers."""
+
+
+class LLMError(AgentXMemoryError):
+    """An LLM call failed. The message names the provider and model (``provider:model``) and what went wrong; it never
+    holds the API key."""
+
+
+class LLMUnavailableError(LLMError):
+    """The provider did not answer usably within ``llm.max_retries`` retries: server errors, rate limits, network
+    failures. ``status`` is the last HTTP status (None without a response)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        self.status = status
+        super().__init__(message)
+
+
+class LLMTimeoutError(LLMUnavailableError, TimeoutError):
+    """Every attempt passed ``llm.timeout_seconds``."""
+
+
+class LLMOutputError(LLMError):
+    """The answer is not what was asked for: malformed JSON, a value that breaks the schema (``field`` names where),
+    or an answer cut at the output-token limit (``truncated``)."""
+
+    def __init__(self, message: str, *, field: str | None = None, truncated: bool = False):
+        self.field = field
+        self.truncated = truncated
+        super().__init__(message)
+
+
+class LLMRefusalError(LLMError):
+    """The model declined to answer (a refusal stop reason or refusal message)."""
+
+
+class LLMBudgetExceededError(LLMError):
+    """A call would pass a token budget (``llm.max_tokens_per_call`` or the run's budget); it was not made, so the
+    operation stops before writing anything from it."""
+
+
+class PaidCallRefusedError(LLMError):
+    """``llm.allow_paid_calls`` is off and the call would go to a provider's public (paid) endpoint rather than a
+    server on this machine or the local network."""

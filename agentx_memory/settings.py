@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import pydantic
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -175,12 +175,25 @@ class EmbeddingSettings(_Section):
     openai_base_url: str = Field("", description="base URL for openai: models (empty = the SDK default)")
 
 
+#: ``llm.prices`` by default: list prices in USD per million (input, output) tokens, November 2026.
+DEFAULT_LLM_PRICES: Final[dict[str, tuple[float, float]]] = {
+    "anthropic:claude-3-5-haiku-latest": (0.80, 4.00),
+    "anthropic:claude-3-5-sonnet-latest": (3.00, 15.00),
+    "anthropic:claude-haiku-4-5": (1.00, 5.00),
+    "anthropic:claude-sonnet-4-5": (3.00, 15.00),
+    "openai:gpt-4o-mini": (0.15, 0.60),
+    "openai:gpt-4o": (2.50, 10.00),
+    "openai:gpt-4.1-mini": (0.40, 1.60),
+}
+
+
 class LLMSettings(_Section):
     """The LLM used for extraction, query expansion, HyDE and self-query (optional)."""
 
     extraction_model: str = Field(
-        "anthropic:claude-3-5-haiku-latest",
-        description="'provider:model' for consolidation/extraction",
+        "anthropic:claude-haiku-4-5",
+        description="'provider:model' for consolidation/extraction (spec 003 names claude-3-5-haiku-latest, retired "
+        "by Anthropic in February 2026)",
         json_schema_extra=not_used_yet(13),
     )
     query_model: str = Field(
@@ -190,8 +203,28 @@ class LLMSettings(_Section):
     anthropic_base_url: str = Field("", description="base URL for anthropic: models (empty = the SDK default)")
     openai_api_key: str = Field("", description="API key for openai: models (or OPENAI_API_KEY)")
     openai_base_url: str = Field("", description="base URL for openai: models (empty = the SDK default)")
-    timeout_seconds: float = Field(30.0, gt=0, le=600, description="per LLM request")
-    allow_paid_calls: bool = Field(True, description="False blocks any call to a paid API (tests set it)")
+    timeout_seconds: float = Field(30.0, gt=0, le=600, description="per LLM request attempt")
+    max_retries: int = Field(
+        3, ge=0, le=10, description="retries of a request after a 408/409/429/5xx answer, a timeout or a network "
+        "error (exponential backoff with jitter; a retry-after header of up to 60 s is honoured)",
+    )
+    max_output_tokens: int = Field(4096, ge=1, le=200_000, description="output tokens at most per structured call")
+    max_tokens_per_call: int = Field(
+        16_000, ge=1, le=2_000_000, description="input + output tokens at most per call (input estimated before it)"
+    )
+    max_tokens_per_run: int = Field(
+        1_000_000, ge=1, le=1_000_000_000, description="input + output tokens at most per operation (an extraction "
+        "run); the call that would pass it is not made",
+    )
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: dict(DEFAULT_LLM_PRICES),
+        description="USD per million input and output tokens by 'provider:model', for the estimated cost in usage "
+        "reports (a model not listed has no estimate)",
+    )
+    allow_paid_calls: bool = Field(
+        True, description="False refuses every call to a provider's public endpoint; calls to a server on this "
+        "machine or the local network (llm.*_base_url) still run (the test suite sets it)",
+    )
 
 
 class RetrievalSettings(_Section):

@@ -252,6 +252,7 @@ class Namespaces:
             "postgres": {"db_schema": tag, "pool_min_size": 1, "pool_max_size": 8},
             "redis": {"key_prefix": f"{tag}:"},
             "embedding": {"model": TEST_MODEL, "dimension": TEST_DIMENSION},
+            "llm": {"allow_paid_calls": False},  # no test reaches a paid API; local wire-format servers still answer
         }
         if self.neo4j is not None:
             base["graph"].update(uri=self.neo4j.uri, user=self.neo4j.user, password=self.neo4j.password,
@@ -442,6 +443,7 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
         "AGENTX_REDIS__KEY_PREFIX": settings.redis.key_prefix,
         "AGENTX_EMBEDDING__MODEL": settings.embedding.model,
         "AGENTX_EMBEDDING__DIMENSION": str(settings.embedding.dimension),
+        "AGENTX_LLM__ALLOW_PAID_CALLS": str(settings.llm.allow_paid_calls).lower(),
     })
     if settings.graph.uri:
         env.update({

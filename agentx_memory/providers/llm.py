@@ -1,85 +1,237 @@
 """LLM providers behind one small interface, chosen with ``"provider:model"`` strings.
 
-``anthropic:<model>`` uses the official ``anthropic`` SDK (Messages API); ``openai:<model>`` the official ``openai``
-SDK (Chat Completions). Both honour a base URL setting, so they can be pointed at a compatible local server.
-``llm.allow_paid_calls = False`` blocks every call (tests set it unless they run a local stand-in server).
+``anthropic:<model>`` uses the official ``anthropic`` SDK (Messages API, structured output through a forced tool
+call); ``openai:<model>`` the official ``openai`` SDK (Chat Completions, structured output through
+``response_format`` ``json_schema``). Both take a base URL (``llm.anthropic_base_url`` / ``llm.openai_base_url``), so
+``openai:`` also reaches local OpenAI-compatible servers (Ollama, vLLM, llama.cpp server, LM Studio).
+
+What every call gets, whatever the provider (:class:`LLM`):
+
+* **retries** by the SDK itself (``llm.max_retries``): 408/409/429/5xx, timeouts and network errors, exponential
+  backoff with jitter, honouring ``retry-after`` (up to 60 s);
+* **budgets**: with a :class:`~agentx_memory.providers.usage.UsageMeter`, a call that would pass the per-call or the
+  run's token budget is refused before it is made;
+* **usage** (tokens in and out, calls, estimated cost from ``llm.prices``) on every answer;
+* **our errors** (:class:`~agentx_memory.errors.LLMError` and subclasses), whose messages name the model and never the
+  API key;
+* **validation**: :meth:`LLM.structured` parses the answer into a pydantic model; malformed JSON, a value off the
+  schema (the field is named), a truncated answer and a refusal are each their own error;
+* the **paid-call switch**: with ``llm.allow_paid_calls`` off, a call to a provider's public endpoint raises
+  :class:`~agentx_memory.errors.PaidCallRefusedError`; a base URL on this machine or the local network still works.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
-from ..errors import ConfigurationError
+import pydantic
+
+from ..errors import (
+    ConfigurationError,
+    LLMError,
+    LLMOutputError,
+    LLMRefusalError,
+    LLMTimeoutError,
+    LLMUnavailableError,
+    PaidCallRefusedError,
+)
 from ..settings import LLMSettings
+from .usage import Usage, UsageMeter, estimate_tokens
 
-__all__ = ["LLM", "AnthropicLLM", "OpenAILLM", "make_llm"]
+__all__ = ["LLM", "Answer", "Completion", "Structured", "is_local_endpoint", "make_llm"]
+
+T = TypeVar("T", bound=pydantic.BaseModel)
+
+#: Why a provider stopped: the answer is complete, cut at the output limit, or a refusal.
+Stop = Literal["end", "max_tokens", "refusal"]
+
+
+@dataclass
+class Answer:
+    """One provider answer as the adapters hand it back: the text, the structured arguments of a forced tool call
+    (Anthropic) if any, why it stopped, and the reported token counts."""
+
+    text: str
+    stop: Stop
+    input_tokens: int
+    output_tokens: int
+    arguments: dict[str, Any] | None = None
+    refusal: str = ""
+
+
+@dataclass
+class Completion:
+    """A text completion and its usage."""
+
+    text: str
+    usage: Usage
+
+
+@dataclass
+class Structured(Generic[T]):
+    """A structured answer, validated into the requested model, and its usage."""
+
+    value: T
+    usage: Usage
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def is_local_endpoint(base_url: str) -> bool:
+    """Whether ``base_url`` points at this machine or the local network: ``localhost``, a loopback, private or
+    link-local address, a ``.local``/``.localhost``/``.internal`` name, or a single-label host name (a compose
+    service such as ``ollama``). An empty URL is the provider's public endpoint."""
+    host = (urlsplit(base_url).hostname or "").lower() if base_url else ""
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name
+        return host == "localhost" or host.endswith((".localhost", ".local", ".internal")) or "." not in host
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 class LLM(ABC):
-    """Text in, text out."""
+    """One configured model. Subclasses adapt a provider SDK: :meth:`_complete` and :meth:`_structured` return an
+    :class:`Answer` and raise the SDK's own errors, which :meth:`_errors` maps to ours."""
 
-    model: str
+    #: The provider's name in ``"provider:model"``.
+    provider: str = ""
+
+    def __init__(self, model: str, settings: LLMSettings, *, api_key: str, base_url: str):
+        self.name = model
+        self.model = f"{self.provider}:{model}"
+        self.settings = settings
+        self.base_url = base_url
+        self._secret = api_key
+
+    # --- the interface ---------------------------------------------------------------------------------------------
+
+    async def complete(self, system: str, prompt: str, *, max_tokens: int = 300,
+                       meter: UsageMeter | None = None) -> Completion:
+        """One text completion for ``prompt`` under the ``system`` instruction (a refusal raises)."""
+        answer = await self._call(lambda: self._complete(system, prompt, max_tokens), system + prompt, max_tokens,
+                                  meter)
+        if answer.stop == "refusal":
+            raise LLMRefusalError(f"{self.model} refused: {self._scrub(answer.refusal or answer.text)[:200]}")
+        return Completion(answer.text, self._usage(answer))
+
+    async def structured(self, system: str, prompt: str, output: type[T], *, name: str, description: str = "",
+                         max_tokens: int | None = None, meter: UsageMeter | None = None) -> Structured[T]:
+        """An answer in the JSON shape of the pydantic model ``output`` (its JSON schema is sent to the provider as
+        the tool's input schema or the response format ``name``), validated into it."""
+        schema = output.model_json_schema()
+        limit = max_tokens or self.settings.max_output_tokens
+        prompt_size = system + prompt + json.dumps(schema)
+        answer = await self._call(lambda: self._structured(system, prompt, schema, name, description, limit),
+                                  prompt_size, limit, meter)
+        usage = self._usage(answer)
+        if answer.stop == "refusal":
+            raise LLMRefusalError(f"{self.model} refused: {self._scrub(answer.refusal or answer.text)[:200]}")
+        if answer.stop == "max_tokens":
+            raise LLMOutputError(f"{self.model}: the answer was cut at the output limit ({limit} tokens); raise "
+                                 f"llm.max_output_tokens or send less per call", truncated=True)
+        raw = answer.arguments if answer.arguments is not None else self._parse_json(answer.text)
+        try:
+            value = output.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(root)"
+            raise LLMOutputError(f"{self.model}: the answer breaks the schema {name!r} at {where}: {first['msg']}",
+                                 field=where) from None
+        return Structured(value, usage, raw)
+
+    # --- what adapters implement -----------------------------------------------------------------------------------
 
     @abstractmethod
-    async def complete(self, system: str, prompt: str, *, max_tokens: int = 300) -> str:
-        """One completion for ``prompt`` under the ``system`` instruction."""
+    async def _complete(self, system: str, prompt: str, max_tokens: int) -> Answer:
+        """Call the provider for text."""
 
+    @abstractmethod
+    async def _structured(self, system: str, prompt: str, schema: dict[str, Any], name: str, description: str,
+                          max_tokens: int) -> Answer:
+        """Call the provider for JSON in ``schema``."""
 
-class AnthropicLLM(LLM):
-    """Claude through the Anthropic Messages API."""
+    @property
+    @abstractmethod
+    def _sdk(self) -> Any:
+        """The SDK module (its exception classes share names across providers)."""
 
-    def __init__(self, model: str, *, api_key: str, base_url: str, timeout: float):
+    # --- shared machinery ------------------------------------------------------------------------------------------
+
+    async def _call(self, request: Any, prompt: str, max_tokens: int, meter: UsageMeter | None) -> Answer:
+        if not self.settings.allow_paid_calls and not is_local_endpoint(self.base_url):
+            raise PaidCallRefusedError(
+                f"{self.model}: llm.allow_paid_calls is off and the endpoint is the provider's public API; set a "
+                f"local base URL (llm.{self.provider}_base_url) or allow paid calls")
+        if meter is not None:
+            meter.reserve(self.model, estimate_tokens(prompt), max_tokens)
         try:
-            from anthropic import AsyncAnthropic
-        except ImportError as exc:
-            raise ConfigurationError(
-                "anthropic:* models need the anthropic extra: pip install 'agentx-memory[anthropic]'"
-            ) from exc
-        self.model = model
-        self._client = AsyncAnthropic(api_key=api_key or None, base_url=base_url or None, timeout=timeout)
+            answer: Answer = await request()
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise self._errors(exc) from None
+        if meter is not None:
+            meter.charge(self._usage(answer))
+        return answer
 
-    async def complete(self, system: str, prompt: str, *, max_tokens: int = 300) -> str:
-        from anthropic.types import TextBlock
+    def _errors(self, exc: Exception) -> LLMError:
+        sdk = self._sdk
+        retries = self.settings.max_retries
+        if isinstance(exc, sdk.APITimeoutError):
+            return LLMTimeoutError(f"{self.model}: no answer within llm.timeout_seconds "
+                                   f"({self.settings.timeout_seconds:g} s), {retries} retries")
+        if isinstance(exc, sdk.APIConnectionError):
+            return LLMUnavailableError(f"{self.model}: could not connect ({retries} retries)")
+        if isinstance(exc, sdk.APIStatusError):
+            status = exc.status_code
+            detail = self._scrub(str(getattr(exc, "message", "") or ""))[:300]
+            retried = f" after {retries} retries" if status in (408, 409, 429) or status >= 500 else ""
+            return LLMUnavailableError(f"{self.model}: HTTP {status}{retried}: {detail}", status=status)
+        if isinstance(exc, sdk.APIResponseValidationError | json.JSONDecodeError):
+            return LLMOutputError(f"{self.model}: the provider's response is not valid JSON of its API")
+        return LLMError(f"{self.model}: {type(exc).__name__}: {self._scrub(str(exc))[:300]}")
 
-        message = await self._client.messages.create(
-            model=self.model, max_tokens=max_tokens, system=system, messages=[{"role": "user", "content": prompt}],
-        )
-        return "".join(block.text for block in message.content if isinstance(block, TextBlock))
-
-
-class OpenAILLM(LLM):
-    """GPT models through the OpenAI Chat Completions API."""
-
-    def __init__(self, model: str, *, api_key: str, base_url: str, timeout: float):
+    def _parse_json(self, text: str) -> Any:
+        body = text.strip()
+        if body.startswith("```"):  # a fenced block, as some local models answer
+            body = body.strip("`").removeprefix("json").strip()
         try:
-            from openai import AsyncOpenAI
-        except ImportError as exc:
-            raise ConfigurationError(
-                "openai:* models need the openai extra: pip install 'agentx-memory[openai]'"
-            ) from exc
-        self.model = model
-        self._client = AsyncOpenAI(api_key=api_key or None, base_url=base_url or None, timeout=timeout)
+            return json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise LLMOutputError(f"{self.model}: the answer is not valid JSON ({exc.msg} at character {exc.pos})",
+                                 field="(root)") from None
 
-    async def complete(self, system: str, prompt: str, *, max_tokens: int = 300) -> str:
-        response = await self._client.chat.completions.create(
-            model=self.model, max_tokens=max_tokens,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-        )
-        return response.choices[0].message.content or ""
+    def _usage(self, answer: Answer) -> Usage:
+        return Usage.of_call(self.model, answer.input_tokens, answer.output_tokens, self.settings.prices)
+
+    def _scrub(self, text: str) -> str:
+        # an error body may echo the request: never let the key out
+        return text.replace(self._secret, "***") if self._secret else text
 
 
 def make_llm(spec: str, settings: LLMSettings) -> LLM | None:
-    """The LLM that ``spec`` ("provider:model") names, or None when ``spec`` is empty or paid calls are off."""
+    """The LLM that ``spec`` ("provider:model") names, or None when ``spec`` is empty. The API key comes from the
+    settings or the provider's environment variable; a missing SDK is a :class:`ConfigurationError`."""
     if not spec:
         return None
-    if not settings.allow_paid_calls:
-        return None
     provider, _, model = spec.partition(":")
+    if not model:
+        raise ConfigurationError(f"setting llm model {spec!r}: expected 'provider:model', e.g. openai:gpt-4o-mini")
     if provider == "anthropic":
-        return AnthropicLLM(model, api_key=settings.anthropic_api_key or os.environ.get("ANTHROPIC_API_KEY", ""),
-                            base_url=settings.anthropic_base_url, timeout=settings.timeout_seconds)
+        from .llm_anthropic import AnthropicLLM
+
+        return AnthropicLLM(model, settings, api_key=settings.anthropic_api_key or os.environ.get(
+            "ANTHROPIC_API_KEY", ""), base_url=settings.anthropic_base_url)
     if provider == "openai":
-        return OpenAILLM(model, api_key=settings.openai_api_key or os.environ.get("OPENAI_API_KEY", ""),
-                         base_url=settings.openai_base_url, timeout=settings.timeout_seconds)
+        from .llm_openai import OpenAILLM
+
+        return OpenAILLM(model, settings, api_key=settings.openai_api_key or os.environ.get("OPENAI_API_KEY", ""),
+                         base_url=settings.openai_base_url)
     raise ConfigurationError(f"setting llm model {spec!r}: unknown provider {provider!r} (allowed: anthropic, openai)")

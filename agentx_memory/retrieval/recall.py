@@ -175,25 +175,29 @@ class RecallLayer:
             return None
         metric = metrics.techniques.setdefault("hyde", TechniqueMetric())
         if self.llm is None:
-            metric.skipped = "no LLM configured (set llm.query_model, e.g. anthropic:claude-3-5-haiku-latest)"
+            metric.skipped = "no LLM configured (set llm.query_model, e.g. anthropic:claude-haiku-4-5)"
             return None
         started = time.perf_counter()
         try:
-            text = (await self.llm.complete(_HYDE_SYSTEM, query, max_tokens=150)).strip()
+            completion = await self.llm.complete(_HYDE_SYSTEM, query, max_tokens=150)
         except Exception as exc:  # a flaky LLM must not fail recall
             metric.skipped = f"LLM call failed: {exc}"
             return None
         finally:
             metric.latency_ms = (time.perf_counter() - started) * 1000
+        text = completion.text.strip()
         metric.results = 1 if text else 0
         metric.detail["hypothesis"] = text
+        metric.detail["usage"] = completion.usage.as_dict()
         return text or None
 
     async def _llm_self_query(self, llm: LLM, query: str, metrics: RecallMetrics) -> dict[str, Any]:
         metric = metrics.techniques["self_query"]
         started = time.perf_counter()
         try:
-            raw = await llm.complete(_SELF_QUERY_SYSTEM, query, max_tokens=150)
+            completion = await llm.complete(_SELF_QUERY_SYSTEM, query, max_tokens=150)
+            metric.detail["llm_usage"] = completion.usage.as_dict()
+            raw = completion.text
             parsed = json.loads(raw[raw.index("{"): raw.rindex("}") + 1])
         except Exception as exc:
             metric.detail["llm_skipped"] = f"LLM self-query failed: {exc}"

@@ -9,16 +9,13 @@ meaning, so each test builds its data so that only the technique under test can 
 
 from __future__ import annotations
 
-import json
-import threading
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
 from agentx_memory.retrieval.query import rewrite_as_statement
+from tests.llm_wire import Reply, WireServer, openai_completion
 
 REF = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)
 
@@ -203,46 +200,26 @@ def test_hyde_without_an_llm_is_skipped_with_a_reason(memory):
 HYPOTHESIS = "The quarterly figures sit inside the blue binder on the top shelf of the archive room."
 
 
-class _FakeOpenAI(BaseHTTPRequestHandler):
-    """POST /chat/completions in OpenAI's wire format: JSON filters for self-query, the fixed hypothesis otherwise."""
-
-    requests: ClassVar[list[dict]] = []
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body})
-        system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
-        text = '{"entities": [], "memory_types": [], "channel": null}' if "filters" in system else HYPOTHESIS
-        payload = json.dumps({
-            "id": "chatcmpl-test", "object": "chat.completion", "created": 1700000000, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args):
-        pass
+def _hyde_or_filters(body: dict) -> Reply:
+    """OpenAI's wire format: JSON filters for self-query, the fixed hypothesis otherwise."""
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    text = '{"entities": [], "memory_types": [], "channel": null}' if "filters" in system else HYPOTHESIS
+    return Reply(openai_completion(text, input_tokens=10, output_tokens=10, model=body["model"]))
 
 
 @pytest.fixture
 def fake_openai():
-    _FakeOpenAI.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", _FakeOpenAI.requests
-    server.shutdown()
-    server.server_close()
+    """A local server answering Chat Completions (the real openai SDK talks to it): its URL and its requests."""
+    with WireServer().running() as server:
+        server.answer = _hyde_or_filters
+        yield server.url, server.requests
 
 
 def test_hyde_with_an_llm_records_the_hypothesis_and_searches_with_it(settings, fake_openai):
     base_url, requests = fake_openai
-    s = settings(llm={"query_model": "openai:gpt-4o-mini", "openai_base_url": base_url, "openai_api_key": "test-key",
-                      "allow_paid_calls": True})
+    # paid calls stay off (as in every test): the server is on this machine, so the call still runs
+    s = settings(llm={"query_model": "openai:gpt-4o-mini", "openai_base_url": base_url, "openai_api_key": "test-key"})
+    assert not s.llm.allow_paid_calls
     question = "Where are the reports kept?"
     with AgentMemory(s, user_id="alice") as memory:
         # The target shares words only with the hypothesis; the distractors share words with the question.
@@ -258,10 +235,11 @@ def test_hyde_with_an_llm_records_the_hypothesis_and_searches_with_it(settings, 
         assert metric.skipped is None
         assert metric.detail["hypothesis"] == HYPOTHESIS
         assert metric.results == 1
-        hyde_requests = [r for r in requests if "filters" not in r["body"]["messages"][0]["content"]]
-        assert hyde_requests and hyde_requests[0]["path"].endswith("/chat/completions")
-        assert hyde_requests[0]["body"]["model"] == "gpt-4o-mini"
-        assert any(m["content"] == question for m in hyde_requests[0]["body"]["messages"])
+        hyde_requests = [r for r in requests if "filters" not in r.body["messages"][0]["content"]]
+        assert hyde_requests and hyde_requests[0].path.endswith("/chat/completions")
+        assert hyde_requests[0].body["model"] == "gpt-4o-mini"
+        assert any(m["content"] == question for m in hyde_requests[0].body["messages"])
+        assert metric.detail["usage"]["total_tokens"] == 20
 
         # With the hypothesis the target comes right after the two full-text matches of the question, ahead of
         # the turns that only resemble the question; without it, it falls out of the top 5.
