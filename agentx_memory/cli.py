@@ -434,6 +434,57 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if not report.skipped else 1
 
 
+def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
+    """Extract entities, facts and relationships from one conversation and print what was (or would be) written,
+    with the usage; exit 1 when the run stopped early (budget, LLM failure)."""
+    from .extraction import ExtractionReport
+    from .memory import AsyncAgentMemory
+
+    if args.offline:
+        settings.extraction.extractor = "offline"
+
+    async def run() -> ExtractionReport:
+        memory = await AsyncAgentMemory.open(settings)
+        try:
+            return await memory.extract_conversation(args.conversation, user_id=args.user, dry_run=args.dry_run)
+        finally:
+            await memory.close()
+
+    report = asyncio.run(run())
+    if args.json:
+        print(json.dumps(report.summary(), indent=2))
+        return 0 if report.stopped is None else 1
+    verb = "would write" if report.dry_run else "wrote"
+    console.print(f"{report.extractor}: {report.batches_done}/{report.batches} batch(es)", markup=False)
+    if report.dry_run:
+        for batch in report.found:
+            for entity in batch.entities:
+                console.print(f"  entity  {entity.name} ({entity.type})", markup=False)
+            for fact in batch.facts:
+                console.print(f"  fact    [{fact.certainty}, {fact.temporal or '-'}] {fact.claim}", markup=False)
+            for rel in batch.relationships:
+                console.print(f"  link    {rel.source} -{rel.type}-> {rel.target}", markup=False)
+    summary = report.summary()
+    console.print(f"{verb}: {summary['entities']} entities, {summary['facts']} facts, "
+                  f"{summary['relationships']} relationships; dropped {summary['dropped'] or 'nothing'}", markup=False)
+    usage = report.usage
+    cost = "no price known" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
+    console.print(f"usage: {usage.calls} call(s), {usage.input_tokens} input + {usage.output_tokens} output "
+                  f"tokens, {cost}", markup=False)
+    if report.stopped:
+        console.print(f"[red]stopped early[/red]: {escape(report.stopped)}")
+        return 1
+    return 0
+
+
+def _extract_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--conversation", required=True, help="conversation id")
+    p.add_argument("--user", required=True, help="user id")
+    p.add_argument("--dry-run", action="store_true", help="write nothing; print what would be written")
+    p.add_argument("--offline", action="store_true", help="use the offline rules whatever extraction.extractor says")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
 def _remember_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query")
     p.add_argument("--user", required=True, help="user id")
@@ -504,6 +555,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
     "remember": (cmd_remember, "recall memories for a query", _remember_args),
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
+    "extract": (cmd_extract, "extract entities, facts and relationships from a conversation", _extract_args),
     "worker": (cmd_worker, "run the background jobs (reconcile, audit partitions)", _worker_args),
 }
 

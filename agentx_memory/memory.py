@@ -30,7 +30,8 @@ from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .context import MemoryContext
 from .episodic import EpisodicMemory, ReconcileResult
-from .errors import CallTimeoutError, ClosedError, ValidationError
+from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
+from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .procedural import ProceduralMemory, StrategyMatch
@@ -233,6 +234,19 @@ class AsyncAgentMemory:
     async def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:
         """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
         return await self.semantic.promote_to_global(fact_id, reason, user_id=self._user(user_id))
+
+    async def extract_conversation(self, conversation_id: str, user_id: str | None = None, *,
+                                   dry_run: bool = False) -> ExtractionReport:
+        """Turn one conversation into entities, facts and relationships (``extraction.extractor``: the LLM of
+        ``llm.extraction_model`` or the offline rules), one extraction call per batch of turns, written through this
+        memory idempotently (running it again adds nothing twice). ``dry_run`` writes nothing and returns what would
+        be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
+        ``stopped`` says why); usage and cost are in the report and the audit log."""
+        turns = await self.episodic.get_conversation(conversation_id, self._user(user_id))
+        if not turns:
+            raise NotFoundError("conversation", conversation_id)
+        extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
+        return await extractor.run(turns, dry_run=dry_run)
 
     # --- procedural ---------------------------------------------------------------------------------------------
 
@@ -616,6 +630,15 @@ class AgentMemory:
     def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:
         """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
         return self._portal.run(self._core.promote_to_global(fact_id, reason, user_id))
+
+    def extract_conversation(self, conversation_id: str, user_id: str | None = None, *,
+                             dry_run: bool = False) -> ExtractionReport:
+        """Turn one conversation into entities, facts and relationships (``extraction.extractor``: the LLM of
+        ``llm.extraction_model`` or the offline rules), one extraction call per batch of turns, written through this
+        memory idempotently (running it again adds nothing twice). ``dry_run`` writes nothing and returns what would
+        be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
+        ``stopped`` says why); usage and cost are in the report and the audit log."""
+        return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run))
 
     def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
                           tool_output: Any, success: bool | None, latency_ms: int | None, channel: str = GLOBAL_CHANNEL,

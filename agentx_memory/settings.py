@@ -29,6 +29,7 @@ __all__ = [
     "DecaySettings",
     "EmbeddedSettings",
     "EmbeddingSettings",
+    "ExtractionSettings",
     "GraphSettings",
     "LLMSettings",
     "LimitsSettings",
@@ -194,7 +195,6 @@ class LLMSettings(_Section):
         "anthropic:claude-haiku-4-5",
         description="'provider:model' for consolidation/extraction (spec 003 names claude-3-5-haiku-latest, retired "
         "by Anthropic in February 2026)",
-        json_schema_extra=not_used_yet(13),
     )
     query_model: str = Field(
         "", description="'provider:model' for query-time techniques (HyDE, LLM self-query); empty = none"
@@ -225,6 +225,24 @@ class LLMSettings(_Section):
         True, description="False refuses every call to a provider's public endpoint; calls to a server on this "
         "machine or the local network (llm.*_base_url) still run (the test suite sets it)",
     )
+
+
+class ExtractionSettings(_Section):
+    """Turning conversations into entities, facts and relationships (spec 003 "Extraction Pipeline")."""
+
+    extractor: Literal["auto", "llm", "offline"] = Field(
+        "auto", description="'llm' uses llm.extraction_model, 'offline' the rule-based extractor; 'auto' the LLM when "
+        "it can be called (a key, or a local base URL, and paid calls allowed or a local server), else offline",
+    )
+    batch_turns: int = Field(40, ge=1, le=500, description="turns at most per extraction call")
+    batch_chars: int = Field(
+        16_000, ge=500, le=1_000_000, description="characters of turn text at most per extraction call (a longer "
+        "turn goes alone, cut to this size)",
+    )
+    confidence_explicit: float = Field(0.95, ge=0, le=1, description="confidence of a fact stated outright")
+    confidence_implied: float = Field(0.85, ge=0, le=1, description="confidence of a fact clearly implied")
+    confidence_inferred: float = Field(0.70, ge=0, le=1, description="confidence of a fact inferred")
+    confidence_uncertain: float = Field(0.50, ge=0, le=1, description="confidence of a fact stated with doubt")
 
 
 class RetrievalSettings(_Section):
@@ -451,6 +469,7 @@ class Settings(BaseSettings):
     embedded: EmbeddedSettings = Field(default_factory=EmbeddedSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     promotion: PromotionSettings = Field(default_factory=PromotionSettings)

@@ -501,6 +501,15 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
           .access_count, .properties} AS entity, similarity
 """
 
+# (:Conversation)-[:MENTIONS]->(:Entity), written by extraction; both must be the user's (MERGE: idempotent).
+LINK_MENTIONS: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+UNWIND $entity_ids AS entity_id
+MATCH (e:Entity {id: entity_id, user_id: $user_id})
+MERGE (c)-[:MENTIONS]->(e)
+RETURN count(e) AS linked
+"""
+
 RESOLVE_ENTITIES: Final[LiteralString] = """
 MATCH (e:Entity {user_id: $user_id})
 WHERE e.channel IN $channels

@@ -122,10 +122,12 @@ class LLM(ABC):
         return Completion(answer.text, self._usage(answer))
 
     async def structured(self, system: str, prompt: str, output: type[T], *, name: str, description: str = "",
-                         max_tokens: int | None = None, meter: UsageMeter | None = None) -> Structured[T]:
-        """An answer in the JSON shape of the pydantic model ``output`` (its JSON schema is sent to the provider as
-        the tool's input schema or the response format ``name``), validated into it."""
-        schema = output.model_json_schema()
+                         schema: dict[str, Any] | None = None, max_tokens: int | None = None,
+                         meter: UsageMeter | None = None) -> Structured[T]:
+        """An answer in the JSON shape of the pydantic model ``output``, validated into it. The JSON schema sent to
+        the provider (as the tool's input schema or the response format ``name``: letters, digits, ``_`` and ``-``)
+        is ``output``'s, or ``schema`` when given (a stricter one the caller then checks item by item)."""
+        schema = schema or output.model_json_schema()
         limit = max_tokens or self.settings.max_output_tokens
         prompt_size = system + prompt + json.dumps(schema)
         answer = await self._call(lambda: self._structured(system, prompt, schema, name, description, limit),

@@ -1,0 +1,216 @@
+"""The offline extractor: rules instead of an LLM, answering in the same schema (so the rest of the pipeline is the
+same). No model, nothing downloaded; English only.
+
+What it finds, per sentence of each turn (the speaker from ``metadata["speaker"]``, else "the user"/"the assistant"):
+
+* **speakers** as person entities;
+* **self-statements**: "I live in / moved to X" (and "from Y": past), "I work at / for X", "a new job at X",
+  "I'm a/an X", "I like / love / enjoy / prefer / hate X", "my X is Y", "my sister / friend / manager … Name";
+* **dated events**: a first-person sentence in the past tense with a time phrase ("yesterday", "last Saturday",
+  "in May 2023", …) becomes a past fact with the date made absolute from the turn's time; the same with a future
+  phrase ("next week", "tomorrow") and a plan ("going to", "will", "plan to") becomes a future fact;
+* **names** (capitalized words after "in", "at", "to", "from", "with") as entities mentioned.
+
+Its recall is far below an LLM's (it reads no meaning, only these forms); docs/extraction.md measures it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from ..models import Turn
+from ..retrieval.timeparse import TimeRange, parse_time_phrases
+from .schema import RawBatch
+
+__all__ = ["BatchTurn", "OfflineExtractor"]
+
+
+@dataclass(frozen=True)
+class BatchTurn:
+    """A turn of a batch with its reference (``t1`` …) and its speaker's name."""
+
+    ref: str
+    turn: Turn
+    speaker: str
+    text: str
+
+
+_NAME: Final = r"([A-Z][\w'’-]+(?: (?:de |da |do |van |von )?[A-Z][\w'’-]+){0,3})"
+_SENTENCES: Final = re.compile(r"(?<=[.!?])\s+")
+_FAMILY: Final = ("sister", "brother", "mom", "mother", "dad", "father", "friend", "manager", "boss", "wife",
+                  "husband", "partner", "son", "daughter", "colleague", "coworker", "cousin", "aunt", "uncle",
+                  "grandma", "grandmother", "grandpa", "grandfather", "girlfriend", "boyfriend", "roommate",
+                  "neighbor", "neighbour", "mentor", "teacher")
+_RULES: Final = [
+    (re.compile(rf"\bI (?:just |recently |finally )?moved (?:from {_NAME} )?to {_NAME}"), "moved"),
+    (re.compile(rf"\bI(?: now|'m| am)? (?:currently )?(?:live|living) in {_NAME}"), "lives"),
+    (re.compile(rf"\bI(?:'m| am)? (?:now |currently )?(?:work|working) (?:at|for) {_NAME}"), "works"),
+    (re.compile(rf"\b(?:new |a )?job at {_NAME}"), "works"),
+    (re.compile(r"\bI(?:'m| am) (an? [a-z][a-z -]{2,40}?)(?=[,.!?;]| and | but | who | so |$)"), "is"),
+    (re.compile(r"\bI (?:really )?(like|love|enjoy|prefer|hate|dislike) ([a-zA-Z][\w' -]{2,60}?)(?=[,.!?;]| and | but"
+                r" | because | so |$)"), "likes"),
+    (re.compile(r"\b[Mm]y (favou?rite [a-z]+|[a-z]+ name|[a-z]+) is ([\w' -]{2,60}?)(?=[,.!?;]| and | but |$)"),
+     "my_is"),
+    (re.compile(rf"\b[Mm]y ({'|'.join(_FAMILY)}),? {_NAME}"), "family"),
+]
+_MENTION: Final = re.compile(rf"\b(?:in|at|to|from|with|visit(?:ed|ing)?|called) {_NAME}")
+_PAST_VERB: Final = re.compile(
+    r"\b(?:I|we|We)\s+(?:just\s+|finally\s+|also\s+)?(?:went|ran|visited|had|got|did|made|took|started|finished|"
+    r"attended|joined|bought|met|saw|watched|tried|moved|won|lost|gave|hiked|painted|wrote|read|played|celebrated|"
+    r"adopted|signed|graduated|traveled|travelled|camped|baked|cooked|learned|found|received|hosted|organized|"
+    r"organised|completed|launched|released|passed|failed|returned|left|arrived|volunteered|quit)\b")
+_PLAN: Final = re.compile(r"\b(?:I|we|We)(?:'m| am|'re| are)?(?: going to| gonna| will| plan to| planning to|'ll)\b")
+_CORRECTION: Final = re.compile(r"^\s*(?:actually\b|no,? I meant\b|correction:|I was wrong\b|sorry,? I meant\b)",
+                                re.IGNORECASE)
+_STOP_NAMES: Final = {"I", "The", "A", "An", "My", "We", "It", "This", "That", "Hey", "Hi", "Thanks", "Yes", "No",
+                      "Wow", "Oh", "So", "And", "But", "Ok", "Okay", "Sure", "Well"}
+
+
+class OfflineExtractor:
+    """Rule-based extraction (see the module docstring); :meth:`extract` answers a batch like the LLM does."""
+
+    model = "offline:rules"
+
+    def extract(self, batch: Sequence[BatchTurn]) -> RawBatch:
+        """Entities, facts and relationships found in the batch's turns (plain dicts, as from the wire)."""
+        found = _Found()
+        for item in batch:
+            if item.turn.metadata.get("speaker"):
+                found.entity(item.speaker, "person")
+            for sentence in _SENTENCES.split(item.text):
+                self._sentence(found, item, sentence.strip())
+        return RawBatch(entities=list(found.entities.values()), facts=found.facts, relationships=found.relationships)
+
+    def _sentence(self, found: _Found, item: BatchTurn, sentence: str) -> None:
+        if not sentence:
+            return
+        who = item.speaker
+        correction = bool(_CORRECTION.match(sentence))
+        for pattern, kind in _RULES:
+            for m in pattern.finditer(sentence):
+                self._statement(found, item, kind, m, correction)
+        for m in _MENTION.finditer(sentence):
+            name = _clean_name(m[1])
+            if name and name != who:
+                found.entity(name, "concept")
+        self._dated(found, item, sentence, correction)
+
+    def _statement(self, found: _Found, item: BatchTurn, kind: str, m: re.Match[str], correction: bool) -> None:
+        who, ref = item.speaker, item.ref
+        extra = {"corrects": "an earlier statement"} if correction else {}
+        if kind == "moved":
+            place = _clean_name(m[2])
+            if not place:
+                return
+            found.entity(place, "place")
+            found.fact(f"{who} lives in {place}.", ref, [who, place], "current", **extra)
+            found.relate(who, "LOCATED_IN", place)
+            if m[1] and _clean_name(m[1]):
+                found.entity(_clean_name(m[1]), "place")
+                found.fact(f"{who} used to live in {_clean_name(m[1])}.", ref, [who, _clean_name(m[1])], "past")
+        elif kind == "lives":
+            place = _clean_name(m[1])
+            if place:
+                found.entity(place, "place")
+                found.fact(f"{who} lives in {place}.", ref, [who, place], "current", **extra)
+                found.relate(who, "LOCATED_IN", place)
+        elif kind == "works":
+            org = _clean_name(m[1])
+            if org:
+                found.entity(org, "organization")
+                found.fact(f"{who} works at {org}.", ref, [who, org], "current", **extra)
+                found.relate(who, "WORKS_FOR", org)
+        elif kind == "is":
+            found.fact(f"{who} is {m[1].strip()}.", ref, [who], "current", **extra)
+        elif kind == "likes":
+            verb = {"like": "likes", "love": "loves", "enjoy": "enjoys", "prefer": "prefers", "hate": "hates",
+                    "dislike": "dislikes"}[m[1]]
+            found.fact(f"{who} {verb} {m[2].strip()}.", ref, [who], "current", **extra)
+        elif kind == "my_is":
+            found.fact(f"{who}'s {m[1]} is {m[2].strip()}.", ref, [who], "current", **extra)
+        elif kind == "family":
+            name = _clean_name(m[2])
+            if name:
+                found.entity(name, "person", f"{who}'s {m[1]}")
+                found.fact(f"{name} is {who}'s {m[1]}.", ref, [who, name], "current")
+                found.relate(who, "KNOWS", name)
+
+    def _dated(self, found: _Found, item: BatchTurn, sentence: str, correction: bool) -> None:
+        past, plan = _PAST_VERB.search(sentence), _PLAN.search(sentence)
+        if not (past or plan):
+            return
+        ranges = parse_time_phrases(sentence, item.turn.timestamp)
+        if not ranges:
+            return
+        when = ranges[0]
+        middle = when.start + (when.end - when.start) / 2
+        future = bool(plan) and middle > item.turn.timestamp
+        if not future and (not past or when.start > item.turn.timestamp):
+            return
+        start = plan.start() if future and plan else past.start()  # type: ignore[union-attr]
+        body = _PLAN.sub("plans to", sentence[start:], count=1) if future else sentence[start:]
+        body = re.sub(r"^(?:I|we|We)\b", "", body).strip()
+        dated = f"{when.phrase} ({_absolute(when, item.turn.timestamp)})"
+        body = body.replace(when.phrase, dated, 1) if when.phrase in body else f"{body.rstrip(' .!?')}, {dated}"
+        body = re.sub(r"\bmy\b", f"{item.speaker}'s", body.rstrip(" .!?"))
+        subject = item.speaker if sentence[start] == "I" else f"{item.speaker} and others"
+        claim = f"{subject} {body}."
+        if len(claim) > 400:
+            return
+        found.fact(claim, item.ref, [item.speaker], "future" if future else "past",
+                   **({"corrects": "an earlier statement"} if correction else {}))
+
+
+def _absolute(when: TimeRange, said: datetime) -> str:
+    """The date a time phrase names, made absolute from when it was said: "on 2023-05-07" for a day, "in May 2023"
+    for a month, "in 2022" for a year, "around <date>" for looser phrases ("last week", "three weeks ago")."""
+    phrase, day, length = when.phrase.casefold(), timedelta(days=1), when.end - when.start
+    if "day before yesterday" in phrase:
+        return f"on {(said - 2 * day).date().isoformat()}"
+    if "yesterday" in phrase:
+        return f"on {(said - day).date().isoformat()}"
+    if length == day:  # today, tonight, last Saturday, the day before yesterday
+        return f"on {when.start.date().isoformat()}"
+    if length == 3 * day:  # a named date, read give or take a day
+        return f"on {(when.start + day).date().isoformat()}"
+    if when.start.day == 1 and when.start.hour == 0 and 28 <= length.days <= 38:  # a month (a named one + a week)
+        return f"in {when.start:%B %Y}"
+    if when.start.month == 1 and when.start.day == 1 and length.days in (365, 366):
+        return f"in {when.start.year}"
+    return f"around {(when.start + (length - day) / 2).date().isoformat()}"
+
+
+def _clean_name(name: str | None) -> str:
+    if not name:
+        return ""
+    words = name.split()
+    while words and words[0] in _STOP_NAMES:
+        words.pop(0)
+    return " ".join(words)
+
+
+class _Found:
+    """What a batch yielded so far, as wire-format dicts (entities by name)."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, dict[str, Any]] = {}
+        self.facts: list[dict[str, Any]] = []
+        self.relationships: list[dict[str, Any]] = []
+
+    def entity(self, name: str, type_: str, description: str = "") -> None:
+        known = self.entities.get(name.casefold())
+        if known is None:
+            self.entities[name.casefold()] = {"name": name, "type": type_, "description": description}
+        elif known["type"] == "concept" and type_ != "concept":
+            known["type"] = type_
+
+    def fact(self, claim: str, ref: str, entities: list[str], temporal: str, **extra: str) -> None:
+        self.facts.append({"claim": claim, "certainty": "explicit", "temporal": temporal, "entities": entities,
+                           "source_turns": [ref], **extra})
+
+    def relate(self, source: str, type_: str, target: str) -> None:
+        self.relationships.append({"source": source, "type": type_, "target": target})

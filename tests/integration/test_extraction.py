@@ -1,0 +1,214 @@
+"""Extraction of knowledge from a conversation (issue 13), on both graph backends: the offline rules on a
+LoCoMo-shaped chat (speakers, dated events, self-statements), the LLM path through the real openai SDK against a
+local wire-format server (calibration, temporal tags, invalid items dropped, invented turn ids rejected), idempotent
+re-runs, dry runs, the token budget stopping between batches, and the graph edges it leaves."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agentx_memory import AgentMemory, Turn
+from agentx_memory.errors import NotFoundError
+from agentx_memory.extraction.writer import fact_id
+from tests.conftest import cli_env, gread
+from tests.integration.test_recall_cli import agentx
+from tests.llm_wire import Reply, WireServer, openai_completion
+
+SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+CHAT = [
+    ("Caroline", "Hey Mel! I went to a support group for new parents yesterday and it was so moving."),
+    ("Melanie", "That's lovely, Caroline! I ran a charity race for the children's hospital last Saturday."),
+    ("Caroline", "Amazing. How is the new place?"),
+    ("Melanie", "Great! I moved from Porto to Lisbon in April, and I work at Lumen Labs now."),
+    ("Caroline", "I'm a counselor at heart, you know. My sister Lena wants to visit you."),
+    ("Melanie", "Tell her to come! I really love hiking in Sintra. I'm going to climb Pico next month."),
+]
+
+
+def _store_chat(memory: AgentMemory, conversation: str = "chat-1") -> list[Turn]:
+    return memory.store_turns([
+        Turn(conversation_id=conversation, user_id="alice", role="user", content=f"{who}: {text}",
+             timestamp=SAID + timedelta(seconds=i), metadata={"speaker": who})
+        for i, (who, text) in enumerate(CHAT)])
+
+
+def _counts(memory: AgentMemory) -> dict[str, int]:
+    return {
+        "facts": gread(memory, "MATCH (f:Fact) RETURN count(f) AS n")[0]["n"],
+        "entities": gread(memory, "MATCH (e:Entity) RETURN count(e) AS n")[0]["n"],
+        "edges": gread(memory, "MATCH (:Fact)-[r]->() RETURN count(r) AS n")[0]["n"]
+        + gread(memory, "MATCH (:Conversation)-[r:MENTIONS]->() RETURN count(r) AS n")[0]["n"]
+        + gread(memory, "MATCH (:Entity)-[r]->(:Entity) RETURN count(r) AS n")[0]["n"],
+    }
+
+
+@pytest.fixture
+def offline(settings):
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        yield memory
+
+
+def test_offline_rules_find_speakers_dated_events_and_self_statements(offline):
+    turns = _store_chat(offline)
+    report = offline.extract_conversation("chat-1")
+    assert report.extractor == "offline:rules" and report.stopped is None and report.usage.calls == 0
+    claims = {offline.get_fact(i).claim: offline.get_fact(i) for i in report.fact_ids}
+    # dated events, their relative dates made absolute from the turn's time
+    assert "Caroline went to a support group for new parents yesterday (on 2023-05-07) and it was so moving." in claims
+    assert ("Melanie ran a charity race for the children's hospital last Saturday (on 2023-05-06)." in claims)
+    assert any(c.startswith("Melanie moved from Porto to Lisbon in April (in April 2023)") for c in claims)
+    assert claims["Melanie plans to climb Pico next month (in June 2023)."].temporal == "future"
+    # self-statements, current and past
+    lives = claims["Melanie lives in Lisbon."]
+    assert lives.temporal == "current" and lives.confidence == 0.95 and lives.source_turn_id == turns[3].id
+    assert claims["Melanie used to live in Porto."].temporal == "past"
+    assert "Melanie works at Lumen Labs." in claims and "Melanie loves hiking in Sintra." in claims
+    assert "Caroline is a counselor at heart." in claims and "Lena is Caroline's sister." in claims
+    # entities with types, and the graph around them
+    graph = gread(offline, "MATCH (e:Entity) RETURN e.name AS name, e.type AS type ORDER BY name")
+    assert {(r["name"], r["type"]) for r in graph} >= {
+        ("Caroline", "person"), ("Melanie", "person"), ("Lisbon", "place"), ("Porto", "place"),
+        ("Lumen Labs", "organization"), ("Lena", "person")}
+    about = gread(offline, "MATCH (f:Fact {id: $id})-[:ABOUT]->(e:Entity) RETURN e.name AS name", {"id": lives.id})
+    assert {r["name"] for r in about} == {"Melanie", "Lisbon"}
+    derived = gread(offline, "MATCH (f:Fact {id: $id})-[:DERIVED_FROM]->(t:Turn) RETURN t.id AS id", {"id": lives.id})
+    assert [r["id"] for r in derived] == [turns[3].id]
+    mentions = gread(offline, "MATCH (:Conversation {id: 'chat-1'})-[:MENTIONS]->(e:Entity) RETURN e.name AS name")
+    assert {"Caroline", "Melanie", "Lisbon", "Lumen Labs"} <= {r["name"] for r in mentions}
+    rels = gread(offline, "MATCH (a:Entity)-[r]->(b:Entity) RETURN a.name AS a, type(r) AS t, b.name AS b")
+    assert {("Melanie", "LOCATED_IN", "Lisbon"), ("Melanie", "WORKS_FOR", "Lumen Labs"),
+            ("Caroline", "KNOWS", "Lena")} <= {(r["a"], r["t"], r["b"]) for r in rels}
+
+
+def test_extracting_again_adds_nothing_twice(offline):
+    _store_chat(offline)
+    first = offline.extract_conversation("chat-1")
+    before = _counts(offline)
+    second = offline.extract_conversation("chat-1")
+    assert _counts(offline) == before
+    assert sorted(second.fact_ids) == sorted(first.fact_ids)
+    assert before["facts"] == len(set(first.fact_ids)) > 5
+
+
+def test_a_dry_run_writes_nothing_and_shows_what_it_found(offline):
+    _store_chat(offline)
+    report = offline.extract_conversation("chat-1", dry_run=True)
+    assert report.dry_run and report.fact_ids == [] and _counts(offline)["facts"] == 0
+    found = [f.claim for batch in report.found for f in batch.facts]
+    assert "Melanie lives in Lisbon." in found
+
+
+def test_an_unknown_conversation_is_not_found(offline):
+    with pytest.raises(NotFoundError, match="conversation 'nope'"):
+        offline.extract_conversation("nope")
+
+
+# --- the LLM path --------------------------------------------------------------------------------------------------
+
+ANSWER = {
+    "entities": [
+        {"name": "Melanie", "type": "person", "aliases": ["Mel"], "description": "Caroline's friend"},
+        {"name": "Lisbon", "type": "place"},
+        {"name": "Lumen Labs", "type": "organization"},
+        {"name": 42},  # off the schema: dropped
+    ],
+    "facts": [
+        {"claim": "Melanie lives in Lisbon.", "certainty": "explicit", "temporal": "current",
+         "entities": ["Mel", "Lisbon"], "source_turns": ["t4"]},
+        {"claim": "Melanie lived in Porto before April 2023.", "certainty": "implied", "temporal": "past",
+         "entities": ["Melanie", "Porto"], "source_turns": ["t4"]},
+        {"claim": "Melanie probably enjoys the outdoors.", "certainty": "inferred", "entities": ["Melanie"],
+         "source_turns": ["t6", "t2"]},
+        {"claim": "Melanie has a dog.", "certainty": "explicit", "source_turns": ["t99"]},  # invented turn
+        {"claim": "Melanie is tall.", "certainty": "sure", "source_turns": ["t1"]},  # off the schema
+    ],
+    "relationships": [
+        {"source": "Melanie", "type": "WORKS_FOR", "target": "Lumen Labs"},
+        {"source": "Melanie", "type": "LOVES", "target": "Lisbon"},  # not a spec 003 type
+        {"source": "Melanie", "type": "KNOWS", "target": "Somebody Unknown"},  # no such entity
+    ],
+}
+
+
+@pytest.fixture
+def wire():
+    with WireServer().running() as server:
+        yield server
+
+
+def _llm_settings(settings, wire, **extraction):
+    return settings(llm={"extraction_model": "openai:gpt-4o-mini", "openai_base_url": wire.url + "/v1",
+                         "openai_api_key": "sk-test"},
+                    extraction={"extractor": "auto", **extraction}, audit={"level": "writes"})
+
+
+def test_llm_extraction_is_validated_calibrated_and_costed(settings, wire):
+    wire.script(Reply(openai_completion(json.dumps(ANSWER), input_tokens=900, output_tokens=300)))
+    with AgentMemory(_llm_settings(settings, wire), user_id="alice") as memory:
+        turns = _store_chat(memory)
+        report = memory.extract_conversation("chat-1")
+        assert report.extractor == "openai:gpt-4o-mini"
+        assert report.dropped == {"entity: off the schema": 1, "fact: cites a turn not in the batch": 1,
+                                  "fact: off the schema": 1, "relationship: off the schema": 1}
+        assert report.unresolved == {"fact: an entity name not found": 1,
+                                     "relationship: an entity name not found": 1}
+        facts = {memory.get_fact(i).claim: memory.get_fact(i) for i in report.fact_ids}
+        assert set(facts) == {"Melanie lives in Lisbon.", "Melanie lived in Porto before April 2023.",
+                              "Melanie probably enjoys the outdoors."}
+        lives = facts["Melanie lives in Lisbon."]
+        assert (lives.confidence, lives.temporal, lives.metadata["certainty"]) == (0.95, "current", "explicit")
+        assert facts["Melanie lived in Porto before April 2023."].confidence == 0.85
+        inferred = facts["Melanie probably enjoys the outdoors."]
+        assert inferred.confidence == 0.70 and inferred.source_turn_id == turns[5].id
+        assert inferred.metadata["source_turn_ids"] == [turns[5].id, turns[1].id]
+        assert lives.id == fact_id("alice", "_global", "melanie  lives in lisbon.")
+        assert len(lives.entity_ids) == 2  # "Mel" resolved through the alias
+        assert report.relationships == 1
+        # one call for six turns; its usage and cost in the report and in the audit log
+        assert len(wire.requests) == 1 and report.usage.calls == 1
+        assert (report.usage.input_tokens, report.usage.output_tokens) == (900, 300)
+        assert report.usage.cost_usd == pytest.approx((900 * 0.15 + 300 * 0.60) / 1e6)
+        prompt = wire.requests[0].body["messages"][1]["content"]
+        assert prompt.splitlines()[3] == f"t4 [2023-05-08] Melanie: {CHAT[3][1]}"
+        audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT metadata FROM memory_audit_log WHERE operation = 'extract'"))
+        assert len(audit) == 1
+        logged = audit[0]["metadata"]
+        logged = json.loads(logged) if isinstance(logged, str) else logged
+        assert logged["usage"]["input_tokens"] == 900 and logged["facts"] == 3
+
+
+def test_the_token_budget_stops_the_run_between_batches(settings, wire):
+    small = {"entities": [], "relationships": [], "facts": [
+        {"claim": "Caroline went to a support group.", "certainty": "explicit", "source_turns": ["t1"]}]}
+    wire.script(Reply(openai_completion(json.dumps(small), input_tokens=1500, output_tokens=100)))
+    s = _llm_settings(settings, wire, batch_turns=2)
+    s.llm.max_tokens_per_run = 1500 + 100 + 2600
+    s.llm.max_output_tokens = 2000
+    with AgentMemory(s, user_id="alice") as memory:
+        _store_chat(memory)
+        report = memory.extract_conversation("chat-1")
+        assert report.batches == 3 and report.batches_done == 1
+        assert report.stopped and "LLMBudgetExceededError" in report.stopped
+        assert len(wire.requests) == 1  # the second batch's call was never made
+        assert _counts(memory)["facts"] == 1  # the first batch is written whole, nothing of the second
+
+
+def test_the_extract_command_dry_runs_then_writes(settings):
+    s = settings()
+    with AgentMemory(s, user_id="alice") as memory:
+        _store_chat(memory)
+    env = cli_env(s, COLUMNS="200")
+    dry = agentx("extract", "--conversation", "chat-1", "--user", "alice", "--dry-run", "--offline", env=env)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "fact    [explicit, current] Melanie lives in Lisbon." in dry.stdout
+    assert "would write:" in dry.stdout and "usage: 0 call(s)" in dry.stdout
+    wrote = agentx("extract", "--conversation", "chat-1", "--user", "alice", "--offline", "--json", env=env)
+    assert wrote.returncode == 0, wrote.stdout + wrote.stderr
+    summary = json.loads(wrote.stdout)
+    assert summary["facts"] > 5 and summary["extractor"] == "offline:rules" and summary["stopped"] is None
+    missing = agentx("extract", "--conversation", "nope", "--user", "alice", "--offline", env=env)
+    assert missing.returncode == 2 and "conversation 'nope' not found" in missing.stdout
