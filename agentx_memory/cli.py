@@ -246,6 +246,8 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo.add_argument("--samples", type=_count, default=None, help="only the first N samples")
     locomo.add_argument("--questions", type=_count, default=None, help="only the first N questions per sample")
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
+    locomo.add_argument("--extract", action="store_true",
+                        help="also extract every conversation (extraction.extractor) and run the engine with facts")
     _variant_args(locomo)
     _bench_output_args(locomo, "locomo")
     beam = sub.add_parser("beam", help="BEAM evidence recall on long user-assistant chats (ours, BM25, vector)")
@@ -272,12 +274,27 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
     scale.add_argument("--profile", action="store_true", help="also cProfile 100 full recalls at the largest size")
     _bench_output_args(scale, "scale")
+    extract = sub.add_parser("extract", help="extraction cost through a local wire-format server and the offline "
+                                             "rules' coverage of LoCoMo's observations (no database, no paid call)")
+    extract.add_argument("--data", default=None,
+                         help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json if it exists)")
+    extract.add_argument("--sample", type=_count, default=40, help="extracted facts listed to label by hand")
+    extract.add_argument("--out", default="benchmarks/results", help="directory for extract.json")
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     """Run a benchmark on its own graph and schema (dropped first) of the configured stores."""
     from pathlib import Path
 
+    if args.bench == "extract":  # stores nothing: no namespace, no Neo4j guard
+        from .bench.extract import run_extract_bench
+
+        extracted = run_extract_bench(settings, Path(_locomo_data(args.data)), Path(args.out),
+                                      sample_size=args.sample)
+        print(json.dumps({k: v for k, v in extracted["offline"].items() if k != "sample_to_label"}
+                         | {"llm_cost": extracted["llm_cost"]}, indent=2))
+        console.print(f"written: {Path(args.out) / 'extract.json'}")
+        return 0
     if settings.graph.backend == "neo4j" and not args.wipe_neo4j:
         # A benchmark resets its graph, and a Neo4j graph is the whole database: never empty it unasked.
         raise ConfigurationError("benchmarks drop their graph before and after, which on Neo4j is the whole database "
@@ -297,7 +314,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
             report = asyncio.run(run_locomo(settings, Path(args.data), out_dir=Path(args.out),
                                             limit_samples=args.samples, limit_questions=args.questions,
                                             ablations=not args.no_ablations, variants=dict(args.variant),
-                                            progress=console.print))
+                                            extract=args.extract, progress=console.print))
         finally:
             if not args.keep:
                 asyncio.run(_reset_namespace(settings))
@@ -477,6 +494,34 @@ def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
+    """List the user's facts flagged as contradicting each other (extraction.contradiction_policy = flag_review)."""
+    from .memory import AsyncAgentMemory
+
+    async def run() -> list[tuple[Any, list[str]]]:
+        memory = await AsyncAgentMemory.open(settings)
+        try:
+            return await memory.facts_for_review(args.user, limit=args.limit)
+        finally:
+            await memory.close()
+
+    flagged = asyncio.run(run())
+    if args.json:
+        print(json.dumps([{"fact": f.model_dump(mode="json", exclude={"embedding"}), "conflicts_with": ids}
+                          for f, ids in flagged], indent=2))
+        return 0
+    for fact, ids in flagged:
+        console.print(f"{fact.id}  {fact.claim}  (conflicts with {', '.join(ids)})", markup=False)
+    console.print(f"{len(flagged)} fact(s) to review", markup=False)
+    return 0
+
+
+def _review_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--user", required=True, help="user id")
+    p.add_argument("--limit", type=_count, default=100, help="at most N facts")
+    p.add_argument("--json", action="store_true", help="print them as JSON")
+
+
 def _extract_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conversation", required=True, help="conversation id")
     p.add_argument("--user", required=True, help="user id")
@@ -556,6 +601,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "remember": (cmd_remember, "recall memories for a query", _remember_args),
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
     "extract": (cmd_extract, "extract entities, facts and relationships from a conversation", _extract_args),
+    "review": (cmd_review, "list facts flagged as contradicting each other", _review_args),
     "worker": (cmd_worker, "run the background jobs (reconcile, audit partitions)", _worker_args),
 }
 

@@ -248,6 +248,11 @@ class AsyncAgentMemory:
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
         return await extractor.run(turns, dry_run=dry_run)
 
+    async def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
+        """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
+        first, each with the ids of the facts it conflicts with."""
+        return await self.semantic.facts_for_review(self._user(user_id), limit)
+
     # --- procedural ---------------------------------------------------------------------------------------------
 
     async def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
@@ -639,6 +644,11 @@ class AgentMemory:
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
         return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run))
+
+    def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
+        """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
+        first, each with the ids of the facts it conflicts with."""
+        return self._portal.run(self._core.facts_for_review(user_id, limit))
 
     def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
                           tool_output: Any, success: bool | None, latency_ms: int | None, channel: str = GLOBAL_CHANNEL,

@@ -50,7 +50,8 @@ def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
         conversation_id=row.get("conversation_id"), entity_ids=[e for e in entity_ids if e],
         temporal=row.get("temporal"), created_at=from_ms(row.get("created_at")),
         last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
-        metadata=json.loads(row.get("metadata") or "{}"),
+        metadata=json.loads(row.get("metadata") or "{}"), status=row.get("status") or "active",
+        superseded_by=row.get("superseded_by"),
     )
 
 

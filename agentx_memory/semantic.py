@@ -310,6 +310,15 @@ class SemanticMemory:
             raise NotFoundError("fact", fact_id)
         return fact_from_row(rows[0]["fact"], rows[0]["entity_ids"])
 
+    async def facts_for_review(self, user_id: str, limit: int = 100) -> list[tuple[Fact, list[str]]]:
+        """The user's facts that contradict another and wait for review (``extraction.contradiction_policy =
+        flag_review``), oldest first, each with the ids of the facts it conflicts with."""
+        check_id(user_id, "user_id")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= 10_000):
+            raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
+        rows = await self.ctx.graph.read(cypher.FACTS_FOR_REVIEW, {"user_id": user_id, "limit": limit})
+        return [(await self.get_fact(r["id"], user_id), list(r["conflicts_with"])) for r in rows]
+
     async def promote_to_global(self, fact_id: str, reason: str, *, user_id: str) -> Fact:
         """Copy a project-channel fact into ``_global`` (PROMOTED_FROM the original); idempotent."""
         check_id(fact_id, "fact_id")

@@ -243,6 +243,15 @@ class ExtractionSettings(_Section):
     confidence_implied: float = Field(0.85, ge=0, le=1, description="confidence of a fact clearly implied")
     confidence_inferred: float = Field(0.70, ge=0, le=1, description="confidence of a fact inferred")
     confidence_uncertain: float = Field(0.50, ge=0, le=1, description="confidence of a fact stated with doubt")
+    contradiction_policy: Literal["prefer_new", "prefer_old", "flag_review"] = Field(
+        "prefer_new", description="when a new fact states the same single-valued thing as a stored one with another "
+        "value: prefer_new supersedes the older (by when it was said), prefer_old rejects the newer, flag_review "
+        "keeps both and lists them for review; a correction by the speaker always supersedes",
+    )
+    contradiction_window_days: float = Field(
+        30.0, ge=0, le=36_500, description="a new fact is checked against the user's facts about the same entities "
+        "and against every fact of the last N days",
+    )
 
 
 class RetrievalSettings(_Section):

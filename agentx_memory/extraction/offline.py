@@ -53,7 +53,7 @@ _RULES: Final = [
     (re.compile(r"\bI(?:'m| am) (an? [a-z][a-z -]{2,40}?)(?=[,.!?;]| and | but | who | so |$)"), "is"),
     (re.compile(r"\bI (?:really )?(like|love|enjoy|prefer|hate|dislike) ([a-zA-Z][\w' -]{2,60}?)(?=[,.!?;]| and | but"
                 r" | because | so |$)"), "likes"),
-    (re.compile(r"\b[Mm]y (favou?rite [a-z]+|[a-z]+ name|[a-z]+) is ([\w' -]{2,60}?)(?=[,.!?;]| and | but |$)"),
+    (re.compile(r"\b[Mm]y (favou?rite [a-z]+|[a-z]+ name|[a-z]+) is ([\w' -]{2,80}?)(?=[,.!?;]| but |$)"),
      "my_is"),
     (re.compile(rf"\b[Mm]y ({'|'.join(_FAMILY)}),? {_NAME}"), "family"),
 ]
@@ -66,6 +66,10 @@ _PAST_VERB: Final = re.compile(
 _PLAN: Final = re.compile(r"\b(?:I|we|We)(?:'m| am|'re| are)?(?: going to| gonna| will| plan to| planning to|'ll)\b")
 _CORRECTION: Final = re.compile(r"^\s*(?:actually\b|no,? I meant\b|correction:|I was wrong\b|sorry,? I meant\b)",
                                 re.IGNORECASE)
+#: An object with one of these words points at something the sentence does not name ("I love it", "a fan of this
+#: genre", "I love the color"): the fact would not stand alone, so it is not extracted.
+_UNRESOLVED: Final = re.compile(r"\b(?:it|its|them|this|that|these|those|there|too|one)\b|^the\b|"
+                                r"\b(?:of|in|on|at|to|for|with|about)$", re.IGNORECASE)
 _STOP_NAMES: Final = {"I", "The", "A", "An", "My", "We", "It", "This", "That", "Hey", "Hi", "Thanks", "Yes", "No",
                       "Wow", "Oh", "So", "And", "But", "Ok", "Okay", "Sure", "Well"}
 
@@ -101,6 +105,8 @@ class OfflineExtractor:
 
     def _statement(self, found: _Found, item: BatchTurn, kind: str, m: re.Match[str], correction: bool) -> None:
         who, ref = item.speaker, item.ref
+        if kind in ("is", "likes", "my_is") and _UNRESOLVED.search(m.group(m.lastindex or 0).strip()):
+            return
         extra = {"corrects": "an earlier statement"} if correction else {}
         if kind == "moved":
             place = _clean_name(m[2])
@@ -209,6 +215,8 @@ class _Found:
             known["type"] = type_
 
     def fact(self, claim: str, ref: str, entities: list[str], temporal: str, **extra: str) -> None:
+        if entities:  # the first entity is the speaker: "my" in what they said is theirs
+            claim = re.sub(r"\bmy\b", f"{entities[0]}'s", claim)
         self.facts.append({"claim": claim, "certainty": "explicit", "temporal": temporal, "entities": entities,
                            "source_turns": [ref], **extra})
 

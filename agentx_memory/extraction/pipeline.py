@@ -27,6 +27,7 @@ from ..providers.llm import LLM, is_local_endpoint, make_llm
 from ..providers.usage import Usage, UsageMeter
 from ..semantic import SemanticMemory
 from ..settings import Settings
+from .contradictions import Resolution, resolve_contradictions
 from .offline import BatchTurn, OfflineExtractor
 from .schema import SYSTEM_PROMPT, ExtractionOutput, RawBatch, render_turns
 from .validate import ValidBatch, validate_batch
@@ -149,6 +150,7 @@ class ExtractionReport:
     usage: Usage = field(default_factory=Usage)
     stopped: str | None = None
     found: list[ValidBatch] = field(default_factory=list)
+    resolutions: list[Resolution] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """Plain values for printing and the audit log (without the found items)."""
@@ -158,6 +160,8 @@ class ExtractionReport:
             "entities": len(dict.fromkeys(self.entity_ids)), "facts": len(dict.fromkeys(self.fact_ids)),
             "relationships": self.relationships, "dropped": dict(self.dropped), "unresolved": dict(self.unresolved),
             "usage": self.usage.as_dict(), "stopped": self.stopped,
+            "contradictions": [{"facts": list(r.fact_ids), "kept": r.kept, "policy": r.policy, "reason": r.reason}
+                               for r in self.resolutions],
         }
 
 
@@ -201,6 +205,9 @@ class ConversationExtractor:
                 report.fact_ids += written.fact_ids
                 report.relationships += written.relationships
                 report.unresolved.update(written.unresolved)
+                report.resolutions += await resolve_contradictions(
+                    self.semantic, written.facts, settings.extraction.contradiction_policy,
+                    settings.extraction.contradiction_window_days)
             report.batches_done += 1
         await self.ctx.audit.log_write(
             "extract", "semantic", first.channel, list(dict.fromkeys(report.fact_ids)), report.summary(),

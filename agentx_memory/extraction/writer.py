@@ -34,6 +34,7 @@ class Written:
 
     entity_ids: list[str] = field(default_factory=list)
     fact_ids: list[str] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
     relationships: int = 0
     unresolved: Counter[str] = field(default_factory=Counter)
 
@@ -69,6 +70,7 @@ async def write_batch(semantic: SemanticMemory, batch: ValidBatch, refs: Mapping
         fact = await semantic.learn_fact(_fact(claim, refs, names, out, user_id=user_id, channel=channel,
                                                model=model, settings=settings))
         out.fact_ids.append(fact.id)
+        out.facts.append(fact)
     for rel in batch.relationships:
         source, target = names.get(normalize_name(rel.source)), names.get(normalize_name(rel.target))
         if source is None or target is None or source.id == target.id:

@@ -280,7 +280,48 @@ GET_FACT: Final[LiteralString] = """
 MATCH (f:Fact {id: $id, user_id: $user_id})
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .created_at, .last_accessed, .access_count, .metadata} AS fact, collect(e.id) AS entity_ids
+          .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+       collect(e.id) AS entity_ids
+"""
+
+# --- semantic: contradictions --------------------------------------------------------------------------------------
+# A fact that is replaced is kept (an as-of read still finds it) and hidden from recall by ``superseded = true``,
+# which every recall statement filters on; ``status`` says why (superseded, rejected, review).
+
+#: The user's active facts in these channels created since ``$since`` or ABOUT one of ``$entity_ids`` (the candidates
+#: a new fact may contradict), newest first.
+CONTRADICTION_CANDIDATES: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id})
+WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND NOT f.id IN $exclude
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+WITH f, collect(e.id) AS about
+WHERE f.created_at >= $since OR any(x IN about WHERE x IN $entity_ids)
+RETURN f {.id, .claim, .temporal, .created_at, .status} AS fact
+ORDER BY f.created_at DESC, f.id LIMIT $k
+"""
+
+#: ``$old_id`` is replaced by ``$new_id`` (prefer_new, a correction): hidden from recall, linked, kept.
+SUPERSEDE_FACT: Final[LiteralString] = """
+MATCH (new:Fact {id: $new_id, user_id: $user_id}), (old:Fact {id: $old_id, user_id: $user_id})
+SET old.superseded = true, old.status = $status, old.superseded_by = new.id, old.superseded_at = $now
+MERGE (new)-[:SUPERSEDES]->(old)
+RETURN old.id AS id
+"""
+
+#: Both facts kept and visible, marked for review, each naming the other (flag_review).
+FLAG_CONFLICT: Final[LiteralString] = """
+MATCH (a:Fact {id: $new_id, user_id: $user_id}), (b:Fact {id: $old_id, user_id: $user_id})
+SET a.status = 'review', b.status = 'review',
+    a.conflicts_with = [x IN coalesce(a.conflicts_with, []) WHERE x <> b.id] + [b.id],
+    b.conflicts_with = [x IN coalesce(b.conflicts_with, []) WHERE x <> a.id] + [a.id]
+RETURN a.id AS id
+"""
+
+#: The user's facts waiting for review, with the ids they conflict with.
+FACTS_FOR_REVIEW: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id}) WHERE f.status = 'review'
+RETURN f.id AS id, coalesce(f.conflicts_with, []) AS conflicts_with
+ORDER BY f.created_at, f.id LIMIT $limit
 """
 
 FACT_CONVERSATION_COUNT: Final[LiteralString] = """
@@ -521,6 +562,7 @@ LIMIT $k
 
 GET_FACTS: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $channels
+  AND coalesce(f.superseded, false) = false
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
           .created_at, .last_accessed, .access_count, .metadata} AS fact
 """

@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agentx_memory import AgentMemory, Turn
+from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.errors import NotFoundError
 from agentx_memory.extraction.writer import fact_id
 from tests.conftest import cli_env, gread
 from tests.integration.test_recall_cli import agentx
-from tests.llm_wire import Reply, WireServer, openai_completion
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 CHAT = [
@@ -212,3 +212,81 @@ def test_the_extract_command_dry_runs_then_writes(settings):
     assert summary["facts"] > 5 and summary["extractor"] == "offline:rules" and summary["stopped"] is None
     missing = agentx("extract", "--conversation", "nope", "--user", "alice", "--offline", env=env)
     assert missing.returncode == 2 and "conversation 'nope' not found" in missing.stdout
+
+
+# --- contradictions and corrections ---------------------------------------------------------------------------------
+
+SEPT, NOV = datetime(2026, 9, 7, 18, tzinfo=UTC), datetime(2026, 11, 15, 8, tzinfo=UTC)
+
+
+def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: str) -> None:
+    memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role="user", content=line,
+                             timestamp=when + timedelta(seconds=i), metadata={"speaker": "Sam"})
+                        for i, line in enumerate(lines)])
+
+
+def _claims(memory: AgentMemory) -> dict[str, object]:
+    rows = gread(memory, "MATCH (f:Fact) RETURN f.id AS id")
+    return {f.claim: f for f in (memory.get_fact(r["id"]) for r in rows)}
+
+
+@pytest.mark.parametrize("order", ["in time order", "newest conversation first"])
+def test_prefer_new_supersedes_the_fact_said_earlier(settings, order):
+    with AgentMemory(settings(extraction={"extractor": "offline"}, audit={"level": "writes"}),
+                     user_id="alice") as memory:
+        _say(memory, "s1", SEPT, "I just moved to Porto for a new job at Lumen Labs.")
+        _say(memory, "s5", NOV, "Big news: I moved from Porto to Lisbon last week.", "I ran a race last Saturday.")
+        for conversation in (["s1", "s5"] if order == "in time order" else ["s5", "s1"]):
+            memory.extract_conversation(conversation)
+        claims = _claims(memory)
+        porto, lisbon = claims["Sam lives in Porto."], claims["Sam lives in Lisbon."]
+        assert (porto.status, porto.superseded_by) == ("superseded", lisbon.id)
+        assert lisbon.status == "active"
+        assert gread(memory, "MATCH (:Fact {id: $a})-[:SUPERSEDES]->(:Fact {id: $b}) RETURN count(*) AS n",
+                     {"a": lisbon.id, "b": porto.id})[0]["n"] == 1
+        # recall no longer offers the superseded fact, by vector or by words
+        recalled = [f.item.claim for f in memory.remember("Where does Sam live? Porto or Lisbon?", top_k=10).facts]
+        assert "Sam lives in Lisbon." in recalled and "Sam lives in Porto." not in recalled
+        # events and other slots are not contradictions
+        assert claims["Sam works at Lumen Labs."].status == "active"
+        assert claims["Sam used to live in Porto."].status == "active"
+        audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT metadata FROM memory_audit_log WHERE operation = 'resolve_contradiction'"))
+        assert len(audit) == 1
+
+
+def test_prefer_old_rejects_the_later_fact_and_a_correction_still_wins(settings):
+    s = settings(extraction={"extractor": "offline", "contradiction_policy": "prefer_old"})
+    with AgentMemory(s, user_id="alice") as memory:
+        _say(memory, "s1", SEPT, "I live in Porto. I work at Lumen Labs.")
+        _say(memory, "s2", NOV, "I live in Lisbon.", "Actually, I work at Orbital Robotics, I got it wrong before.")
+        memory.extract_conversation("s1")
+        report = memory.extract_conversation("s2")
+        claims = _claims(memory)
+        assert claims["Sam lives in Lisbon."].status == "rejected"
+        assert claims["Sam lives in Lisbon."].superseded_by == claims["Sam lives in Porto."].id
+        assert claims["Sam lives in Porto."].status == "active"
+        # the speaker corrected themselves: the corrected fact goes, whatever the policy
+        assert claims["Sam works at Lumen Labs."].status == "superseded"
+        assert claims["Sam works at Orbital Robotics."].status == "active"
+        assert sorted(r["reason"] for r in report.summary()["contradictions"]) == [
+            "correction", "same slot, another value"]
+
+
+def test_flag_review_keeps_both_and_lists_them(settings):
+    s = settings(extraction={"extractor": "offline", "contradiction_policy": "flag_review"})
+    with AgentMemory(s, user_id="alice") as memory:
+        _say(memory, "s1", SEPT, "I live in Porto.")
+        _say(memory, "s2", NOV, "I live in Lisbon.")
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s2")
+        memory.extract_conversation("s2")  # again: still one pair, flagged once
+        claims = _claims(memory)
+        porto, lisbon = claims["Sam lives in Porto."], claims["Sam lives in Lisbon."]
+        assert porto.status == lisbon.status == "review"
+        flagged = memory.facts_for_review()
+        assert [(f.id, ids) for f, ids in flagged] == [(porto.id, [lisbon.id]), (lisbon.id, [porto.id])]
+        recalled = [f.item.claim for f in memory.remember("Where does Sam live?", top_k=10).facts]
+        assert {"Sam lives in Porto.", "Sam lives in Lisbon."} <= set(recalled)
+    listed = agentx("review", "--user", "alice", env=cli_env(s, COLUMNS="200"))
+    assert listed.returncode == 0 and "2 fact(s) to review" in listed.stdout and "Sam lives in Porto." in listed.stdout

@@ -15,6 +15,14 @@ from typing import Any
 import pydantic
 import pytest
 
+from agentx_memory.bench.wire import (
+    Reply,
+    WireServer,
+    anthropic_error,
+    anthropic_message,
+    openai_completion,
+    openai_error,
+)
 from agentx_memory.errors import (
     ConfigurationError,
     LLMBudgetExceededError,
@@ -27,14 +35,6 @@ from agentx_memory.errors import (
 from agentx_memory.providers.llm import LLM, is_local_endpoint, make_llm
 from agentx_memory.providers.usage import Usage, UsageMeter
 from agentx_memory.settings import LLMSettings
-from tests.llm_wire import (
-    Reply,
-    WireServer,
-    anthropic_error,
-    anthropic_message,
-    openai_completion,
-    openai_error,
-)
 
 KEY = "sk-test-secret-0123456789"
 TOOL = "record_entities"

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
+from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.retrieval.query import rewrite_as_statement
-from tests.llm_wire import Reply, WireServer, openai_completion
 
 REF = datetime(2023, 6, 15, 12, 0, tzinfo=UTC)
 

@@ -1,5 +1,6 @@
-"""A local HTTP server that answers in the Anthropic Messages or OpenAI Chat Completions wire format, for tests of the
-LLM providers with their real SDK clients (the SDKs are never mocked: only the far end of the wire is ours).
+"""A local HTTP server that answers in the Anthropic Messages or OpenAI Chat Completions wire format: the far end of
+the wire for the LLM providers' tests and the extraction cost benchmark, which run the real SDK clients against it
+(the SDKs are never mocked).
 
 A test scripts the replies (:class:`Reply`: status, JSON or raw body, headers, a delay before answering); the last
 reply repeats once the script is used up. Every request is recorded (path, headers, JSON body).
@@ -15,6 +16,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+__all__ = ["Recorded", "Reply", "WireServer", "anthropic_error", "anthropic_message", "openai_completion",
+           "openai_error"]
 
 
 @dataclass

@@ -1,0 +1,131 @@
+"""Contradictions and corrections between a newly extracted fact and the user's stored facts.
+
+Candidates: the user's active facts in the fact's channel that are ABOUT one of its entities, and every fact of the
+last ``extraction.contradiction_window_days``. Two facts **contradict** when they state the same single-valued
+thing with different values (:func:`same_slot`: the same first three words or more, then a short, different
+remainder — "Sam lives in Porto." / "Sam lives in Lisbon."), and neither is an event (tagged past or future: events
+accumulate, they do not replace each other). A new fact extracted from a **correction** ("actually…", "no, I meant…";
+the extractor fills ``corrects``) replaces the candidate it corrects whatever the policy.
+
+Resolution (``extraction.contradiction_policy``), by when each fact was said (``created_at``), not by write order:
+
+* ``prefer_new``: the older fact is superseded by the newer (``(newer)-[:SUPERSEDES]->(older)``, status
+  ``superseded``): hidden from recall, still read by id;
+* ``prefer_old``: the newer fact is kept but rejected (status ``rejected``, superseded by the older): hidden;
+* ``flag_review``: both stay visible with status ``review`` and are listed by ``facts_for_review``.
+
+Every resolution is audited (operation ``resolve_contradiction``). The check is structural: it finds contradictions
+between claims of the same shape (which the offline rules always produce and LLM answers often do), not between
+paraphrases; docs/extraction.md says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Final
+
+from ..graph import cypher
+from ..models import Fact
+from ..semantic import SemanticMemory
+from ..timeutil import now_ms, to_ms
+
+__all__ = ["Resolution", "resolve_contradictions", "same_slot"]
+
+_DATE_NOTE: Final = re.compile(r"\((?:on|in|around) [^)]*\)")
+_WORD: Final = re.compile(r"[\w'’-]+")
+#: Leading words two claims must share to state the same thing, and the longest remainder that is still "a value".
+SLOT_WORDS: Final = 3
+VALUE_WORDS: Final = 6
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One contradiction resolved: the kept and the replaced fact (``kept`` is None under flag_review)."""
+
+    policy: str
+    fact_ids: tuple[str, str]
+    kept: str | None
+    reason: str
+
+
+def _words(claim: str) -> list[str]:
+    return [w.casefold() for w in _WORD.findall(_DATE_NOTE.sub(" ", claim))]
+
+
+def same_slot(a: str, b: str) -> bool:
+    """Whether claims ``a`` and ``b`` give different values to one thing: at least :data:`SLOT_WORDS` leading words
+    alike, then remainders of 1 to :data:`VALUE_WORDS` words that differ.
+
+    >>> same_slot("Sam lives in Porto.", "Sam lives in Lisbon.")
+    True
+    >>> same_slot("Sam loves hiking.", "Sam loves cooking.")
+    False
+    """
+    wa, wb = _words(a), _words(b)
+    common = 0
+    while common < min(len(wa), len(wb)) and wa[common] == wb[common]:
+        common += 1
+    rest_a, rest_b = wa[common:], wb[common:]
+    return (common >= SLOT_WORDS and 0 < len(rest_a) <= VALUE_WORDS and 0 < len(rest_b) <= VALUE_WORDS
+            and rest_a != rest_b)
+
+
+def _overlap(a: str, b: str) -> float:
+    sa, sb = set(_words(a)), set(_words(b))
+    return len(sa & sb) / max(1, len(sa | sb))
+
+
+async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], policy: str, window_days: float
+                                 ) -> list[Resolution]:
+    """Check each of ``facts`` (just written, one user and channel) against the stored candidates and resolve what
+    contradicts it (see the module docstring); return the resolutions."""
+    out: list[Resolution] = []
+    hidden: set[str] = set()  # replaced during this call: no longer a candidate, no longer checked
+    for fact in facts:
+        if fact.status in ("superseded", "rejected") or fact.id in hidden:
+            continue
+        rows = await semantic.ctx.graph.read(cypher.CONTRADICTION_CANDIDATES, {
+            "user_id": fact.user_id, "channels": [fact.channel], "exclude": [fact.id], "entity_ids": fact.entity_ids,
+            "since": to_ms(fact.created_at - timedelta(days=window_days)), "k": 200})
+        corrects = str(fact.metadata.get("corrects") or "")
+        for row in rows:
+            other = row["fact"]
+            if other["id"] in hidden or fact.id in hidden:
+                continue
+            if corrects and (same_slot(fact.claim, other["claim"]) or _overlap(corrects, other["claim"]) >= 0.6):
+                out.append(await _apply(semantic, fact, other, "prefer_new", "correction"))
+                hidden.update(set(out[-1].fact_ids) - {out[-1].kept})
+                continue
+            if fact.temporal in ("past", "future") or other.get("temporal") in ("past", "future"):
+                continue
+            if same_slot(fact.claim, other["claim"]):
+                out.append(await _apply(semantic, fact, other, policy, "same slot, another value"))
+                if out[-1].kept is not None:
+                    hidden.update(set(out[-1].fact_ids) - {out[-1].kept})
+    return out
+
+
+async def _apply(semantic: SemanticMemory, fact: Fact, other: dict[str, Any], policy: str, reason: str
+                 ) -> Resolution:
+    user = fact.user_id
+    if policy == "flag_review":
+        await semantic.ctx.graph.write(cypher.FLAG_CONFLICT, {"new_id": fact.id, "old_id": other["id"],
+                                                               "user_id": user})
+        kept = None
+    else:
+        newer_is_fact = to_ms(fact.created_at) >= (other.get("created_at") or 0)
+        newer, older = (fact.id, other["id"]) if newer_is_fact else (other["id"], fact.id)
+        if reason == "correction":
+            newer, older = fact.id, other["id"]  # the correction wins, whenever the corrected fact was said
+        keep, drop = (newer, older) if policy == "prefer_new" else (older, newer)
+        status = "superseded" if policy == "prefer_new" else "rejected"
+        await semantic.ctx.graph.write(cypher.SUPERSEDE_FACT, {"new_id": keep, "old_id": drop, "user_id": user,
+                                                                "status": status, "now": now_ms()})
+        kept = keep
+    resolution = Resolution(policy, (fact.id, other["id"]), kept, reason)
+    await semantic.ctx.audit.log_write(
+        "resolve_contradiction", "semantic", fact.channel, [fact.id, other["id"]],
+        {"policy": policy, "reason": reason, "kept": kept, "claims": [fact.claim, other["claim"]]}, user_id=user)
+    return resolution
