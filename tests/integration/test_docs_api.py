@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "api.md", ROOT / "README.md"]
+DOCS = [ROOT / "docs" / "api.md", ROOT / "docs" / "extraction.md", ROOT / "README.md"]
 
 
 def _python_blocks() -> list[tuple[Path, str]]:
@@ -18,7 +18,7 @@ def _python_blocks() -> list[tuple[Path, str]]:
 
 
 def test_docs_have_examples():
-    assert {doc for doc, _ in _python_blocks()} == set(DOCS), "README.md and docs/api.md should hold runnable examples"
+    assert {doc for doc, _ in _python_blocks()} == set(DOCS), "README.md, docs/api.md and docs/extraction.md should hold runnable examples"
 
 
 @pytest.mark.parametrize(
