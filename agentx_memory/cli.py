@@ -463,7 +463,8 @@ def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
     async def run() -> ExtractionReport:
         memory = await AsyncAgentMemory.open(settings)
         try:
-            return await memory.extract_conversation(args.conversation, user_id=args.user, dry_run=args.dry_run)
+            return await memory.extract_conversation(args.conversation, user_id=args.user, dry_run=args.dry_run,
+                                                     force=args.force)
         finally:
             await memory.close()
 
@@ -472,7 +473,8 @@ def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(report.summary(), indent=2))
         return 0 if report.stopped is None else 1
     verb = "would write" if report.dry_run else "wrote"
-    console.print(f"{report.extractor}: {report.batches_done}/{report.batches} batch(es)", markup=False)
+    console.print(f"{report.extractor}: {report.batches_done}/{report.batches} batch(es), "
+                  f"{report.batches_skipped} skipped as extracted before", markup=False)
     if report.dry_run:
         for batch in report.found:
             for entity in batch.entities:
@@ -527,6 +529,7 @@ def _extract_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user", required=True, help="user id")
     p.add_argument("--dry-run", action="store_true", help="write nothing; print what would be written")
     p.add_argument("--offline", action="store_true", help="use the offline rules whatever extraction.extractor says")
+    p.add_argument("--force", action="store_true", help="extract again the batches extracted before")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

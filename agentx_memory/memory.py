@@ -236,17 +236,18 @@ class AsyncAgentMemory:
         return await self.semantic.promote_to_global(fact_id, reason, user_id=self._user(user_id))
 
     async def extract_conversation(self, conversation_id: str, user_id: str | None = None, *,
-                                   dry_run: bool = False) -> ExtractionReport:
+                                   dry_run: bool = False, force: bool = False) -> ExtractionReport:
         """Turn one conversation into entities, facts and relationships (``extraction.extractor``: the LLM of
         ``llm.extraction_model`` or the offline rules), one extraction call per batch of turns, written through this
-        memory idempotently (running it again adds nothing twice). ``dry_run`` writes nothing and returns what would
+        memory idempotently: a batch already extracted (same extractor, prompt and turns) is skipped without a call
+        unless ``force``, and a forced re-run adds nothing twice. ``dry_run`` writes nothing and returns what would
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
         turns = await self.episodic.get_conversation(conversation_id, self._user(user_id))
         if not turns:
             raise NotFoundError("conversation", conversation_id)
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
-        return await extractor.run(turns, dry_run=dry_run)
+        return await extractor.run(turns, dry_run=dry_run, force=force)
 
     async def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
@@ -636,14 +637,15 @@ class AgentMemory:
         """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
         return self._portal.run(self._core.promote_to_global(fact_id, reason, user_id))
 
-    def extract_conversation(self, conversation_id: str, user_id: str | None = None, *,
-                             dry_run: bool = False) -> ExtractionReport:
+    def extract_conversation(self, conversation_id: str, user_id: str | None = None, *, dry_run: bool = False,
+                             force: bool = False) -> ExtractionReport:
         """Turn one conversation into entities, facts and relationships (``extraction.extractor``: the LLM of
         ``llm.extraction_model`` or the offline rules), one extraction call per batch of turns, written through this
-        memory idempotently (running it again adds nothing twice). ``dry_run`` writes nothing and returns what would
+        memory idempotently: a batch already extracted (same extractor, prompt and turns) is skipped without a call
+        unless ``force``, and a forced re-run adds nothing twice. ``dry_run`` writes nothing and returns what would
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
-        return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run))
+        return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run, force=force))
 
     def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest

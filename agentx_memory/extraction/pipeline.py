@@ -14,26 +14,31 @@ report and in the audit log (operation ``extract``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..errors import LLMError, NotFoundError
+from ..graph import cypher
 from ..models import Turn
 from ..providers.llm import LLM, is_local_endpoint, make_llm
 from ..providers.usage import Usage, UsageMeter
 from ..semantic import SemanticMemory
 from ..settings import Settings
+from ..timeutil import now_ms
 from .contradictions import Resolution, resolve_contradictions
 from .offline import BatchTurn, OfflineExtractor
 from .schema import SYSTEM_PROMPT, ExtractionOutput, RawBatch, render_turns
 from .validate import ValidBatch, validate_batch
 from .writer import write_batch
 
-__all__ = ["ConversationExtractor", "ExtractionReport", "Extractor", "LLMExtractor", "batches", "choose_extractor"]
+__all__ = ["ConversationExtractor", "ExtractionReport", "Extractor", "LLMExtractor", "batch_key", "batches",
+           "choose_extractor"]
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +136,19 @@ def batches(turns: Sequence[Turn], max_turns: int, max_chars: int) -> list[list[
     return out
 
 
+#: Changes whenever the prompt or the schema does, so a batch extracted under an older prompt is extracted again.
+PROMPT_VERSION: Final = hashlib.sha256((SYSTEM_PROMPT + json.dumps(ExtractionOutput.model_json_schema(),
+                                                                   sort_keys=True)).encode()).hexdigest()[:16]
+
+
+def batch_key(extractor: str, batch: Sequence[BatchTurn]) -> str:
+    """The idempotency key of a batch: the extractor, the prompt version and each turn's id and content."""
+    digest = hashlib.sha256(f"{extractor}\x1f{PROMPT_VERSION}".encode())
+    for item in batch:
+        digest.update(f"\x1e{item.turn.id}\x1f{item.text}".encode())
+    return digest.hexdigest()[:32]
+
+
 @dataclass
 class ExtractionReport:
     """What one run did: per kind the ids written, what was dropped or left unresolved and why, the usage, and
@@ -142,6 +160,7 @@ class ExtractionReport:
     dry_run: bool
     batches: int = 0
     batches_done: int = 0
+    batches_skipped: int = 0
     entity_ids: list[str] = field(default_factory=list)
     fact_ids: list[str] = field(default_factory=list)
     relationships: int = 0
@@ -156,7 +175,7 @@ class ExtractionReport:
         """Plain values for printing and the audit log (without the found items)."""
         return {
             "conversation_id": self.conversation_id, "extractor": self.extractor, "dry_run": self.dry_run,
-            "batches": self.batches, "batches_done": self.batches_done,
+            "batches": self.batches, "batches_done": self.batches_done, "batches_skipped": self.batches_skipped,
             "entities": len(dict.fromkeys(self.entity_ids)), "facts": len(dict.fromkeys(self.fact_ids)),
             "relationships": self.relationships, "dropped": dict(self.dropped), "unresolved": dict(self.unresolved),
             "usage": self.usage.as_dict(), "stopped": self.stopped,
@@ -173,9 +192,10 @@ class ConversationExtractor:
         self.ctx = semantic.ctx
         self.extractor = extractor
 
-    async def run(self, turns: Sequence[Turn], *, dry_run: bool = False) -> ExtractionReport:
+    async def run(self, turns: Sequence[Turn], *, dry_run: bool = False, force: bool = False) -> ExtractionReport:
         """Extract from ``turns`` (one conversation, in order): write unless ``dry_run`` (then the validated items
-        are in ``report.found``)."""
+        are in ``report.found``). A batch extracted before by the same extractor and prompt, from the same turns, is
+        skipped (``report.batches_skipped``) unless ``force``; a dry run skips nothing."""
         if not turns:
             raise NotFoundError("conversation", "(no turns)")
         first = turns[0]
@@ -185,7 +205,14 @@ class ConversationExtractor:
         meter = UsageMeter.from_settings(settings.llm)
         cut = batches(turns, settings.extraction.batch_turns, settings.extraction.batch_chars)
         report.batches = len(cut)
+        done = set() if dry_run or force else set((await self.ctx.graph.read(cypher.EXTRACTED_BATCHES, {
+            "conversation_id": first.conversation_id, "user_id": first.user_id}) or [{"keys": []}])[0]["keys"])
         for batch in cut:
+            key = batch_key(self.extractor.model, batch)
+            if key in done:
+                report.batches_skipped += 1
+                report.batches_done += 1
+                continue
             try:
                 raw, usage = await self.extractor(batch, meter)
             except LLMError as exc:
@@ -208,6 +235,8 @@ class ConversationExtractor:
                 report.resolutions += await resolve_contradictions(
                     self.semantic, written.facts, settings.extraction.contradiction_policy,
                     settings.extraction.contradiction_window_days)
+                await self.ctx.graph.write(cypher.MARK_BATCH_EXTRACTED, {
+                    "conversation_id": first.conversation_id, "user_id": first.user_id, "key": key, "now": now_ms()})
             report.batches_done += 1
         await self.ctx.audit.log_write(
             "extract", "semantic", first.channel, list(dict.fromkeys(report.fact_ids)), report.summary(),

@@ -542,6 +542,19 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
           .access_count, .properties} AS entity, similarity
 """
 
+# The idempotency keys of the turn batches already extracted from a conversation (extraction skips them: a re-run
+# neither pays for a call nor writes anything twice); a key names the extractor, the prompt and the turns' contents.
+EXTRACTED_BATCHES: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+RETURN coalesce(c.extracted_batches, []) AS keys
+"""
+
+MARK_BATCH_EXTRACTED: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+SET c.extracted_batches = [k IN coalesce(c.extracted_batches, []) WHERE k <> $key] + [$key], c.extracted_at = $now
+RETURN c.id AS id
+"""
+
 # (:Conversation)-[:MENTIONS]->(:Entity), written by extraction; both must be the user's (MERGE: idempotent).
 LINK_MENTIONS: Final[LiteralString] = """
 MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})

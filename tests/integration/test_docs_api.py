@@ -18,7 +18,7 @@ def _python_blocks() -> list[tuple[Path, str]]:
 
 
 def test_docs_have_examples():
-    assert {doc for doc, _ in _python_blocks()} == set(DOCS), "README.md, docs/api.md and docs/extraction.md should hold runnable examples"
+    assert {doc for doc, _ in _python_blocks()} == set(DOCS), "every doc of DOCS should hold runnable examples"
 
 
 @pytest.mark.parametrize(

@@ -87,10 +87,18 @@ def test_extracting_again_adds_nothing_twice(offline):
     _store_chat(offline)
     first = offline.extract_conversation("chat-1")
     before = _counts(offline)
-    second = offline.extract_conversation("chat-1")
+    second = offline.extract_conversation("chat-1")  # every batch was extracted: skipped by its key
+    assert (second.batches_skipped, second.fact_ids) == (second.batches, [])
+    forced = offline.extract_conversation("chat-1", force=True)  # extracted and written again: the same ids
     assert _counts(offline) == before
-    assert sorted(second.fact_ids) == sorted(first.fact_ids)
+    assert sorted(forced.fact_ids) == sorted(first.fact_ids) and forced.batches_skipped == 0
     assert before["facts"] == len(set(first.fact_ids)) > 5
+    # a changed turn is a new batch: extracted again
+    offline.store_turn(Turn(conversation_id="chat-1", user_id="alice", content="Melanie: I work at Orbital now.",
+                            timestamp=SAID + timedelta(minutes=5), metadata={"speaker": "Melanie"}))
+    third = offline.extract_conversation("chat-1")
+    assert third.batches_skipped == 0 and "Melanie works at Orbital." in {offline.get_fact(i).claim
+                                                                         for i in third.fact_ids}
 
 
 def test_a_dry_run_writes_nothing_and_shows_what_it_found(offline):
@@ -169,13 +177,15 @@ def test_llm_extraction_is_validated_calibrated_and_costed(settings, wire):
         assert report.relationships == 1
         # one call for six turns; its usage and cost in the report and in the audit log
         assert len(wire.requests) == 1 and report.usage.calls == 1
+        again = memory.extract_conversation("chat-1")  # the batch's key is recorded: no second paid call
+        assert again.batches_skipped == 1 and again.usage.calls == 0 and len(wire.requests) == 1
         assert (report.usage.input_tokens, report.usage.output_tokens) == (900, 300)
         assert report.usage.cost_usd == pytest.approx((900 * 0.15 + 300 * 0.60) / 1e6)
         prompt = wire.requests[0].body["messages"][1]["content"]
         assert prompt.splitlines()[3] == f"t4 [2023-05-08] Melanie: {CHAT[3][1]}"
         audit = memory._portal.run(memory.core.ctx.postgres.fetch(
-            "SELECT metadata FROM memory_audit_log WHERE operation = 'extract'"))
-        assert len(audit) == 1
+            "SELECT metadata FROM memory_audit_log WHERE operation = 'extract' ORDER BY id"))
+        assert len(audit) == 2  # one entry per run, the skipping one included
         logged = audit[0]["metadata"]
         logged = json.loads(logged) if isinstance(logged, str) else logged
         assert logged["usage"]["input_tokens"] == 900 and logged["facts"] == 3
@@ -280,7 +290,7 @@ def test_flag_review_keeps_both_and_lists_them(settings):
         _say(memory, "s2", NOV, "I live in Lisbon.")
         memory.extract_conversation("s1")
         memory.extract_conversation("s2")
-        memory.extract_conversation("s2")  # again: still one pair, flagged once
+        memory.extract_conversation("s2", force=True)  # again: still one pair, flagged once
         claims = _claims(memory)
         porto, lisbon = claims["Sam lives in Porto."], claims["Sam lives in Lisbon."]
         assert porto.status == lisbon.status == "review"
