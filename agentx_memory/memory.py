@@ -21,7 +21,7 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import pydantic
@@ -32,6 +32,7 @@ from .context import MemoryContext
 from .episodic import EpisodicMemory, ReconcileResult
 from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
+from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .procedural import ProceduralMemory, StrategyMatch
@@ -248,6 +249,14 @@ class AsyncAgentMemory:
             raise NotFoundError("conversation", conversation_id)
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
         return await extractor.run(turns, dry_run=dry_run, force=force)
+
+    async def consolidate(self, *, now: datetime | None = None) -> ConsolidationReport:
+        """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
+        newer than its last consolidation), every user's, at most ``worker.consolidate_max_conversations`` per call,
+        each under its Redis lock; mark each consolidated and report its lag. The worker's ``consolidate`` job.
+        ``now`` (default: the current time) decides what is quiet."""
+        return await consolidate_due(self.episodic, self.semantic, self.ctx.working, choose_extractor(self.settings),
+                                     self.settings.worker, now=now or datetime.now(UTC))
 
     async def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
@@ -646,6 +655,13 @@ class AgentMemory:
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
         return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run, force=force))
+
+    def consolidate(self, *, now: datetime | None = None) -> ConsolidationReport:
+        """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
+        newer than its last consolidation), every user's, at most ``worker.consolidate_max_conversations`` per call,
+        each under its Redis lock; mark each consolidated and report its lag. The worker's ``consolidate`` job.
+        ``now`` (default: the current time) decides what is quiet."""
+        return self._portal.run(self._core.consolidate(now=now))
 
     def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest

@@ -421,8 +421,16 @@ class AuditSettings(_Section):
 class WorkerSettings(_Section):
     """Consolidation worker job intervals (spec 003 'Background Processing'), in minutes."""
 
-    consolidate_minutes: int = Field(
-        15, ge=1, le=100_000, description="consolidate_episodic_to_semantic", json_schema_extra=not_used_yet(14)
+    consolidate_minutes: int = Field(15, ge=1, le=100_000, description="consolidate_episodic_to_semantic")
+    consolidate_quiet_minutes: float = Field(
+        30.0, ge=0, le=100_000, description="a conversation is consolidated once its last turn is this old"
+    )
+    consolidate_max_conversations: int = Field(
+        50, ge=1, le=100_000, description="conversations at most per consolidation run (the oldest first)"
+    )
+    consolidate_lock_seconds: float = Field(
+        900.0, ge=1, le=86_400, description="expiry of a conversation's consolidation lock (a crashed worker's lock "
+        "frees itself after it)",
     )
     patterns_minutes: int = Field(
         60, ge=1, le=100_000, description="detect_patterns", json_schema_extra=not_used_yet(14)

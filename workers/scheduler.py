@@ -1,8 +1,9 @@
 """The consolidation worker's scheduler (APScheduler 3, asyncio).
 
 Jobs and their intervals come from settings (``worker.*_minutes``). Implemented so far: ``reconcile`` (graph
-projection of the durable log) and ``audit_partitions``. The LLM consolidation, pattern detection, decay, cleanup and
-promotion jobs of spec 003 are not built yet; the worker says so at start rather than pretending.
+projection of the durable log), ``audit_partitions`` and ``consolidate`` (extraction of quiet conversations). The
+pattern detection, decay, cleanup and promotion jobs of spec 003 are not built yet; the worker says so at start
+rather than pretending.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agentx_memory import AsyncAgentMemory, Settings
 
-from .jobs import audit_partitions, reconcile
+from .jobs import audit_partitions, consolidate, reconcile
 
 __all__ = ["JOBS", "Job", "run_once", "run_worker"]
 
@@ -29,9 +30,10 @@ Job = Callable[[AsyncAgentMemory], Awaitable[dict[str, Any]]]
 JOBS: dict[str, tuple[Job, str]] = {
     "reconcile": (reconcile.run, "reconcile_minutes"),
     "audit_partitions": (audit_partitions.run, "audit_partitions_minutes"),
+    "consolidate": (consolidate.run, "consolidate_minutes"),
 }
 
-NOT_BUILT = ("consolidate", "patterns", "decay", "cleanup", "promote")
+NOT_BUILT = ("patterns", "decay", "cleanup", "promote")
 
 
 async def _run_job(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:

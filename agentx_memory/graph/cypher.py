@@ -542,6 +542,29 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
           .access_count, .properties} AS entity, similarity
 """
 
+# Consolidation: conversations whose last turn is older than the quiet time and newer than what was consolidated
+# (``consolidated_upto``, the last turn's time when it was last consolidated), oldest first; every user's.
+PENDING_CONSOLIDATION: Final[LiteralString] = """
+MATCH (c:Conversation)
+WHERE c.last_turn_at <= $before AND coalesce(c.consolidated_upto, -1) < c.last_turn_at
+  AND coalesce(c.archived, false) = false
+RETURN c.id AS id, c.user_id AS user_id, c.channel AS channel, c.last_turn_at AS last_turn_at
+ORDER BY c.last_turn_at, c.id LIMIT $limit
+"""
+
+#: Read again under the conversation's lock: another worker may have consolidated it since the list was read.
+CONSOLIDATION_STATE: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+RETURN c.last_turn_at AS last_turn_at, coalesce(c.consolidated_upto, -1) AS upto
+"""
+
+MARK_CONSOLIDATED: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+SET c.consolidated = true, c.consolidated_at = $now,
+    c.consolidated_upto = CASE WHEN coalesce(c.consolidated_upto, -1) < $upto THEN $upto ELSE c.consolidated_upto END
+RETURN c.id AS id
+"""
+
 # The idempotency keys of the turn batches already extracted from a conversation (extraction skips them: a re-run
 # neither pays for a call nor writes anything twice); a key names the extractor, the prompt and the turns' contents.
 EXTRACTED_BATCHES: Final[LiteralString] = """

@@ -1,0 +1,92 @@
+"""Consolidation: episodic turns → semantic memory, for every conversation that has gone quiet (spec 003 data flow 3,
+the worker's ``consolidate`` job).
+
+A conversation is due when its last turn is older than ``worker.consolidate_quiet_minutes`` and newer than what was
+consolidated before (``Conversation.consolidated_upto``): a conversation that goes on is consolidated again, and
+the batches it had already extracted are skipped by their keys (only the new turns cost a call). Each conversation
+is taken under its Redis lock (``consolidation:lock:{conversation_id}``, expiring after
+``worker.consolidate_lock_seconds``), so two workers never extract it at once; one held by another worker is
+skipped this run. After a successful extraction the conversation is marked ``consolidated`` with the time of the
+last turn it covered; a run that stopped early (budget, LLM failure) leaves it due. The lag — last turn to
+consolidated — is in the report and in each conversation's audit entry (operation ``consolidate``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..episodic import EpisodicMemory
+from ..graph import cypher
+from ..providers.usage import Usage
+from ..semantic import SemanticMemory
+from ..settings import WorkerSettings
+from ..timeutil import from_ms, to_ms
+from ..working import WorkingStore
+from .pipeline import ConversationExtractor, Extractor
+
+__all__ = ["ConsolidationReport", "consolidate_due"]
+
+
+@dataclass
+class ConsolidationReport:
+    """One consolidation run: per conversation what was extracted and its lag; what was skipped and why."""
+
+    conversations: list[dict[str, Any]] = field(default_factory=list)
+    locked: list[str] = field(default_factory=list)
+    stopped: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain values for the worker's log and ``worker --once``."""
+        lags = [c["lag_seconds"] for c in self.conversations]
+        return {
+            "consolidated": len(self.conversations), "locked_elsewhere": len(self.locked),
+            "stopped": len(self.stopped), "facts": sum(c["facts"] for c in self.conversations),
+            "entities": sum(c["entities"] for c in self.conversations),
+            "lag_seconds_max": max(lags, default=None), "calls": self.usage.calls,
+            "input_tokens": self.usage.input_tokens, "output_tokens": self.usage.output_tokens,
+        }
+
+
+async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, working: WorkingStore,
+                          extractor: Extractor, settings: WorkerSettings, *, now: datetime) -> ConsolidationReport:
+    """Consolidate every due conversation (at most ``worker.consolidate_max_conversations``, oldest first) as of
+    ``now`` (a parameter, so the time rules are testable without waiting)."""
+    report = ConsolidationReport()
+    graph = semantic.ctx.graph
+    due = await graph.read(cypher.PENDING_CONSOLIDATION, {
+        "before": to_ms(now - timedelta(minutes=settings.consolidate_quiet_minutes)),
+        "limit": settings.consolidate_max_conversations})
+    runner = ConversationExtractor(semantic, extractor)
+    for row in due:
+        conversation, user = row["id"], row["user_id"]
+        token = await working.acquire_lock(conversation, settings.consolidate_lock_seconds)
+        if token is None:
+            report.locked.append(conversation)
+            continue
+        try:
+            state = await graph.read(cypher.CONSOLIDATION_STATE, {"conversation_id": conversation, "user_id": user})
+            if not state or state[0]["upto"] >= state[0]["last_turn_at"]:
+                continue  # consolidated by another worker between the list and the lock
+            turns = await episodic.get_conversation(conversation, user)
+            extracted = await runner.run(turns)
+            report.usage = report.usage + extracted.usage
+            if extracted.stopped:
+                report.stopped.append({"conversation_id": conversation, "user_id": user, "why": extracted.stopped})
+                continue
+            upto = max(to_ms(t.timestamp) for t in turns)
+            await graph.write(cypher.MARK_CONSOLIDATED, {"conversation_id": conversation, "user_id": user,
+                                                          "now": to_ms(now), "upto": upto})
+            lag = round((now - from_ms(row["last_turn_at"])).total_seconds(), 3)
+            done = {"conversation_id": conversation, "user_id": user, "lag_seconds": lag,
+                    "facts": len(set(extracted.fact_ids)), "entities": len(set(extracted.entity_ids)),
+                    "batches_skipped": extracted.batches_skipped, "usage": extracted.usage.as_dict()}
+            report.conversations.append(done)
+            await semantic.ctx.audit.log_write("consolidate", "semantic", turns[0].channel,
+                                               list(dict.fromkeys(extracted.fact_ids)), done, user_id=user,
+                                               conversation_id=conversation)
+        finally:
+            await working.release_lock(conversation, token)
+    return report

@@ -1,0 +1,91 @@
+"""The consolidate job (issue 14's first job, built on issue 13's extraction), on both graph backends: only quiet
+conversations, again when they go on (already extracted batches skipped), a conversation locked by another worker
+left alone, two racing workers never consolidating one conversation twice, the lag reported and audited."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+from agentx_memory import AgentMemory, AsyncAgentMemory, Turn
+from tests.conftest import gread
+from workers.scheduler import run_once
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: str) -> None:
+    memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role="user", content=line,
+                             timestamp=when + timedelta(seconds=i), metadata={"speaker": "Sam"})
+                        for i, line in enumerate(lines)])
+
+
+def _offline(settings, **worker):
+    return settings(extraction={"extractor": "offline"}, audit={"level": "writes"}, worker=worker)
+
+
+def test_only_quiet_conversations_are_consolidated_and_again_when_they_go_on(settings):
+    with AgentMemory(_offline(settings, consolidate_quiet_minutes=30), user_id="alice") as memory:
+        _say(memory, "quiet", NOW - timedelta(hours=2), "I live in Porto.", "I work at Lumen Labs.")
+        _say(memory, "active", NOW - timedelta(minutes=5), "I love hiking in Sintra.")
+        report = memory.consolidate(now=NOW)
+        assert [c["conversation_id"] for c in report.conversations] == ["quiet"]
+        assert report.conversations[0]["lag_seconds"] == 2 * 3600 - 1  # from its last turn (2 h - 1 s ago)
+        assert report.summary()["facts"] == 2
+        state = gread(memory, "MATCH (c:Conversation {id: 'quiet'}) RETURN c.consolidated AS done, "
+                              "c.consolidated_upto AS upto")[0]
+        assert state["done"] is True
+        assert memory.consolidate(now=NOW).conversations == []  # nothing new: nothing to do
+        # later: the active one has gone quiet, and the quiet one went on
+        _say(memory, "quiet", NOW + timedelta(minutes=1), "I moved to Lisbon last week.")
+        later = memory.consolidate(now=NOW + timedelta(hours=1))
+        assert sorted(c["conversation_id"] for c in later.conversations) == ["active", "quiet"]
+        claims = {memory.get_fact(i).claim: memory.get_fact(i)
+                  for i in (r["id"] for r in gread(memory, "MATCH (f:Fact) RETURN f.id AS id"))}
+        assert claims["Sam lives in Porto."].status == "superseded" and "Sam loves hiking in Sintra." in claims
+        audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT conversation_id, metadata FROM memory_audit_log WHERE operation = 'consolidate' ORDER BY id"))
+        assert audit[0]["conversation_id"] == "quiet" and len(audit) == 3
+        assert audit[0]["metadata"]["lag_seconds"] == 2 * 3600 - 1
+
+
+def test_a_conversation_locked_by_another_worker_is_left_for_a_later_run(settings):
+    with AgentMemory(_offline(settings), user_id="alice") as memory:
+        _say(memory, "c1", NOW - timedelta(hours=2), "I live in Porto.")
+        store = memory.core.ctx.working
+        token = memory._portal.run(store.acquire_lock("c1", 60))
+        report = memory.consolidate(now=NOW)
+        assert report.locked == ["c1"] and report.conversations == []
+        memory._portal.run(store.release_lock("c1", token))
+        assert [c["conversation_id"] for c in memory.consolidate(now=NOW).conversations] == ["c1"]
+
+
+def test_two_racing_workers_never_consolidate_a_conversation_twice(settings):
+    s = _offline(settings)
+    with AgentMemory(s, user_id="alice") as memory:
+        for i in range(6):
+            _say(memory, f"c{i}", NOW - timedelta(hours=2), f"I live in City{i}.", "I work at Lumen Labs.")
+
+    async def race() -> list:
+        workers = [await AsyncAgentMemory.open(s) for _ in range(2)]
+        try:
+            return await asyncio.gather(*(w.consolidate(now=NOW) for w in workers))
+        finally:
+            for w in workers:
+                await w.close()
+
+    reports = asyncio.run(race())
+    done = [c["conversation_id"] for r in reports for c in r.conversations]
+    assert sorted(done) == [f"c{i}" for i in range(6)]  # each exactly once, between the two
+    with AgentMemory(s, user_id="alice") as memory:
+        audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT count(*) AS n FROM memory_audit_log WHERE operation = 'consolidate'"))[0]["n"]
+        assert audit == 6
+
+
+def test_the_worker_runs_consolidation_once(settings):
+    s = _offline(settings, consolidate_quiet_minutes=0)
+    with AgentMemory(s, user_id="alice") as memory:
+        _say(memory, "c1", datetime.now(UTC) - timedelta(minutes=1), "I work at Lumen Labs.")
+    summary = asyncio.run(run_once(s))
+    assert summary["consolidate"]["consolidated"] == 1 and summary["consolidate"]["facts"] == 1
