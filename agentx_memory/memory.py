@@ -258,6 +258,14 @@ class AsyncAgentMemory:
         return await consolidate_due(self.episodic, self.semantic, self.ctx.working, choose_extractor(self.settings),
                                      self.settings.worker, now=now or datetime.now(UTC))
 
+    async def facts_as_of(self, at: datetime, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
+                          entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:
+        """The user's facts as they stood at ``at``, newest first, in ``channel`` and ``_global``: said by then and
+        not yet replaced (a fact superseded since is returned with its ``status``; a rejected one never held).
+        ``entity_ids`` keeps those ABOUT one of them."""
+        channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
+        return await self.semantic.facts_as_of(self._user(user_id), at, channels, entity_ids=entity_ids, limit=limit)
+
     async def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
         first, each with the ids of the facts it conflicts with."""
@@ -662,6 +670,13 @@ class AgentMemory:
         each under its Redis lock; mark each consolidated and report its lag. The worker's ``consolidate`` job.
         ``now`` (default: the current time) decides what is quiet."""
         return self._portal.run(self._core.consolidate(now=now))
+
+    def facts_as_of(self, at: datetime, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
+                    entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:
+        """The user's facts as they stood at ``at``, newest first, in ``channel`` and ``_global``: said by then and
+        not yet replaced (a fact superseded since is returned with its ``status``; a rejected one never held).
+        ``entity_ids`` keeps those ABOUT one of them."""
+        return self._portal.run(self._core.facts_as_of(at, user_id, channel, entity_ids=entity_ids, limit=limit))
 
     def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest

@@ -310,6 +310,18 @@ class SemanticMemory:
             raise NotFoundError("fact", fact_id)
         return fact_from_row(rows[0]["fact"], rows[0]["entity_ids"])
 
+    async def facts_as_of(self, user_id: str, at: datetime, channels: Sequence[str], *,
+                          entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:
+        """The user's facts as they stood at ``at`` (newest first): said by then and not yet replaced — a fact
+        superseded later is returned, one rejected never is. ``entity_ids`` keeps those ABOUT one of them."""
+        check_datetime(at, "at")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= 10_000):
+            raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
+        rows = await self.ctx.graph.read(cypher.FACTS_AS_OF, {
+            "user_id": user_id, "channels": list(channels), "at": to_ms(at),
+            "entity_ids": check_ids(entity_ids, "entity_ids"), "limit": limit})
+        return [await self.get_fact(r["id"], user_id) for r in rows]
+
     async def facts_for_review(self, user_id: str, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """The user's facts that contradict another and wait for review (``extraction.contradiction_policy =
         flag_review``), oldest first, each with the ids of the facts it conflicts with."""

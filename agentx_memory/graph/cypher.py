@@ -303,9 +303,24 @@ ORDER BY f.created_at DESC, f.id LIMIT $k
 #: ``$old_id`` is replaced by ``$new_id`` (prefer_new, a correction): hidden from recall, linked, kept.
 SUPERSEDE_FACT: Final[LiteralString] = """
 MATCH (new:Fact {id: $new_id, user_id: $user_id}), (old:Fact {id: $old_id, user_id: $user_id})
-SET old.superseded = true, old.status = $status, old.superseded_by = new.id, old.superseded_at = $now
+SET old.superseded = true, old.status = $status, old.superseded_by = new.id, old.superseded_at = $now,
+    old.valid_until = CASE WHEN $status = 'superseded' AND new.created_at > old.created_at THEN new.created_at
+                           ELSE old.created_at END
 MERGE (new)-[:SUPERSEDES]->(old)
 RETURN old.id AS id
+"""
+
+#: The user's facts as they stood at ``$at``: said by then and not yet replaced (a superseded fact holds until the
+#: fact that replaced it was said; a rejected one never held), optionally only those ABOUT ``$entity_ids``.
+FACTS_AS_OF: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id})
+WHERE f.channel IN $channels AND f.created_at <= $at
+  AND (coalesce(f.superseded, false) = false OR f.valid_until > $at)
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+WITH f, collect(e.id) AS entity_ids
+WHERE size($entity_ids) = 0 OR any(x IN entity_ids WHERE x IN $entity_ids)
+RETURN f.id AS id
+ORDER BY f.created_at DESC, f.id LIMIT $limit
 """
 
 #: Both facts kept and visible, marked for review, each naming the other (flag_review).

@@ -257,6 +257,12 @@ def test_prefer_new_supersedes_the_fact_said_earlier(settings, order):
         # recall no longer offers the superseded fact, by vector or by words
         recalled = [f.item.claim for f in memory.remember("Where does Sam live? Porto or Lisbon?", top_k=10).facts]
         assert "Sam lives in Lisbon." in recalled and "Sam lives in Porto." not in recalled
+        # as of October the Porto fact held (it was superseded by what was said in November); as of now Lisbon does
+        october = {f.claim for f in memory.facts_as_of(datetime(2026, 10, 1, tzinfo=UTC))}
+        assert "Sam lives in Porto." in october and "Sam lives in Lisbon." not in october
+        sam = sorted(set(porto.entity_ids) & set(lisbon.entity_ids))  # the one entity both are about
+        now = {f.claim for f in memory.facts_as_of(NOV + timedelta(days=1), entity_ids=sam)}
+        assert "Sam lives in Lisbon." in now and "Sam lives in Porto." not in now
         # events and other slots are not contradictions
         assert claims["Sam works at Lumen Labs."].status == "active"
         assert claims["Sam used to live in Porto."].status == "active"
@@ -276,6 +282,8 @@ def test_prefer_old_rejects_the_later_fact_and_a_correction_still_wins(settings)
         assert claims["Sam lives in Lisbon."].status == "rejected"
         assert claims["Sam lives in Lisbon."].superseded_by == claims["Sam lives in Porto."].id
         assert claims["Sam lives in Porto."].status == "active"
+        later = {f.claim for f in memory.facts_as_of(NOV + timedelta(days=1))}
+        assert "Sam lives in Porto." in later and "Sam lives in Lisbon." not in later  # a rejected fact never held
         # the speaker corrected themselves: the corrected fact goes, whatever the policy
         assert claims["Sam works at Lumen Labs."].status == "superseded"
         assert claims["Sam works at Orbital Robotics."].status == "active"
