@@ -250,6 +250,11 @@ class AsyncAgentMemory:
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
         return await extractor.run(turns, dry_run=dry_run, force=force)
 
+    async def promote_prominent_facts(self) -> list[Fact]:
+        """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,
+        from >= 2 conversations by default) to ``_global``; return the global copies. The worker's ``promote`` job."""
+        return await self.semantic.promote_prominent()
+
     async def consolidate(self, *, now: datetime | None = None) -> ConsolidationReport:
         """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
         newer than its last consolidation), every user's, at most ``worker.consolidate_max_conversations`` per call,
@@ -663,6 +668,11 @@ class AgentMemory:
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
         return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run, force=force))
+
+    def promote_prominent_facts(self) -> list[Fact]:
+        """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,
+        from >= 2 conversations by default) to ``_global``; return the global copies. The worker's ``promote`` job."""
+        return self._portal.run(self._core.promote_prominent_facts())
 
     def consolidate(self, *, now: datetime | None = None) -> ConsolidationReport:
         """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,

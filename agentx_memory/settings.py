@@ -340,17 +340,12 @@ class RecallSettings(_Section):
 
 
 class PromotionSettings(_Section):
-    """When a project fact is promoted to ``_global`` (spec 003 'Promotion Thresholds')."""
+    """When a project fact is promoted to ``_global`` (spec 003 'Promotion Thresholds'); each bound is inclusive."""
 
-    min_confidence: float = Field(
-        0.85, ge=0, le=1, description="confidence at least", json_schema_extra=not_used_yet(14)
-    )
-    min_access_count: int = Field(
-        5, ge=0, le=1_000_000, description="accesses at least", json_schema_extra=not_used_yet(14)
-    )
-    min_conversations: int = Field(
-        2, ge=1, le=1_000_000, description="distinct source conversations at least", json_schema_extra=not_used_yet(14)
-    )
+    min_confidence: float = Field(0.85, ge=0, le=1, description="confidence at least")
+    min_access_count: int = Field(5, ge=0, le=1_000_000, description="accesses at least")
+    min_conversations: int = Field(2, ge=1, le=1_000_000, description="distinct source conversations at least")
+    max_per_run: int = Field(500, ge=1, le=100_000, description="facts at most promoted per worker run")
 
 
 class DecaySettings(_Section):
@@ -441,9 +436,7 @@ class WorkerSettings(_Section):
     cleanup_minutes: int = Field(
         1440, ge=1, le=100_000, description="cleanup_old_memories", json_schema_extra=not_used_yet(14)
     )
-    promote_minutes: int = Field(
-        60, ge=1, le=100_000, description="promote_prominent_facts", json_schema_extra=not_used_yet(14)
-    )
+    promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
 

@@ -372,6 +372,24 @@ FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | MERGE (g)-[:DERIVED_FRO
 RETURN DISTINCT g.id AS id
 """
 
+# Project-channel facts that meet every promotion threshold and were never promoted (spec 003 "Promotion
+# Thresholds"): confidence, accesses, and distinct conversations they come from (DERIVED_FROM turns + their own).
+PROMOTION_CANDIDATES: Final[LiteralString] = """
+MATCH (f:Fact)
+WHERE f.channel <> '_global' AND coalesce(f.superseded, false) = false
+  AND f.confidence >= $min_confidence AND coalesce(f.access_count, 0) >= $min_access_count
+OPTIONAL MATCH (g:Fact)-[:PROMOTED_FROM]->(f)
+WITH f, count(g) AS promoted
+WHERE promoted = 0
+OPTIONAL MATCH (f)-[:DERIVED_FROM]->(t:Turn)
+WITH f, collect(DISTINCT t.conversation_id) + [x IN [f.conversation_id] WHERE x IS NOT NULL] AS conversations
+UNWIND (CASE WHEN size(conversations) = 0 THEN [null] ELSE conversations END) AS conversation
+WITH f, count(DISTINCT conversation) AS seen
+WHERE seen >= $min_conversations
+RETURN f.id AS id, f.user_id AS user_id, f.confidence AS confidence, coalesce(f.access_count, 0) AS accesses, seen
+ORDER BY f.id LIMIT $limit
+"""
+
 REINFORCE_FACTS: Final[LiteralString] = """
 UNWIND $ids AS node_id
 MATCH (n:Fact {id: node_id})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from agentx_memory import AgentMemory, AsyncAgentMemory, Turn
+from agentx_memory import AgentMemory, AsyncAgentMemory, Fact, Turn
 from tests.conftest import gread
 from workers.scheduler import run_once
 
@@ -89,3 +89,42 @@ def test_the_worker_runs_consolidation_once(settings):
         _say(memory, "c1", datetime.now(UTC) - timedelta(minutes=1), "I work at Lumen Labs.")
     summary = asyncio.run(run_once(s))
     assert summary["consolidate"]["consolidated"] == 1 and summary["consolidate"]["facts"] == 1
+
+
+# --- promote_prominent_facts -----------------------------------------------------------------------------------------
+
+def _proven_fact(memory: AgentMemory, claim: str, *, confidence: float, accesses: int, conversations: int) -> str:
+    """A fact in channel "proj" with this confidence, accessed ``accesses`` times, from ``conversations`` turns of
+    distinct conversations."""
+    turns = [memory.store_turn(Turn(conversation_id=f"{claim}-{i}", user_id="alice", content=f"{claim} ({i})",
+                                    channel="proj", timestamp=NOW - timedelta(days=3)))
+             for i in range(conversations)]
+    fact = Fact(id=f"fact-{abs(hash(claim))}", user_id="alice", channel="proj", claim=claim, confidence=confidence,
+                source_turn_id=turns[0].id)
+    for turn in turns:  # the same fact learned again from each conversation: one DERIVED_FROM per turn
+        memory.learn_fact(fact.model_copy(update={"source_turn_id": turn.id}))
+    for _ in range(accesses):
+        memory._portal.run(memory.core.semantic.reinforce("alice", fact_ids=[fact.id]))
+    return fact.id
+
+
+def test_promotion_thresholds_are_exact_at_their_boundaries(settings):
+    with AgentMemory(settings(audit={"level": "writes"}), user_id="alice") as memory:
+        at = _proven_fact(memory, "at every bound", confidence=0.85, accesses=5, conversations=2)
+        above = _proven_fact(memory, "above every bound", confidence=0.99, accesses=9, conversations=3)
+        low_confidence = _proven_fact(memory, "confidence just below", confidence=0.8499, accesses=5, conversations=2)
+        few_accesses = _proven_fact(memory, "one access short", confidence=0.9, accesses=4, conversations=2)
+        one_conversation = _proven_fact(memory, "one conversation", confidence=0.9, accesses=5, conversations=1)
+        promoted = memory.promote_prominent_facts()
+        sources = {r["source"] for r in gread(memory, "MATCH (g:Fact)-[:PROMOTED_FROM]->(f:Fact) "
+                                                      "RETURN f.id AS source")}
+        assert sources == {at, above}
+        assert {f.channel for f in promoted} == {"_global"} and len(promoted) == 2
+        assert not {low_confidence, few_accesses, one_conversation} & sources
+        assert memory.promote_prominent_facts() == []  # promoted once: never again
+        audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT promotion_confidence, promotion_access_count, promotion_conversation_count, metadata "
+            "FROM memory_audit_log WHERE operation = 'promote' ORDER BY promotion_confidence"))
+        assert [(a["promotion_confidence"], a["promotion_access_count"], a["promotion_conversation_count"])
+                for a in audit] == [(0.85, 5, 2), (0.99, 9, 3)]
+        assert audit[0]["metadata"]["thresholds"]["min_confidence"] == 0.85
