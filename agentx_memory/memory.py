@@ -29,6 +29,7 @@ import pydantic
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .context import MemoryContext
+from .decay import DecayReport, apply_decay
 from .episodic import EpisodicMemory, ReconcileResult
 from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
@@ -249,6 +250,12 @@ class AsyncAgentMemory:
             raise NotFoundError("conversation", conversation_id)
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
         return await extractor.run(turns, dry_run=dry_run, force=force)
+
+    async def apply_decay(self, *, now: datetime | None = None) -> DecayReport:
+        """Decay every user's idle entities' salience and inferred facts' confidence as of ``now`` (default: the
+        current time): ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`).
+        Idempotent for a given ``now``. The worker's ``decay`` job."""
+        return await apply_decay(self.ctx.graph, self.settings.decay, now=now or datetime.now(UTC))
 
     async def promote_prominent_facts(self) -> list[Fact]:
         """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,
@@ -668,6 +675,12 @@ class AgentMemory:
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
         return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run, force=force))
+
+    def apply_decay(self, *, now: datetime | None = None) -> DecayReport:
+        """Decay every user's idle entities' salience and inferred facts' confidence as of ``now`` (default: the
+        current time): ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`).
+        Idempotent for a given ``now``. The worker's ``decay`` job."""
+        return self._portal.run(self._core.apply_decay(now=now))
 
     def promote_prominent_facts(self) -> list[Fact]:
         """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,

@@ -117,6 +117,8 @@ class Fact(_Model):
     conversation_id: str | None = None
     entity_ids: list[str] = Field(default_factory=list, description="entities the fact is ABOUT")
     temporal: Literal["current", "past", "future"] | None = None
+    certainty: Literal["explicit", "implied", "inferred", "uncertain"] | None = Field(
+        None, description="how the fact is known (extraction's label); the decay job lowers inferred facts' confidence")
     created_at: datetime = Field(default_factory=utcnow)
     last_accessed: datetime | None = None
     access_count: int = 0

@@ -48,7 +48,7 @@ def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
         confidence=row.get("confidence") if row.get("confidence") is not None else 0.7,
         source=row.get("source") or "conversation", source_turn_id=row.get("source_turn_id"),
         conversation_id=row.get("conversation_id"), entity_ids=[e for e in entity_ids if e],
-        temporal=row.get("temporal"), created_at=from_ms(row.get("created_at")),
+        temporal=row.get("temporal"), certainty=row.get("certainty"), created_at=from_ms(row.get("created_at")),
         last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
         metadata=json.loads(row.get("metadata") or "{}"), status=row.get("status") or "active",
         superseded_by=row.get("superseded_by"),

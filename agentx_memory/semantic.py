@@ -281,7 +281,8 @@ class SemanticMemory:
             written = await self.ctx.graph.write(cypher.STORE_FACT, {
                 "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
                 "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
-                "conversation_id": fact.conversation_id, "temporal": fact.temporal, "metadata": metadata,
+                "conversation_id": fact.conversation_id, "temporal": fact.temporal, "certainty": fact.certainty,
+                "metadata": metadata,
                 "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),
             })
         except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's fact

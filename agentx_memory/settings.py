@@ -274,6 +274,9 @@ class RetrievalSettings(_Section):
         "cap; a cap of 5 or 10 measured worse on both dev sets)",
     )
     mmr_lambda: float = Field(1.0, ge=0, le=1, description="MMR relevance/diversity balance (1 = relevance only)")
+    salience_weight: float = Field(
+        0.2, ge=0, le=10, description="an entity's salience lifts it by up to this share of its own relevance"
+    )
     temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
     temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
     exact_scan_max_vectors: int = Field(
@@ -351,26 +354,16 @@ class PromotionSettings(_Section):
 class DecaySettings(_Section):
     """Forgetting curve: value * rate ** days_since_access (spec 003 'Memory Decay')."""
 
-    rate: float = Field(
-        0.95,
-        gt=0,
-        lt=1,
-        description="daily decay factor (0.95 = 5%/day, half-life ~14 days)",
-        json_schema_extra=not_used_yet(14),
-    )
+    rate: float = Field(0.95, gt=0, lt=1, description="daily decay factor (0.95 = 5%/day, half-life ~14 days)")
     entity_idle_hours: float = Field(
-        24.0,
-        ge=0,
-        le=24 * 365,
-        description="entities not accessed for this long decay",
-        json_schema_extra=not_used_yet(14),
+        24.0, ge=0, le=24 * 365, description="entities not accessed for this long decay"
     )
     fact_decay_interval_days: float = Field(
-        7.0,
-        gt=0,
-        le=365,
-        description="inferred facts decay once per this many days",
-        json_schema_extra=not_used_yet(14),
+        7.0, gt=0, le=365, description="inferred facts decay in steps of this many days"
+    )
+    access_boost: float = Field(
+        0.1, ge=0, le=10, description="an entity's decayed salience times (1 + access_boost * ln(1 + accesses)), "
+        "capped at 1: the logarithmic boost of access frequency",
     )
 
 
@@ -430,9 +423,7 @@ class WorkerSettings(_Section):
     patterns_minutes: int = Field(
         60, ge=1, le=100_000, description="detect_patterns", json_schema_extra=not_used_yet(14)
     )
-    decay_minutes: int = Field(
-        1440, ge=1, le=100_000, description="apply_memory_decay", json_schema_extra=not_used_yet(14)
-    )
+    decay_minutes: int = Field(1440, ge=1, le=100_000, description="apply_memory_decay")
     cleanup_minutes: int = Field(
         1440, ge=1, le=100_000, description="cleanup_old_memories", json_schema_extra=not_used_yet(14)
     )

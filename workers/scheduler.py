@@ -2,8 +2,8 @@
 
 Jobs and their intervals come from settings (``worker.*_minutes``). Implemented so far: ``reconcile`` (graph
 projection of the durable log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations) and
-``promote`` (project facts to ``_global``). The pattern detection, decay, cleanup and dedup jobs are not built yet;
-the worker says so at start rather than pretending.
+``promote`` (project facts to ``_global``) and ``decay``. The pattern detection, cleanup and dedup jobs are not built
+yet; the worker says so at start rather than pretending.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agentx_memory import AsyncAgentMemory, Settings
 
-from .jobs import audit_partitions, consolidate, promote, reconcile
+from .jobs import audit_partitions, consolidate, decay, promote, reconcile
 
 __all__ = ["JOBS", "Job", "run_once", "run_worker"]
 
@@ -32,9 +32,10 @@ JOBS: dict[str, tuple[Job, str]] = {
     "audit_partitions": (audit_partitions.run, "audit_partitions_minutes"),
     "consolidate": (consolidate.run, "consolidate_minutes"),
     "promote": (promote.run, "promote_minutes"),
+    "decay": (decay.run, "decay_minutes"),
 }
 
-NOT_BUILT = ("patterns", "decay", "cleanup", "dedup")
+NOT_BUILT = ("patterns", "cleanup", "dedup")
 
 
 async def _run_job(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:

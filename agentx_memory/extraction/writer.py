@@ -6,7 +6,7 @@
 * Facts get a deterministic id (user, channel, normalized claim): extracting the same turns again, or the same claim
   from another batch, writes the same fact again instead of a second one. A fact is ``DERIVED_FROM`` its first source
   turn (the others are kept in ``metadata.source_turn_ids``) and ``ABOUT`` the entities it names; its confidence is
-  its certainty's (``extraction.confidence_*``) and the label is kept in ``metadata.certainty``.
+  its certainty's (``extraction.confidence_*``) and the label is kept in ``Fact.certainty``.
 * Relationships link two resolved entities (MERGE). A name that resolves to no entity is counted, not guessed.
 """
 
@@ -91,13 +91,12 @@ def _fact(extracted: ExtractedFact, refs: Mapping[str, Turn], names: Mapping[str
         elif entity.id not in entity_ids:
             entity_ids.append(entity.id)
     turns = [refs[ref] for ref in dict.fromkeys(extracted.source_turns)]
-    metadata: dict[str, object] = {"certainty": extracted.certainty, "extracted_by": model,
-                                   "source_turn_ids": [t.id for t in turns]}
+    metadata: dict[str, object] = {"extracted_by": model, "source_turn_ids": [t.id for t in turns]}
     if extracted.corrects:
         metadata["corrects"] = extracted.corrects
     return Fact(id=fact_id(user_id, channel, extracted.claim), user_id=user_id, channel=channel,
                 claim=extracted.claim, confidence=calibrated(extracted.certainty, settings),
-                source="extraction", source_turn_id=turns[0].id, entity_ids=entity_ids,
+                certainty=extracted.certainty, source="extraction", source_turn_id=turns[0].id, entity_ids=entity_ids,
                 temporal=extracted.temporal, created_at=turns[-1].timestamp, metadata=metadata)
 
 

@@ -132,7 +132,8 @@ UPSERT_ENTITY: Final[LiteralString] = """
 MERGE (e:Entity {key: $key})
 ON CREATE SET e.id = $id, e.user_id = $user_id, e.channel = $channel, e.type = $type, e.name = $name,
               e.normalized_name = $normalized_name, e.first_seen = $now, e.access_count = 0, e.aliases = [],
-              e.salience = $salience, e.description = '', e.properties = '{}', e.version = 0
+              e.salience = $salience, e.salience_base = $salience, e.description = '', e.properties = '{}',
+              e.version = 0
 SET e._lock = true
 WITH e, coalesce(e.version, 0) = $version AS fresh
 SET e._lock = null
@@ -140,6 +141,8 @@ WITH e WHERE fresh
 SET e.aliases = e.aliases + [a IN $aliases WHERE NOT a IN e.aliases],
     e.description = CASE WHEN $description = '' THEN e.description ELSE $description END,
     e.salience = CASE WHEN $salience > e.salience THEN $salience ELSE e.salience END,
+    e.salience_base = CASE WHEN $salience > coalesce(e.salience_base, e.salience) THEN $salience
+                           ELSE coalesce(e.salience_base, e.salience) END,
     e.properties = $properties,
     e.embedding = @vec($embedding), e.updated_at = $now, e.version = coalesce(e.version, 0) + 1
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
@@ -246,7 +249,7 @@ WHERE e.id IN $ids AND f.user_id = $user_id AND coalesce(f.superseded, false) = 
 WITH DISTINCT f LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .created_at, .last_accessed, .access_count, .metadata} AS fact, collect(x.id) AS entity_ids
+          .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact, collect(x.id) AS entity_ids
 """
 
 # --- semantic: facts -----------------------------------------------------------------------------------------------
@@ -259,10 +262,14 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 # conversation (every source turn stays linked by DERIVED_FROM).
 STORE_FACT: Final[LiteralString] = """
 MERGE (f:Fact {id: $id, user_id: $user_id})
-ON CREATE SET f.created_at = $created_at, f.access_count = 0, f.channel = $channel, f.confidence = $confidence
+ON CREATE SET f.created_at = $created_at, f.access_count = 0, f.channel = $channel, f.confidence = $confidence,
+              f.confidence_base = $confidence
 WITH f WHERE f.channel = $channel
 SET f.claim = $claim, f.source = $source,
     f.confidence = CASE WHEN f.confidence >= $confidence THEN f.confidence ELSE $confidence END,
+    f.confidence_base = CASE WHEN coalesce(f.confidence_base, f.confidence) >= $confidence
+                             THEN coalesce(f.confidence_base, f.confidence) ELSE $confidence END,
+    f.certainty = coalesce($certainty, f.certainty),
     f.source_turn_id = coalesce(f.source_turn_id, $source_turn_id),
     f.conversation_id = coalesce(f.conversation_id, $conversation_id), f.temporal = $temporal,
     f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false)
@@ -280,7 +287,7 @@ GET_FACT: Final[LiteralString] = """
 MATCH (f:Fact {id: $id, user_id: $user_id})
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+          .certainty, .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
        collect(e.id) AS entity_ids
 """
 
@@ -388,6 +395,40 @@ WITH f, count(DISTINCT conversation) AS seen
 WHERE seen >= $min_conversations
 RETURN f.id AS id, f.user_id AS user_id, f.confidence AS confidence, coalesce(f.access_count, 0) AS accesses, seen
 ORDER BY f.id LIMIT $limit
+"""
+
+# --- decay ---------------------------------------------------------------------------------------------------------
+# The decay job reads a page of candidates (keyset by id) and writes the values it computed: value = base *
+# rate ** days since the last access. ``salience_base`` / ``confidence_base`` are what was written (the highest);
+# ``salience`` / ``confidence`` the decayed values recall reads.
+
+DECAY_ENTITY_CANDIDATES: Final[LiteralString] = """
+MATCH (e:Entity)
+WHERE e.id > $after AND coalesce(e.last_accessed, e.first_seen) <= $idle_before
+RETURN e.id AS id, coalesce(e.salience_base, e.salience) AS base, coalesce(e.last_accessed, e.first_seen) AS since,
+       coalesce(e.access_count, 0) AS accesses
+ORDER BY e.id LIMIT $limit
+"""
+
+SET_SALIENCE: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+SET e.salience = row.value, e.decayed_at = $now
+RETURN count(e) AS updated
+"""
+
+DECAY_FACT_CANDIDATES: Final[LiteralString] = """
+MATCH (f:Fact)
+WHERE f.id > $after AND f.certainty = 'inferred' AND coalesce(f.superseded, false) = false
+RETURN f.id AS id, coalesce(f.confidence_base, f.confidence) AS base, coalesce(f.last_accessed, f.created_at) AS since
+ORDER BY f.id LIMIT $limit
+"""
+
+SET_CONFIDENCE: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+SET f.confidence = row.value, f.decayed_at = $now
+RETURN count(f) AS updated
 """
 
 REINFORCE_FACTS: Final[LiteralString] = """
@@ -561,7 +602,7 @@ WITH f, @cosine(f.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH f, similarity ORDER BY similarity DESC, f.id LIMIT $k
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .created_at, .last_accessed, .access_count, .metadata} AS fact, similarity
+          .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact, similarity
 """
 
 SEARCH_ENTITIES: Final[LiteralString] = """
@@ -633,5 +674,5 @@ GET_FACTS: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $channels
   AND coalesce(f.superseded, false) = false
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .created_at, .last_accessed, .access_count, .metadata} AS fact
+          .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact
 """

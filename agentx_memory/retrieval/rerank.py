@@ -40,6 +40,7 @@ __all__ = [
     "TurnSignals",
     "add_recency",
     "add_rrf_signals",
+    "add_salience",
     "best_first",
     "cap_per_conversation",
     "fact_sources",
@@ -373,6 +374,15 @@ class GraphExpansion:
             if relevance > 0:
                 out[fact.id] = (fact, relevance / max(entities_weight, 1e-9))
         return out
+
+
+def add_salience(item: ScoredEntity, settings: RetrievalSettings) -> None:
+    """An entity's salience (which the decay job lowers while it is not used) lifts it by up to
+    ``retrieval.salience_weight`` of its own relevance."""
+    relevance = item.score / settings.entities_weight if settings.entities_weight else 0.0
+    if relevance > 0 and settings.salience_weight:
+        item.add("salience", relevance * item.item.salience, settings.entities_weight * settings.salience_weight,
+                 f"relevance x salience {item.item.salience:.3g}")
 
 
 def rank_strategies(matches: Iterable[StrategyMatch], procedural_weight: float) -> list[ScoredStrategy]:

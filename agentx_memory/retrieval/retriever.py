@@ -182,6 +182,8 @@ class MemoryRetriever:
         if any(e.score > 0 for e in seeds):
             graph_facts = await self.graph_or_skip("graph_expansion", self._expand_graph(plan, seeds, scored, metrics),
                                                    {}, metrics)
+        for item in scored.values():
+            rerank.add_salience(item, s)
         return sorted(scored.values(), key=lambda e: (-e.score, e.id)), graph_facts
 
     async def _expand_graph(self, plan: SearchPlan, seeds: list[ScoredEntity], scored: dict[str, ScoredEntity],

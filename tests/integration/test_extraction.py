@@ -167,7 +167,7 @@ def test_llm_extraction_is_validated_calibrated_and_costed(settings, wire):
         assert set(facts) == {"Melanie lives in Lisbon.", "Melanie lived in Porto before April 2023.",
                               "Melanie probably enjoys the outdoors."}
         lives = facts["Melanie lives in Lisbon."]
-        assert (lives.confidence, lives.temporal, lives.metadata["certainty"]) == (0.95, "current", "explicit")
+        assert (lives.confidence, lives.temporal, lives.certainty) == (0.95, "current", "explicit")
         assert facts["Melanie lived in Porto before April 2023."].confidence == 0.85
         inferred = facts["Melanie probably enjoys the outdoors."]
         assert inferred.confidence == 0.70 and inferred.source_turn_id == turns[5].id
