@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ..errors import LLMError, NotFoundError
+from ..errors import ConfigurationError, LLMError, NotFoundError
 from ..graph import cypher
 from ..models import Turn
 from ..providers.llm import LLM, is_local_endpoint, make_llm
@@ -92,13 +92,11 @@ def choose_extractor(settings: Settings) -> Extractor:
     if wanted == "llm":
         llm = make_llm(spec, settings.llm)
         if llm is None:
-            raise NotFoundError("setting", "llm.extraction_model (extraction.extractor is 'llm')")
+            raise ConfigurationError("extraction.extractor is 'llm' but llm.extraction_model is empty")
         return LLMExtractor(llm)
     try:
         llm = make_llm(spec, settings.llm)
-    except LLMError:
-        llm = None
-    except Exception as exc:  # no key, no SDK: auto falls back to the rules and says why
+    except ConfigurationError as exc:  # no key, no SDK: auto falls back to the rules and says why
         log.info("extraction: using the offline extractor (%s)", exc)
         llm = None
     if llm is None or not (settings.llm.allow_paid_calls or is_local_endpoint(llm.base_url)):

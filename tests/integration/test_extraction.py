@@ -308,3 +308,22 @@ def test_flag_review_keeps_both_and_lists_them(settings):
         assert {"Sam lives in Porto.", "Sam lives in Lisbon."} <= set(recalled)
     listed = agentx("review", "--user", "alice", env=cli_env(s, COLUMNS="200"))
     assert listed.returncode == 0 and "2 fact(s) to review" in listed.stdout and "Sam lives in Porto." in listed.stdout
+
+
+def test_the_extractor_follows_the_setting(monkeypatch):
+    from agentx_memory.errors import ConfigurationError
+    from agentx_memory.extraction.pipeline import LLMExtractor, RulesExtractor, choose_extractor
+    from agentx_memory.settings import Settings
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    # auto without a key for the public API: the rules
+    assert isinstance(choose_extractor(Settings()), RulesExtractor)
+    # auto with a local server: the LLM, even with paid calls off
+    local = Settings(llm={"extraction_model": "openai:llama3.1", "openai_base_url": "http://localhost:11434/v1",
+                          "allow_paid_calls": False})
+    assert isinstance(choose_extractor(local), LLMExtractor)
+    # a key but paid calls off: the rules; 'llm' without a model: our error
+    keyed = Settings(llm={"anthropic_api_key": "sk-x", "allow_paid_calls": False})
+    assert isinstance(choose_extractor(keyed), RulesExtractor)
+    with pytest.raises(ConfigurationError, match=r"llm\.extraction_model is empty"):
+        choose_extractor(Settings(llm={"extraction_model": ""}, extraction={"extractor": "llm"}))
