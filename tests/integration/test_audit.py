@@ -114,7 +114,8 @@ def test_config_snapshot_holds_the_thresholds(open_memory):
     assert [r["operation"] for r in rows] == ["store", "promote", "retrieve"]
     for row in rows:
         snap = row["config_snapshot"]
-        assert snap["promotion"] == {"min_confidence": 0.91, "min_access_count": 7, "min_conversations": 2}
+        assert snap["promotion"] == {"min_confidence": 0.91, "min_access_count": 7, "min_conversations": 2,
+                                     "max_per_run": 500}
         assert snap["retrieval"]["episodic_weight"] == 0.35
         assert snap["embedding"] == {"model": "hash:test", "dimension": 64}
         assert snap["audit_level"] == "reads"
