@@ -28,6 +28,7 @@ import pydantic
 
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
+from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
 from .decay import DecayReport, apply_decay
 from .episodic import EpisodicMemory, ReconcileResult
@@ -256,6 +257,13 @@ class AsyncAgentMemory:
         current time): ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`).
         Idempotent for a given ``now``. The worker's ``decay`` job."""
         return await apply_decay(self.ctx.graph, self.settings.decay, now=now or datetime.now(UTC))
+
+    async def cleanup(self, *, now: datetime | None = None) -> CleanupReport:
+        """Delete every user's entities whose salience fell below ``retention.entity_min_salience`` and that were
+        not accessed for ``retention.entity_days``, with their edges; each deletion audited with what was deleted.
+        The worker's ``cleanup`` job (archiving old conversations is not built yet)."""
+        return await delete_idle_entities(self.ctx.graph, self.ctx.audit, self.settings.retention,
+                                          now=now or datetime.now(UTC))
 
     async def promote_prominent_facts(self) -> list[Fact]:
         """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,
@@ -681,6 +689,12 @@ class AgentMemory:
         current time): ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`).
         Idempotent for a given ``now``. The worker's ``decay`` job."""
         return self._portal.run(self._core.apply_decay(now=now))
+
+    def cleanup(self, *, now: datetime | None = None) -> CleanupReport:
+        """Delete every user's entities whose salience fell below ``retention.entity_min_salience`` and that were
+        not accessed for ``retention.entity_days``, with their edges; each deletion audited with what was deleted.
+        The worker's ``cleanup`` job (archiving old conversations is not built yet)."""
+        return self._portal.run(self._core.cleanup(now=now))
 
     def promote_prominent_facts(self) -> list[Fact]:
         """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,

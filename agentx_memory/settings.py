@@ -373,19 +373,9 @@ class RetentionSettings(_Section):
     conversation_days: int = Field(
         90, ge=1, le=36500, description="archive conversations older than this", json_schema_extra=not_used_yet(14)
     )
-    entity_days: int = Field(
-        30,
-        ge=1,
-        le=36500,
-        description="delete low-salience entities not accessed for this long",
-        json_schema_extra=not_used_yet(14),
-    )
+    entity_days: int = Field(30, ge=1, le=36500, description="delete low-salience entities not accessed for this long")
     entity_min_salience: float = Field(
-        0.1,
-        ge=0,
-        le=1,
-        description="salience below which idle entities are deleted",
-        json_schema_extra=not_used_yet(14),
+        0.1, ge=0, le=1, description="salience below which idle entities are deleted (strictly below)"
     )
     audit_days: int = Field(365, ge=1, le=36500, description="drop audit partitions older than this")
 
@@ -424,9 +414,7 @@ class WorkerSettings(_Section):
         60, ge=1, le=100_000, description="detect_patterns", json_schema_extra=not_used_yet(14)
     )
     decay_minutes: int = Field(1440, ge=1, le=100_000, description="apply_memory_decay")
-    cleanup_minutes: int = Field(
-        1440, ge=1, le=100_000, description="cleanup_old_memories", json_schema_extra=not_used_yet(14)
-    )
+    cleanup_minutes: int = Field(1440, ge=1, le=100_000, description="cleanup_old_memories")
     promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")

@@ -2,8 +2,8 @@
 
 Jobs and their intervals come from settings (``worker.*_minutes``). Implemented so far: ``reconcile`` (graph
 projection of the durable log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations) and
-``promote`` (project facts to ``_global``) and ``decay``. The pattern detection, cleanup and dedup jobs are not built
-yet; the worker says so at start rather than pretending.
+``promote`` (project facts to ``_global``), ``decay`` and ``cleanup`` (faded entities). Pattern detection, dedup and
+the archiving of old conversations are not built yet; the worker says so at start rather than pretending.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agentx_memory import AsyncAgentMemory, Settings
 
-from .jobs import audit_partitions, consolidate, decay, promote, reconcile
+from .jobs import audit_partitions, cleanup, consolidate, decay, promote, reconcile
 
 __all__ = ["JOBS", "Job", "run_once", "run_worker"]
 
@@ -33,9 +33,10 @@ JOBS: dict[str, tuple[Job, str]] = {
     "consolidate": (consolidate.run, "consolidate_minutes"),
     "promote": (promote.run, "promote_minutes"),
     "decay": (decay.run, "decay_minutes"),
+    "cleanup": (cleanup.run, "cleanup_minutes"),
 }
 
-NOT_BUILT = ("patterns", "cleanup", "dedup")
+NOT_BUILT = ("patterns", "dedup", "archiving of old conversations")
 
 
 async def _run_job(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:

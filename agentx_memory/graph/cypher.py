@@ -431,6 +431,30 @@ SET f.confidence = row.value, f.decayed_at = $now
 RETURN count(f) AS updated
 """
 
+# --- cleanup -------------------------------------------------------------------------------------------------------
+# Entities that faded (salience below the bound) and were not accessed since ``$before``: read with their edges (the
+# audit entry records what is deleted), then deleted with the same condition re-checked, so an entity used in between
+# stays.
+
+IDLE_ENTITIES: Final[LiteralString] = """
+MATCH (e:Entity)
+WHERE e.id > $after AND e.salience < $min_salience AND coalesce(e.last_accessed, e.first_seen) <= $before
+OPTIONAL MATCH (e)-[out]->(x)
+WITH e, collect(CASE WHEN x IS NULL THEN null ELSE {type: type(out), to: x.id} END) AS outgoing
+OPTIONAL MATCH (y)-[inc]->(e)
+WITH e, outgoing, collect(CASE WHEN y IS NULL THEN null ELSE {type: type(inc), from: y.id} END) AS incoming
+RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
+          .access_count, .properties} AS entity, outgoing, incoming
+ORDER BY e.id LIMIT $limit
+"""
+
+DELETE_IDLE_ENTITY: Final[LiteralString] = """
+MATCH (e:Entity {id: $id, user_id: $user_id})
+WHERE e.salience < $min_salience AND coalesce(e.last_accessed, e.first_seen) <= $before
+DETACH DELETE e
+RETURN count(*) AS deleted
+"""
+
 REINFORCE_FACTS: Final[LiteralString] = """
 UNWIND $ids AS node_id
 MATCH (n:Fact {id: node_id})

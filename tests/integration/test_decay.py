@@ -91,3 +91,34 @@ def test_salience_lifts_an_entity_of_equal_standing(settings):
                                                            {"id": entity_id, "s": salience}))
         assert order(0.0)[:2] == [winner, other]  # without the signal salience changes nothing
         assert order(0.2)[:2] == [other, winner]  # with it, the salient entity comes first
+
+
+# --- cleanup ---------------------------------------------------------------------------------------------------------
+
+def test_cleanup_deletes_faded_unused_entities_at_its_bounds_and_audits_them(settings):
+    with AgentMemory(settings(audit={"level": "writes"}), user_id="alice") as memory:
+        faded = memory.upsert_entity(Entity(user_id="alice", name="Old Cafe", type="place", salience=0.0999))
+        at_bound = memory.upsert_entity(Entity(user_id="alice", name="Bookshop", type="place", salience=0.1))
+        used = memory.upsert_entity(Entity(user_id="alice", name="Gym", type="place", salience=0.05))
+        home = memory.upsert_entity(Entity(user_id="alice", name="Home", type="place", salience=0.9))
+        memory.create_relationship(faded.id, home.id, "LOCATED_IN")
+        fact = memory.learn_fact(Fact(user_id="alice", claim="The Old Cafe closed", entity_ids=[faded.id]))
+        seen = _stored(memory, "Entity", faded.id)["first_seen"]
+        thirty = datetime.fromtimestamp(seen / 1000, UTC) + timedelta(days=30)  # the faded one's 30 days
+        memory._portal.run(memory.core.semantic.reinforce("alice", entity_ids=[used.id]))  # used: its clock restarts
+
+        assert memory.cleanup(now=thirty - timedelta(milliseconds=1)).entities_deleted == 0  # not yet 30 days
+        report = memory.cleanup(now=thirty)
+        assert report.entities_deleted == 1
+        left = {r["name"] for r in gread(memory, "MATCH (e:Entity) RETURN e.name AS name")}
+        assert left == {"Bookshop", "Gym", "Home"}  # salience exactly at the bound stays; so does a used one
+        assert memory.get_fact(fact.id).entity_ids == []  # the fact stays, its link to the deleted entity goes
+        audit = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT metadata FROM memory_audit_log WHERE operation = 'delete'"))
+        (entry,) = [a["metadata"] for a in audit]
+        assert entry["entity"]["name"] == "Old Cafe" and entry["affected_ids"] == [faded.id]
+        assert entry["edges"]["outgoing"] == [{"type": "LOCATED_IN", "to": home.id}]
+        assert entry["edges"]["incoming"] == [{"type": "ABOUT", "from": fact.id}]
+        # a day later every one of them is idle for 30 days: salience exactly at the bound still stays
+        memory.cleanup(now=thirty + timedelta(days=1))
+        assert {r["name"] for r in gread(memory, "MATCH (e:Entity) RETURN e.name AS name")} == {"Bookshop", "Home"}
