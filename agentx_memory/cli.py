@@ -605,7 +605,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
     "extract": (cmd_extract, "extract entities, facts and relationships from a conversation", _extract_args),
     "review": (cmd_review, "list facts flagged as contradicting each other", _review_args),
-    "worker": (cmd_worker, "run the background jobs (reconcile, audit partitions, consolidate)", _worker_args),
+    "worker": (cmd_worker, "run the background jobs (docs/worker.md)", _worker_args),
 }
 
 
