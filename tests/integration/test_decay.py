@@ -122,3 +122,4 @@ def test_cleanup_deletes_faded_unused_entities_at_its_bounds_and_audits_them(set
         # a day later every one of them is idle for 30 days: salience exactly at the bound still stays
         memory.cleanup(now=thirty + timedelta(days=1))
         assert {r["name"] for r in gread(memory, "MATCH (e:Entity) RETURN e.name AS name")} == {"Bookshop", "Home"}
+        assert memory.get_entity(at_bound.id).salience == 0.1
