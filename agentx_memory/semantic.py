@@ -36,6 +36,7 @@ from .validation import (
     check_datetime,
     check_id,
     check_ids,
+    check_int,
     check_json,
     check_range,
     check_text,
@@ -316,21 +317,18 @@ class SemanticMemory:
         """The user's facts as they stood at ``at`` (newest first): said by then and not yet replaced — a fact
         superseded later is returned, one rejected never is. ``entity_ids`` keeps those ABOUT one of them."""
         check_datetime(at, "at")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= 10_000):
-            raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
         rows = await self.ctx.graph.read(cypher.FACTS_AS_OF, {
             "user_id": user_id, "channels": list(channels), "at": to_ms(at),
-            "entity_ids": check_ids(entity_ids, "entity_ids"), "limit": limit})
-        return [await self.get_fact(r["id"], user_id) for r in rows]
+            "entity_ids": check_ids(entity_ids, "entity_ids"), "limit": check_int(limit, "limit", low=1, high=10_000)})
+        return [fact_from_row(r["fact"], r["entity_ids"]) for r in rows]
 
     async def facts_for_review(self, user_id: str, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """The user's facts that contradict another and wait for review (``extraction.contradiction_policy =
         flag_review``), oldest first, each with the ids of the facts it conflicts with."""
         check_id(user_id, "user_id")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not (1 <= limit <= 10_000):
-            raise ValidationError("limit", f"must be between 1 and 10000, got {limit!r}")
-        rows = await self.ctx.graph.read(cypher.FACTS_FOR_REVIEW, {"user_id": user_id, "limit": limit})
-        return [(await self.get_fact(r["id"], user_id), list(r["conflicts_with"])) for r in rows]
+        rows = await self.ctx.graph.read(cypher.FACTS_FOR_REVIEW, {
+            "user_id": user_id, "limit": check_int(limit, "limit", low=1, high=10_000)})
+        return [(fact_from_row(r["fact"], r["entity_ids"]), list(r["conflicts_with"])) for r in rows]
 
     async def promote_to_global(self, fact_id: str, reason: str, *, user_id: str) -> Fact:
         """Copy a project-channel fact into ``_global`` (PROMOTED_FROM the original); idempotent."""

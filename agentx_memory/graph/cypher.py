@@ -326,7 +326,9 @@ WHERE f.channel IN $channels AND f.created_at <= $at
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 WITH f, collect(e.id) AS entity_ids
 WHERE size($entity_ids) = 0 OR any(x IN entity_ids WHERE x IN $entity_ids)
-RETURN f.id AS id
+RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
+          .certainty, .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+       entity_ids
 ORDER BY f.created_at DESC, f.id LIMIT $limit
 """
 
@@ -342,8 +344,13 @@ RETURN a.id AS id
 #: The user's facts waiting for review, with the ids they conflict with.
 FACTS_FOR_REVIEW: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id}) WHERE f.status = 'review'
-RETURN f.id AS id, coalesce(f.conflicts_with, []) AS conflicts_with
-ORDER BY f.created_at, f.id LIMIT $limit
+WITH f ORDER BY f.created_at, f.id LIMIT $limit
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+WITH f, collect(e.id) AS entity_ids
+RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
+          .certainty, .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+       entity_ids, coalesce(f.conflicts_with, []) AS conflicts_with
+ORDER BY f.created_at, f.id
 """
 
 FACT_CONVERSATION_COUNT: Final[LiteralString] = """
