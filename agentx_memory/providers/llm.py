@@ -22,6 +22,7 @@ What every call gets, whatever the provider (:class:`LLM`):
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import json
 import os
@@ -97,10 +98,11 @@ def is_local_endpoint(base_url: str) -> bool:
 
 
 class LLM(ABC):
-    """One configured model. Subclasses adapt a provider SDK: :meth:`_complete` and :meth:`_structured` return an
-    :class:`Answer` and raise the SDK's own errors, which :meth:`_errors` maps to ours."""
+    """One configured model. Subclasses adapt a provider SDK: they build their client from :meth:`_client_options`,
+    and :meth:`_complete` and :meth:`_structured` return an :class:`Answer` and raise the SDK's own errors, which
+    :meth:`_errors` maps to ours."""
 
-    #: The provider's name in ``"provider:model"``.
+    #: The provider's name in ``"provider:model"``; also the name of its SDK package and of its extra.
     provider: str = ""
 
     def __init__(self, model: str, settings: LLMSettings, *, api_key: str, base_url: str):
@@ -109,17 +111,29 @@ class LLM(ABC):
         self.settings = settings
         self.base_url = base_url
         self._secret = api_key
+        try:
+            #: The SDK module: its exception classes share names across providers (:meth:`_errors`).
+            self._sdk: Any = importlib.import_module(self.provider)
+        except ImportError as exc:
+            raise ConfigurationError(f"{self.provider}:* models need the {self.provider} extra: pip install "
+                                     f"'agentx-memory[{self.provider}]'") from exc
+        if not api_key and not is_local_endpoint(base_url):
+            raise ConfigurationError(f"{self.model} needs an API key: set llm.{self.provider}_api_key or "
+                                     f"{self.provider.upper()}_API_KEY")
+
+    def _client_options(self) -> dict[str, Any]:
+        """The SDK client's arguments (both SDKs take the same): a local server without a key gets a placeholder."""
+        return {"api_key": self._secret or "local", "base_url": self.base_url or None,
+                "timeout": self.settings.timeout_seconds, "max_retries": self.settings.max_retries}
 
     # --- the interface ---------------------------------------------------------------------------------------------
 
     async def complete(self, system: str, prompt: str, *, max_tokens: int = 300,
                        meter: UsageMeter | None = None) -> Completion:
         """One text completion for ``prompt`` under the ``system`` instruction (a refusal raises)."""
-        answer = await self._call(lambda: self._complete(system, prompt, max_tokens), system + prompt, max_tokens,
-                                  meter)
-        if answer.stop == "refusal":
-            raise LLMRefusalError(f"{self.model} refused: {self._scrub(answer.refusal or answer.text)[:200]}")
-        return Completion(answer.text, self._usage(answer))
+        answer, usage = await self._call(lambda: self._complete(system, prompt, max_tokens), system + prompt,
+                                         max_tokens, meter)
+        return Completion(answer.text, usage)
 
     async def structured(self, system: str, prompt: str, output: type[T], *, name: str, description: str = "",
                          schema: dict[str, Any] | None = None, max_tokens: int | None = None,
@@ -130,11 +144,8 @@ class LLM(ABC):
         schema = schema or output.model_json_schema()
         limit = max_tokens or self.settings.max_output_tokens
         prompt_size = system + prompt + json.dumps(schema)
-        answer = await self._call(lambda: self._structured(system, prompt, schema, name, description, limit),
-                                  prompt_size, limit, meter)
-        usage = self._usage(answer)
-        if answer.stop == "refusal":
-            raise LLMRefusalError(f"{self.model} refused: {self._scrub(answer.refusal or answer.text)[:200]}")
+        answer, usage = await self._call(lambda: self._structured(system, prompt, schema, name, description, limit),
+                                         prompt_size, limit, meter)
         if answer.stop == "max_tokens":
             raise LLMOutputError(f"{self.model}: the answer was cut at the output limit ({limit} tokens); raise "
                                  f"llm.max_output_tokens or send less per call", truncated=True)
@@ -159,14 +170,12 @@ class LLM(ABC):
                           max_tokens: int) -> Answer:
         """Call the provider for JSON in ``schema``."""
 
-    @property
-    @abstractmethod
-    def _sdk(self) -> Any:
-        """The SDK module (its exception classes share names across providers)."""
-
     # --- shared machinery ------------------------------------------------------------------------------------------
 
-    async def _call(self, request: Any, prompt: str, max_tokens: int, meter: UsageMeter | None) -> Answer:
+    async def _call(self, request: Any, prompt: str, max_tokens: int, meter: UsageMeter | None
+                    ) -> tuple[Answer, Usage]:
+        """Make one call (after the paid-call switch and the budget allow it): the answer, and its usage charged to
+        ``meter``; a refusal raises (the usage still counted)."""
         if not self.settings.allow_paid_calls and not is_local_endpoint(self.base_url):
             raise PaidCallRefusedError(
                 f"{self.model}: llm.allow_paid_calls is off and the endpoint is the provider's public API; set a "
@@ -175,13 +184,14 @@ class LLM(ABC):
             meter.reserve(self.model, estimate_tokens(prompt), max_tokens)
         try:
             answer: Answer = await request()
-        except LLMError:
-            raise
         except Exception as exc:
             raise self._errors(exc) from None
+        usage = Usage.of_call(self.model, answer.input_tokens, answer.output_tokens, self.settings.prices)
         if meter is not None:
-            meter.charge(self._usage(answer))
-        return answer
+            meter.charge(usage)
+        if answer.stop == "refusal":
+            raise LLMRefusalError(f"{self.model} refused: {self._scrub(answer.refusal or answer.text)[:200]}")
+        return answer, usage
 
     def _errors(self, exc: Exception) -> LLMError:
         sdk = self._sdk
@@ -209,9 +219,6 @@ class LLM(ABC):
         except json.JSONDecodeError as exc:
             raise LLMOutputError(f"{self.model}: the answer is not valid JSON ({exc.msg} at character {exc.pos})",
                                  field="(root)") from None
-
-    def _usage(self, answer: Answer) -> Usage:
-        return Usage.of_call(self.model, answer.input_tokens, answer.output_tokens, self.settings.prices)
 
     def _scrub(self, text: str) -> str:
         # an error body may echo the request: never let the key out

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigurationError
 from ..settings import LLMSettings
-from .llm import LLM, Answer, Stop, is_local_endpoint
+from .llm import LLM, Answer, Stop
 
 __all__ = ["AnthropicLLM"]
 
@@ -25,20 +24,7 @@ class AnthropicLLM(LLM):
 
     def __init__(self, model: str, settings: LLMSettings, *, api_key: str, base_url: str):
         super().__init__(model, settings, api_key=api_key, base_url=base_url)
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise ConfigurationError(
-                "anthropic:* models need the anthropic extra: pip install 'agentx-memory[anthropic]'") from exc
-        if not api_key and not is_local_endpoint(base_url):
-            raise ConfigurationError(f"{self.model} needs an API key: set llm.anthropic_api_key or ANTHROPIC_API_KEY")
-        self._module = anthropic
-        self._client = anthropic.AsyncAnthropic(api_key=api_key or "local", base_url=base_url or None,
-                                                timeout=settings.timeout_seconds, max_retries=settings.max_retries)
-
-    @property
-    def _sdk(self) -> Any:
-        return self._module
+        self._client = self._sdk.AsyncAnthropic(**self._client_options())
 
     async def _complete(self, system: str, prompt: str, max_tokens: int) -> Answer:
         message = await self._client.messages.create(

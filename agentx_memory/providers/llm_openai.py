@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigurationError
 from ..settings import LLMSettings
-from .llm import LLM, Answer, Stop, is_local_endpoint
+from .llm import LLM, Answer, Stop
 from .usage import estimate_tokens
 
 __all__ = ["OpenAILLM"]
@@ -27,20 +26,7 @@ class OpenAILLM(LLM):
 
     def __init__(self, model: str, settings: LLMSettings, *, api_key: str, base_url: str):
         super().__init__(model, settings, api_key=api_key, base_url=base_url)
-        try:
-            import openai
-        except ImportError as exc:
-            raise ConfigurationError(
-                "openai:* models need the openai extra: pip install 'agentx-memory[openai]'") from exc
-        if not api_key and not is_local_endpoint(base_url):
-            raise ConfigurationError(f"{self.model} needs an API key: set llm.openai_api_key or OPENAI_API_KEY")
-        self._module = openai
-        self._client = openai.AsyncOpenAI(api_key=api_key or "local", base_url=base_url or None,
-                                          timeout=settings.timeout_seconds, max_retries=settings.max_retries)
-
-    @property
-    def _sdk(self) -> Any:
-        return self._module
+        self._client = self._sdk.AsyncOpenAI(**self._client_options())
 
     async def _complete(self, system: str, prompt: str, max_tokens: int) -> Answer:
         response = await self._client.chat.completions.create(
