@@ -57,6 +57,8 @@ _RULES: Final = [
      "my_is"),
     (re.compile(rf"\b[Mm]y ({'|'.join(_FAMILY)}),? {_NAME}"), "family"),
 ]
+#: What "I live in X" / "I work at X" make of X: its entity type, the claim's verb and the relationship.
+_HOLDS: Final = {"lives": ("place", "lives in", "LOCATED_IN"), "works": ("organization", "works at", "WORKS_FOR")}
 _MENTION: Final = re.compile(rf"\b(?:in|at|to|from|with|visit(?:ed|ing)?|called) {_NAME}")
 _PAST_VERB: Final = re.compile(
     r"\b(?:I|we|We)\s+(?:just\s+|finally\s+|also\s+)?(?:went|ran|visited|had|got|did|made|took|started|finished|"
@@ -107,43 +109,37 @@ class OfflineExtractor:
         who, ref = item.speaker, item.ref
         if kind in ("is", "likes", "my_is") and _UNRESOLVED.search(m.group(m.lastindex or 0).strip()):
             return
-        extra = {"corrects": "an earlier statement"} if correction else {}
-        if kind == "moved":
-            place = _clean_name(m[2])
-            if not place:
+        if kind in _HOLDS or kind == "moved":
+            name = _clean_name(m[2] if kind == "moved" else m[1])
+            if not name:
                 return
-            found.entity(place, "place")
-            found.fact(f"{who} lives in {place}.", ref, [who, place], "current", **extra)
-            found.relate(who, "LOCATED_IN", place)
-            if m[1] and _clean_name(m[1]):
-                found.entity(_clean_name(m[1]), "place")
-                found.fact(f"{who} used to live in {_clean_name(m[1])}.", ref, [who, _clean_name(m[1])], "past")
-        elif kind == "lives":
-            place = _clean_name(m[1])
-            if place:
-                found.entity(place, "place")
-                found.fact(f"{who} lives in {place}.", ref, [who, place], "current", **extra)
-                found.relate(who, "LOCATED_IN", place)
-        elif kind == "works":
-            org = _clean_name(m[1])
-            if org:
-                found.entity(org, "organization")
-                found.fact(f"{who} works at {org}.", ref, [who, org], "current", **extra)
-                found.relate(who, "WORKS_FOR", org)
+            self._holds(found, item, "lives" if kind == "moved" else kind, name, correction)
+            origin = _clean_name(m[1]) if kind == "moved" else ""
+            if origin:
+                found.entity(origin, "place")
+                found.fact(f"{who} used to live in {origin}.", ref, [who, origin], "past")
         elif kind == "is":
-            found.fact(f"{who} is {m[1].strip()}.", ref, [who], "current", **extra)
+            found.fact(f"{who} is {m[1].strip()}.", ref, [who], "current", correction=correction)
         elif kind == "likes":
             verb = {"like": "likes", "love": "loves", "enjoy": "enjoys", "prefer": "prefers", "hate": "hates",
                     "dislike": "dislikes"}[m[1]]
-            found.fact(f"{who} {verb} {m[2].strip()}.", ref, [who], "current", **extra)
+            found.fact(f"{who} {verb} {m[2].strip()}.", ref, [who], "current", correction=correction)
         elif kind == "my_is":
-            found.fact(f"{who}'s {m[1]} is {m[2].strip()}.", ref, [who], "current", **extra)
+            found.fact(f"{who}'s {m[1]} is {m[2].strip()}.", ref, [who], "current", correction=correction)
         elif kind == "family":
             name = _clean_name(m[2])
             if name:
                 found.entity(name, "person", f"{who}'s {m[1]}")
                 found.fact(f"{name} is {who}'s {m[1]}.", ref, [who, name], "current")
                 found.relate(who, "KNOWS", name)
+
+    @staticmethod
+    def _holds(found: _Found, item: BatchTurn, kind: str, name: str, correction: bool) -> None:
+        """The speaker lives in / works at ``name``: the entity, the current fact and the relationship."""
+        type_, verb, relation = _HOLDS[kind]
+        found.entity(name, type_)
+        found.fact(f"{item.speaker} {verb} {name}.", item.ref, [item.speaker, name], "current", correction=correction)
+        found.relate(item.speaker, relation, name)
 
     def _dated(self, found: _Found, item: BatchTurn, sentence: str, correction: bool) -> None:
         past, plan = _PAST_VERB.search(sentence), _PLAN.search(sentence)
@@ -167,8 +163,7 @@ class OfflineExtractor:
         claim = f"{subject} {body}."
         if len(claim) > 400:
             return
-        found.fact(claim, item.ref, [item.speaker], "future" if future else "past",
-                   **({"corrects": "an earlier statement"} if correction else {}))
+        found.fact(claim, item.ref, [item.speaker], "future" if future else "past", correction=correction)
 
 
 def _absolute(when: TimeRange, said: datetime) -> str:
@@ -214,11 +209,14 @@ class _Found:
         elif known["type"] == "concept" and type_ != "concept":
             known["type"] = type_
 
-    def fact(self, claim: str, ref: str, entities: list[str], temporal: str, **extra: str) -> None:
+    def fact(self, claim: str, ref: str, entities: list[str], temporal: str, *, correction: bool = False) -> None:
         if entities:  # the first entity is the speaker: "my" in what they said is theirs
             claim = re.sub(r"\bmy\b", f"{entities[0]}'s", claim)
-        self.facts.append({"claim": claim, "certainty": "explicit", "temporal": temporal, "entities": entities,
-                           "source_turns": [ref], **extra})
+        item: dict[str, Any] = {"claim": claim, "certainty": "explicit", "temporal": temporal, "entities": entities,
+                                "source_turns": [ref]}
+        if correction:
+            item["corrects"] = "an earlier statement"
+        self.facts.append(item)
 
     def relate(self, source: str, type_: str, target: str) -> None:
         self.relationships.append({"source": source, "type": type_, "target": target})
