@@ -94,17 +94,24 @@ async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], po
             other = row["fact"]
             if other["id"] in hidden or fact.id in hidden:
                 continue
-            if corrects and (same_slot(fact.claim, other["claim"]) or _overlap(corrects, other["claim"]) >= 0.6):
-                out.append(await _apply(semantic, fact, other, "prefer_new", "correction"))
-                hidden.update(set(out[-1].fact_ids) - {out[-1].kept})
+            reason = _conflict(fact, other, corrects)
+            if reason is None:
                 continue
-            if fact.temporal in ("past", "future") or other.get("temporal") in ("past", "future"):
-                continue
-            if same_slot(fact.claim, other["claim"]):
-                out.append(await _apply(semantic, fact, other, policy, "same slot, another value"))
-                if out[-1].kept is not None:
-                    hidden.update(set(out[-1].fact_ids) - {out[-1].kept})
+            resolution = await _apply(semantic, fact, other, "prefer_new" if reason == "correction" else policy,
+                                      reason)
+            out.append(resolution)
+            if resolution.kept is not None:
+                hidden.update(set(resolution.fact_ids) - {resolution.kept})
     return out
+
+
+def _conflict(fact: Fact, other: dict[str, Any], corrects: str) -> str | None:
+    """Why ``fact`` replaces or contradicts ``other`` ("correction", "same slot, another value"), or None."""
+    if corrects and (same_slot(fact.claim, other["claim"]) or _overlap(corrects, other["claim"]) >= 0.6):
+        return "correction"
+    if fact.temporal in ("past", "future") or other.get("temporal") in ("past", "future"):
+        return None  # events accumulate, they do not replace each other
+    return "same slot, another value" if same_slot(fact.claim, other["claim"]) else None
 
 
 async def _apply(semantic: SemanticMemory, fact: Fact, other: dict[str, Any], policy: str, reason: str
