@@ -461,12 +461,9 @@ def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
         settings.extraction.extractor = "offline"
 
     async def run() -> ExtractionReport:
-        memory = await AsyncAgentMemory.open(settings)
-        try:
+        async with await AsyncAgentMemory.open(settings) as memory:
             return await memory.extract_conversation(args.conversation, user_id=args.user, dry_run=args.dry_run,
                                                      force=args.force)
-        finally:
-            await memory.close()
 
     report = asyncio.run(run())
     if args.json:
@@ -501,11 +498,8 @@ def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
     from .memory import AsyncAgentMemory
 
     async def run() -> list[tuple[Any, list[str]]]:
-        memory = await AsyncAgentMemory.open(settings)
-        try:
+        async with await AsyncAgentMemory.open(settings) as memory:
             return await memory.facts_for_review(args.user, limit=args.limit)
-        finally:
-            await memory.close()
 
     flagged = asyncio.run(run())
     if args.json:
