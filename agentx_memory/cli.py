@@ -549,12 +549,21 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the background worker (or each job once with --once: exit 1 when a job failed)."""
+    """Run the background worker; ``--once`` runs each job once (exit 1 when a job failed); ``run JOB`` runs one job
+    now (``--dry-run``, ``--user``); ``undo RUN_ID`` reverses a recorded run; ``status`` shows each job's last run."""
     import logging
 
     from workers.scheduler import run_once, run_worker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.action is None and (args.target or args.dry_run or args.user):
+        raise ValidationError("worker", "JOB, --dry-run and --user go with 'worker run JOB'")
+    if args.action == "run":
+        return _worker_run(args, settings)
+    if args.action == "undo":
+        return _worker_undo(args, settings)
+    if args.action == "status":
+        return _worker_status(args, settings)
     if args.once:
         failed = []
         for name, summary in asyncio.run(run_once(settings)).items():
@@ -569,6 +578,65 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _worker_run(args: argparse.Namespace, settings: Settings) -> int:
+    from workers.scheduler import JobOptions, run_job
+
+    from .memory import AsyncAgentMemory
+
+    if not args.target:
+        raise ValidationError("job", "name the job to run: worker run JOB")
+
+    async def go() -> dict[str, Any]:
+        async with await AsyncAgentMemory.open(settings) as memory:
+            return await run_job(args.target, memory, JobOptions(dry_run=args.dry_run, user_id=args.user))
+
+    try:
+        summary = asyncio.run(go())
+    except AgentXMemoryError:
+        raise
+    except Exception as exc:  # the job failed: say so, exit non-zero
+        console.print(f"[red]job {escape(args.target)} failed[/red]: {escape(f'{type(exc).__name__}: {exc}')}")
+        return 1
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+def _worker_undo(args: argparse.Namespace, settings: Settings) -> int:
+    from .memory import AsyncAgentMemory
+
+    if not args.target:
+        raise ValidationError("run_id", "name the run to undo: worker undo RUN_ID (worker status lists runs)")
+
+    async def go() -> dict[str, Any]:
+        async with await AsyncAgentMemory.open(settings) as memory:
+            return await memory.undo_run(args.target)
+
+    print(json.dumps(asyncio.run(go()), indent=2, default=str))
+    return 0
+
+
+def _worker_status(args: argparse.Namespace, settings: Settings) -> int:
+    from .memory import AsyncAgentMemory
+
+    async def go() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async with await AsyncAgentMemory.open(settings) as memory:
+            return await memory.worker_runs(latest_per_job=True), await memory.worker_runs(limit=10)
+
+    latest, recent = asyncio.run(go())
+    if args.json:
+        print(json.dumps({"latest_per_job": latest, "recent": recent}, indent=2, default=str))
+        return 0
+    table = Table("job", "last run", "status", "seconds", "summary", "run id", title="worker runs (latest per job)")
+    for run in latest:
+        summary = {k: v for k, v in run["summary"].items() if k not in ("run_id", "duration_seconds", "dry_run")}
+        table.add_row(run["job"], f"{run['started_at']:%Y-%m-%d %H:%M:%S}", run["status"],
+                      str(run["summary"].get("duration_seconds", "")), escape(json.dumps(summary, default=str)),
+                      run["run_id"])
+    console.print(table if latest else "no recorded runs yet (the worker records consolidate, promote, decay, "
+                                       "archive and cleanup)")
+    return 0
+
+
 def _no_args(p: argparse.ArgumentParser) -> None:
     """A subcommand without options."""
 
@@ -578,7 +646,13 @@ def _status_args(p: argparse.ArgumentParser) -> None:
 
 
 def _worker_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=("run", "undo", "status"),
+                   help="run JOB now | undo RUN_ID | status of recorded runs (none: run the scheduler)")
+    p.add_argument("target", nargs="?", help="the job (run) or the run id (undo)")
     p.add_argument("--once", action="store_true", help="run each job once and exit")
+    p.add_argument("--dry-run", action="store_true", help="with run: report what the job would change, change nothing")
+    p.add_argument("--user", help="with run: only this user's memories")
+    p.add_argument("--json", action="store_true", help="with status: print JSON")
 
 
 #: A subcommand's handler: parsed arguments and settings in, exit status out.

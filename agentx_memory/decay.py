@@ -11,6 +11,10 @@ is idempotent: running twice, or late, gives the values the formula gives for th
 so this is testable without waiting). An access (recall reinforces what it returns) resets the clock. Recall reads
 the decayed values: facts rank by confidence through fusion and entities get a ``salience`` signal
 (``retrieval.salience_weight``).
+
+Only values that change are written; each is recorded in the report's ``changes`` with its value before and after,
+so :func:`undo_decay` can put it back (unless it changed again since). A dry run computes and reports without
+writing.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from typing import Any, Final, LiteralString
 
 from .graph import cypher
 from .graph.port import GraphStore
+from .runs import JobReport
 from .settings import DecaySettings
 from .timeutil import to_ms
 
-__all__ = ["DecayReport", "apply_decay", "decayed_confidence", "decayed_salience"]
+__all__ = ["DecayReport", "apply_decay", "decayed_confidence", "decayed_salience", "undo_decay"]
 
 #: Nodes read and written per round trip.
 PAGE: Final = 1000
@@ -33,17 +38,18 @@ _DAY_MS: Final = 86_400_000
 
 
 @dataclass
-class DecayReport:
-    """What a decay run examined and changed."""
+class DecayReport(JobReport):
+    """What a decay run examined and changed (``changes``: ``kind``, ``id``, ``user_id``, ``before``, ``after``)."""
 
     entities_examined: int = 0
     entities_changed: int = 0
     facts_examined: int = 0
     facts_changed: int = 0
 
-    def summary(self) -> dict[str, int]:
-        """Plain values for the worker's log."""
-        return dict(vars(self))
+    def counts(self) -> dict[str, Any]:
+        """Entities and facts examined and changed."""
+        return {"entities_examined": self.entities_examined, "entities_changed": self.entities_changed,
+                "facts_examined": self.facts_examined, "facts_changed": self.facts_changed}
 
 
 def decayed_salience(base: float, days: float, accesses: int, settings: DecaySettings) -> float:
@@ -58,9 +64,11 @@ def decayed_confidence(base: float, days: float, settings: DecaySettings) -> flo
     return base * settings.rate ** (interval * math.floor(max(0.0, days) / interval))
 
 
-async def apply_decay(graph: GraphStore, settings: DecaySettings, *, now: datetime) -> DecayReport:
-    """Decay every user's idle entities and inferred facts as of ``now``."""
-    report = DecayReport()
+async def apply_decay(graph: GraphStore, settings: DecaySettings, *, now: datetime, user_id: str | None = None,
+                      report: DecayReport | None = None) -> DecayReport:
+    """Decay the idle entities and inferred facts of every user (or of ``user_id``) as of ``now``, filling
+    ``report`` (a new one by default; its ``dry_run`` decides whether anything is written)."""
+    report = report if report is not None else DecayReport()
     now_ms = to_ms(now)
     idle_before = to_ms(now - timedelta(hours=settings.entity_idle_hours))
 
@@ -70,15 +78,17 @@ async def apply_decay(graph: GraphStore, settings: DecaySettings, *, now: dateti
     def confidence(row: dict[str, Any]) -> float:
         return decayed_confidence(float(row["base"]), (now_ms - row["since"]) / _DAY_MS, settings)
 
+    params = {"user_id": user_id}
     report.entities_examined, report.entities_changed = await _pages(
-        graph, cypher.DECAY_ENTITY_CANDIDATES, cypher.SET_SALIENCE, {"idle_before": idle_before}, salience, now_ms)
+        graph, cypher.DECAY_ENTITY_CANDIDATES, cypher.SET_SALIENCE, {**params, "idle_before": idle_before},
+        salience, now_ms, report, "entity")
     report.facts_examined, report.facts_changed = await _pages(
-        graph, cypher.DECAY_FACT_CANDIDATES, cypher.SET_CONFIDENCE, {}, confidence, now_ms)
+        graph, cypher.DECAY_FACT_CANDIDATES, cypher.SET_CONFIDENCE, params, confidence, now_ms, report, "fact")
     return report
 
 
 async def _pages(graph: GraphStore, read: LiteralString, write: LiteralString, params: dict[str, Any],
-                 value: Any, now_ms: int) -> tuple[int, int]:
+                 value: Any, now_ms: int, report: DecayReport, kind: str) -> tuple[int, int]:
     examined = changed = 0
     after = ""
     while True:
@@ -86,7 +96,23 @@ async def _pages(graph: GraphStore, read: LiteralString, write: LiteralString, p
         if not rows:
             return examined, changed
         examined += len(rows)
-        updates = [{"id": r["id"], "value": value(r)} for r in rows]
-        written = await graph.write(write, {"rows": updates, "now": now_ms})
-        changed += written[0]["updated"] if written else 0
+        moved = [{"kind": kind, "id": r["id"], "user_id": r["user_id"], "before": r["current"], "after": value(r)}
+                 for r in rows]
+        moved = [m for m in moved if m["before"] != m["after"]]
+        if moved and not report.dry_run:
+            await graph.write(write, {"rows": [{"id": m["id"], "value": m["after"]} for m in moved], "now": now_ms})
+        report.changes.extend(moved)
+        changed += len(moved)
         after = rows[-1]["id"]
+
+
+async def undo_decay(graph: GraphStore, changes: list[dict[str, Any]]) -> dict[str, int]:
+    """Put back the values a decay run changed (its ``changes``), except those that changed again since:
+    ``{"restored": n, "skipped": m}``."""
+    restored = 0
+    for kind, statement in (("entity", cypher.RESTORE_SALIENCE), ("fact", cypher.RESTORE_CONFIDENCE)):
+        rows = [{"id": c["id"], "before": c["before"], "after": c["after"]} for c in changes if c["kind"] == kind]
+        for start in range(0, len(rows), PAGE):
+            written = await graph.write(statement, {"rows": rows[start:start + PAGE]})
+            restored += written[0]["restored"] if written else 0
+    return {"restored": restored, "skipped": len(changes) - restored}

@@ -26,11 +26,12 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from .archive import ArchiveReport, archive_old_conversations, restore_archived
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
-from .decay import DecayReport, apply_decay
+from .decay import DecayReport, apply_decay, undo_decay
 from .episodic import EpisodicMemory, ReconcileResult
 from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
@@ -39,18 +40,21 @@ from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
+from .promotion import PromotionReport, promote_prominent, unpromote
 from .providers.embeddings import Embedder, make_embedder
 from .retrieval.bundle import MemoryBundle
 from .retrieval.recall import RecallLayer
+from .runs import JobReport, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
 from .settings import RecallSettings, Settings, load_settings
-from .validation import check_channel, check_id
+from .validation import check_channel, check_id, check_int
 from .working import WorkingMemory
 
 __all__ = ["AgentMemory", "AsyncAgentMemory", "SyncWorkingMemory"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
+R = TypeVar("R", bound=JobReport)
 
 _CLOSED_MESSAGE = "this memory is closed (close() was called); open a new AgentMemory / AsyncAgentMemory"
 
@@ -252,31 +256,86 @@ class AsyncAgentMemory:
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
         return await extractor.run(turns, dry_run=dry_run, force=force)
 
-    async def apply_decay(self, *, now: datetime | None = None) -> DecayReport:
-        """Decay every user's idle entities' salience and inferred facts' confidence as of ``now`` (default: the
-        current time): ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`).
-        Idempotent for a given ``now``. The worker's ``decay`` job."""
-        return await apply_decay(self.ctx.graph, self.settings.decay, now=now or datetime.now(UTC))
+    async def apply_decay(self, *, now: datetime | None = None, dry_run: bool = False,
+                          user_id: str | None = None) -> DecayReport:
+        """Decay idle entities' salience and inferred facts' confidence as of ``now`` (default: the current time):
+        ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`), for every user or only
+        ``user_id``. Idempotent for a given ``now``. The worker's ``decay`` job: a recorded run (``report.run_id``)
+        that :meth:`undo_run` reverses; ``dry_run`` computes the values without writing or recording."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("decay", DecayReport(dry_run=dry_run), user_id, lambda report: apply_decay(
+            self.ctx.graph, self.settings.decay, now=when, user_id=user_id, report=report))
 
-    async def cleanup(self, *, now: datetime | None = None) -> CleanupReport:
-        """Delete every user's entities whose salience fell below ``retention.entity_min_salience`` and that were
-        not accessed for ``retention.entity_days``, with their edges; each deletion audited with what was deleted.
-        The worker's ``cleanup`` job (archiving old conversations is not built yet)."""
-        return await delete_idle_entities(self.ctx.graph, self.ctx.audit, self.settings.retention,
-                                          now=now or datetime.now(UTC))
+    async def cleanup(self, *, now: datetime | None = None, dry_run: bool = False,
+                      user_id: str | None = None) -> CleanupReport:
+        """Delete the entities (of every user, or only ``user_id``) whose salience fell below
+        ``retention.entity_min_salience`` and that were not accessed for ``retention.entity_days``, with their edges
+        and timeline rows; each deletion audited with what was deleted (deletions are not undoable). With
+        :meth:`archive_conversations`, the worker's ``cleanup`` job; ``dry_run`` lists what would be deleted."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("cleanup", CleanupReport(dry_run=dry_run), user_id,
+                                   lambda report: delete_idle_entities(self.ctx.graph, self.ctx.audit,
+                                                                       self.ctx.sql.timeline, self.settings.retention,
+                                                                       now=when, user_id=user_id, report=report))
 
-    async def promote_prominent_facts(self) -> list[Fact]:
-        """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,
-        from >= 2 conversations by default) to ``_global``; return the global copies. The worker's ``promote`` job."""
-        return await self.semantic.promote_prominent()
+    async def archive_conversations(self, *, now: datetime | None = None, dry_run: bool = False,
+                                    user_id: str | None = None) -> ArchiveReport:
+        """Archive the conversations (of every user, or only ``user_id``) whose last turn is older than
+        ``retention.conversation_days`` as of ``now``: their turns leave default recall (``recall.include_archived``
+        brings them back) and stay in the log; nothing is deleted. A recorded run that :meth:`undo_run` reverses;
+        ``dry_run`` lists what would be archived (:mod:`agentx_memory.archive`)."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("archive", ArchiveReport(dry_run=dry_run), user_id, lambda report:
+                                   archive_old_conversations(self.ctx.sql.conversations, self.ctx.graph,
+                                                             self.ctx.audit, self.settings.retention, now=when,
+                                                             user_id=user_id, report=report))
 
-    async def consolidate(self, *, now: datetime | None = None) -> ConsolidationReport:
+    async def promote_prominent_facts(self, *, dry_run: bool = False, user_id: str | None = None) -> PromotionReport:
+        """Promote the project facts (of every user, or only ``user_id``) that meet ``promotion.*`` (confidence >=
+        0.85, accessed >= 5 times, from >= 2 conversations by default) to ``_global``; ``report.promoted`` holds
+        the global copies. The worker's ``promote`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run``
+        lists the candidates without copying."""
+        return await self._run_job("promote", PromotionReport(dry_run=dry_run), user_id,
+                                   lambda report: promote_prominent(self.semantic, user_id=user_id, report=report))
+
+    async def consolidate(self, *, now: datetime | None = None, dry_run: bool = False,
+                          user_id: str | None = None) -> ConsolidationReport:
         """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
-        newer than its last consolidation), every user's, at most ``worker.consolidate_max_conversations`` per call,
-        each under its Redis lock; mark each consolidated and report its lag. The worker's ``consolidate`` job.
-        ``now`` (default: the current time) decides what is quiet."""
-        return await consolidate_due(self.episodic, self.semantic, self.ctx.working, choose_extractor(self.settings),
-                                     self.settings.worker, now=now or datetime.now(UTC))
+        newer than its last consolidation), of every user or only ``user_id``, at most
+        ``worker.consolidate_max_conversations`` per call, each under its Redis lock; mark each consolidated and
+        report its lag. The worker's ``consolidate`` job (a recorded run); ``dry_run`` lists the due conversations
+        without extracting. ``now`` (default: the current time) decides what is quiet."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("consolidate", ConsolidationReport(dry_run=dry_run), user_id, lambda report:
+                                   consolidate_due(self.episodic, self.semantic, self.ctx.working,
+                                                   choose_extractor(self.settings), self.settings.worker, now=when,
+                                                   user_id=user_id, report=report))
+
+    async def undo_run(self, run_id: str) -> dict[str, Any]:
+        """Reverse a recorded run of ``decay``, ``promote`` or ``archive`` (:mod:`agentx_memory.runs`): every value
+        it changed goes back, except those changed again since (``skipped``). Returns what the undo did. A run is
+        undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
+        check_id(run_id, "run_id")
+        undoers: dict[str, UndoFunction] = {
+            "decay": lambda changes: undo_decay(self.ctx.graph, changes),
+            "promote": lambda changes: unpromote(self.semantic, changes),
+            "archive": lambda changes: restore_archived(self.ctx.sql.conversations, self.ctx.graph, changes),
+        }
+        return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
+
+    async def worker_runs(self, *, limit: int = 20, latest_per_job: bool = False) -> list[dict[str, Any]]:
+        """Recorded maintenance runs, newest first (``run_id``, ``job``, ``user_id``, ``started_at``,
+        ``finished_at``, ``status``, ``summary``, ``undone_at``, ``undo_summary``): the ``limit`` latest, or the
+        latest of each job (``worker status``)."""
+        if latest_per_job:
+            return await self.ctx.sql.runs.latest_per_job()
+        return await self.ctx.sql.runs.recent(check_int(limit, "limit", low=1, high=10_000))
+
+    async def _run_job(self, job: str, report: R, user_id: str | None,
+                       work: Callable[[R], Coroutine[Any, Any, Any]]) -> R:
+        if user_id is not None:
+            check_id(user_id, "user_id")
+        return await recorded(self.ctx.sql.runs, self.ctx.audit, job, report, work, user_id=user_id)
 
     async def facts_as_of(self, at: datetime, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
                           entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:
@@ -684,29 +743,57 @@ class AgentMemory:
         ``stopped`` says why); usage and cost are in the report and the audit log."""
         return self._portal.run(self._core.extract_conversation(conversation_id, user_id, dry_run=dry_run, force=force))
 
-    def apply_decay(self, *, now: datetime | None = None) -> DecayReport:
-        """Decay every user's idle entities' salience and inferred facts' confidence as of ``now`` (default: the
-        current time): ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`).
-        Idempotent for a given ``now``. The worker's ``decay`` job."""
-        return self._portal.run(self._core.apply_decay(now=now))
+    def apply_decay(self, *, now: datetime | None = None, dry_run: bool = False,
+                    user_id: str | None = None) -> DecayReport:
+        """Decay idle entities' salience and inferred facts' confidence as of ``now`` (default: the current time):
+        ``base * decay.rate ** days since the last access`` (:mod:`agentx_memory.decay`), for every user or only
+        ``user_id``. Idempotent for a given ``now``. The worker's ``decay`` job: a recorded run (``report.run_id``)
+        that :meth:`undo_run` reverses; ``dry_run`` computes the values without writing or recording."""
+        return self._portal.run(self._core.apply_decay(now=now, dry_run=dry_run, user_id=user_id))
 
-    def cleanup(self, *, now: datetime | None = None) -> CleanupReport:
-        """Delete every user's entities whose salience fell below ``retention.entity_min_salience`` and that were
-        not accessed for ``retention.entity_days``, with their edges; each deletion audited with what was deleted.
-        The worker's ``cleanup`` job (archiving old conversations is not built yet)."""
-        return self._portal.run(self._core.cleanup(now=now))
+    def cleanup(self, *, now: datetime | None = None, dry_run: bool = False,
+                user_id: str | None = None) -> CleanupReport:
+        """Delete the entities (of every user, or only ``user_id``) whose salience fell below
+        ``retention.entity_min_salience`` and that were not accessed for ``retention.entity_days``, with their edges
+        and timeline rows; each deletion audited with what was deleted (deletions are not undoable). With
+        :meth:`archive_conversations`, the worker's ``cleanup`` job; ``dry_run`` lists what would be deleted."""
+        return self._portal.run(self._core.cleanup(now=now, dry_run=dry_run, user_id=user_id))
 
-    def promote_prominent_facts(self) -> list[Fact]:
-        """Promote every user's project facts that meet ``promotion.*`` (confidence >= 0.85, accessed >= 5 times,
-        from >= 2 conversations by default) to ``_global``; return the global copies. The worker's ``promote`` job."""
-        return self._portal.run(self._core.promote_prominent_facts())
+    def archive_conversations(self, *, now: datetime | None = None, dry_run: bool = False,
+                              user_id: str | None = None) -> ArchiveReport:
+        """Archive the conversations (of every user, or only ``user_id``) whose last turn is older than
+        ``retention.conversation_days`` as of ``now``: their turns leave default recall (``recall.include_archived``
+        brings them back) and stay in the log; nothing is deleted. A recorded run that :meth:`undo_run` reverses;
+        ``dry_run`` lists what would be archived (:mod:`agentx_memory.archive`)."""
+        return self._portal.run(self._core.archive_conversations(now=now, dry_run=dry_run, user_id=user_id))
 
-    def consolidate(self, *, now: datetime | None = None) -> ConsolidationReport:
+    def promote_prominent_facts(self, *, dry_run: bool = False, user_id: str | None = None) -> PromotionReport:
+        """Promote the project facts (of every user, or only ``user_id``) that meet ``promotion.*`` (confidence >=
+        0.85, accessed >= 5 times, from >= 2 conversations by default) to ``_global``; ``report.promoted`` holds
+        the global copies. The worker's ``promote`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run``
+        lists the candidates without copying."""
+        return self._portal.run(self._core.promote_prominent_facts(dry_run=dry_run, user_id=user_id))
+
+    def consolidate(self, *, now: datetime | None = None, dry_run: bool = False,
+                    user_id: str | None = None) -> ConsolidationReport:
         """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
-        newer than its last consolidation), every user's, at most ``worker.consolidate_max_conversations`` per call,
-        each under its Redis lock; mark each consolidated and report its lag. The worker's ``consolidate`` job.
-        ``now`` (default: the current time) decides what is quiet."""
-        return self._portal.run(self._core.consolidate(now=now))
+        newer than its last consolidation), of every user or only ``user_id``, at most
+        ``worker.consolidate_max_conversations`` per call, each under its Redis lock; mark each consolidated and
+        report its lag. The worker's ``consolidate`` job (a recorded run); ``dry_run`` lists the due conversations
+        without extracting. ``now`` (default: the current time) decides what is quiet."""
+        return self._portal.run(self._core.consolidate(now=now, dry_run=dry_run, user_id=user_id))
+
+    def undo_run(self, run_id: str) -> dict[str, Any]:
+        """Reverse a recorded run of ``decay``, ``promote`` or ``archive`` (:mod:`agentx_memory.runs`): every value
+        it changed goes back, except those changed again since (``skipped``). Returns what the undo did. A run is
+        undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
+        return self._portal.run(self._core.undo_run(run_id))
+
+    def worker_runs(self, *, limit: int = 20, latest_per_job: bool = False) -> list[dict[str, Any]]:
+        """Recorded maintenance runs, newest first (``run_id``, ``job``, ``user_id``, ``started_at``,
+        ``finished_at``, ``status``, ``summary``, ``undone_at``, ``undo_summary``): the ``limit`` latest, or the
+        latest of each job (``worker status``)."""
+        return self._portal.run(self._core.worker_runs(limit=limit, latest_per_job=latest_per_job))
 
     def facts_as_of(self, at: datetime, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
                     entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:

@@ -361,22 +361,6 @@ class SemanticMemory:
         )
         return promoted
 
-    async def promote_prominent(self) -> list[Fact]:
-        """Promote every project fact that meets all of ``promotion.*`` (confidence, accesses, conversations; each
-        bound inclusive) to ``_global``, at most ``promotion.max_per_run``, every user's; return the global copies.
-        Each promotion is audited with the values and the thresholds (:meth:`promote_to_global`)."""
-        rules = self.ctx.settings.promotion
-        rows = await self.ctx.graph.read(cypher.PROMOTION_CANDIDATES, {
-            "min_confidence": rules.min_confidence, "min_access_count": rules.min_access_count,
-            "min_conversations": rules.min_conversations, "limit": rules.max_per_run})
-        promoted = []
-        for row in rows:
-            reason = (f"confidence {row['confidence']} >= {rules.min_confidence}, accessed {row['accesses']} >= "
-                      f"{rules.min_access_count} times, from {row['seen']} >= {rules.min_conversations} "
-                      "conversations")
-            promoted.append(await self.promote_to_global(row["id"], reason, user_id=row["user_id"]))
-        return promoted
-
     async def reinforce(self, user_id: str, *, fact_ids: Sequence[str] = (), entity_ids: Sequence[str] = ()) -> None:
         """access_count += 1 and last_accessed = now for retrieved facts and entities (batched). Ids go in sorted, so
         concurrent reinforcements lock nodes in one order (no deadlock-and-retry on Neo4j)."""

@@ -305,6 +305,9 @@ class RecallSettings(_Section):
     self_query: bool = Field(
         True, description="read time phrases (and, with an LLM, entity/type filters) from the question"
     )
+    include_archived: bool = Field(
+        False, description="also search the turns of conversations the cleanup job archived (past retention)"
+    )
     fusion: Literal["score", "rrf"] = Field(
         "score", description="score: normalized weighted sum of legs; rrf: weighted reciprocal-rank fusion"
     )
@@ -371,7 +374,8 @@ class RetentionSettings(_Section):
     """What the cleanup job archives or deletes (spec 003 'Data Retention')."""
 
     conversation_days: int = Field(
-        90, ge=1, le=36500, description="archive conversations older than this", json_schema_extra=not_used_yet(14)
+        90, ge=1, le=36500, description="archive conversations whose last turn is older than this (their turns leave "
+        "default recall and stay in the log)"
     )
     entity_days: int = Field(30, ge=1, le=36500, description="delete low-salience entities not accessed for this long")
     entity_min_salience: float = Field(

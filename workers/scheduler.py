@@ -1,30 +1,35 @@
 """The consolidation worker's scheduler (APScheduler 3, asyncio).
 
-Jobs and their intervals come from settings (``worker.*_minutes``). Implemented so far: ``reconcile`` (graph
-projection of the durable log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations) and
-``promote`` (project facts to ``_global``), ``decay`` and ``cleanup`` (faded entities). Pattern detection, dedup and
-the archiving of old conversations are not built yet; the worker says so at start rather than pretending.
+Jobs and their intervals come from settings (``worker.*_minutes``): ``reconcile`` (graph projection of the durable
+log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations), ``promote`` (project facts to
+``_global``), ``decay`` and ``cleanup`` (archiving past retention, faded entities). Pattern detection and dedup are
+not built yet; the worker says so at start rather than pretending.
+
+``run_worker`` runs every job once at start, then on its interval, until stopped: SIGTERM or SIGINT (or the ``stop``
+event) stops scheduling and lets the jobs in flight finish before the memory closes, so a run is never cut between
+its writes and its record. ``run_job`` runs one job now (``agentx-memory worker run JOB``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from agentx_memory import AsyncAgentMemory, Settings
+from agentx_memory import AsyncAgentMemory, Settings, ValidationError
 
-from .jobs import audit_partitions, cleanup, consolidate, decay, promote, reconcile
+from .jobs import DEFAULT_OPTIONS, JobOptions, audit_partitions, cleanup, consolidate, decay, promote, reconcile
 
-__all__ = ["JOBS", "Job", "run_once", "run_worker"]
+__all__ = ["JOBS", "Job", "JobOptions", "run_job", "run_once", "run_worker"]
 
 log = logging.getLogger("agentx_memory.worker")
 
-#: A job: runs once on an open memory, returns a summary for the log.
-Job = Callable[[AsyncAgentMemory], Awaitable[dict[str, Any]]]
+#: A job: runs once on an open memory with its options, returns a summary for the log.
+Job = Callable[[AsyncAgentMemory, JobOptions], Awaitable[dict[str, Any]]]
 
 #: name → (job, interval setting under ``worker.``)
 JOBS: dict[str, tuple[Job, str]] = {
@@ -36,13 +41,21 @@ JOBS: dict[str, tuple[Job, str]] = {
     "cleanup": (cleanup.run, "cleanup_minutes"),
 }
 
-NOT_BUILT = ("patterns", "dedup", "archiving of old conversations")
+NOT_BUILT = ("patterns", "dedup")
 
 
-async def _run_job(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:
+async def run_job(name: str, memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
+    """Run the job ``name`` once now and return its summary; a failure raises (an unknown job is a
+    :class:`ValidationError` naming the jobs there are)."""
+    if name not in JOBS:
+        raise ValidationError("job", f"unknown job {name!r}; jobs: {', '.join(JOBS)}")
     job, _ = JOBS[name]
+    return await job(memory, options)
+
+
+async def _run_logged(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:
     try:
-        summary = await job(memory)
+        summary = await run_job(name, memory)
         log.info("job %s: %s", name, summary)
         return summary
     except Exception:  # one failing job must not stop the worker
@@ -52,26 +65,48 @@ async def _run_job(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:
 
 async def run_once(settings: Settings) -> dict[str, dict[str, Any]]:
     """Run every implemented job once (``agentx-memory worker --once``)."""
-    memory = await AsyncAgentMemory.open(settings)
-    try:
-        return {name: await _run_job(name, memory) for name in JOBS}
-    finally:
-        await memory.close()
+    async with await AsyncAgentMemory.open(settings) as memory:
+        return {name: await _run_logged(name, memory) for name in JOBS}
 
 
 async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Run the scheduler until ``stop`` is set (or forever)."""
+    """Run the scheduler until ``stop`` is set, or until SIGTERM/SIGINT when no ``stop`` is given; the jobs in flight
+    finish first."""
+    stop = stop or _stop_on_signals()
+    in_flight: set[asyncio.Task[dict[str, Any]]] = set()
+
+    async def tracked(name: str) -> dict[str, Any]:
+        task = asyncio.ensure_future(_run_logged(name, memory))
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+        return await asyncio.shield(task)  # a cancelled caller leaves the run itself to finish
+
     memory = await AsyncAgentMemory.open(settings)
     scheduler = AsyncIOScheduler(timezone="UTC")
     for name, (_, interval) in JOBS.items():
-        scheduler.add_job(_run_job, "interval", minutes=getattr(settings.worker, interval), args=[name, memory],
+        scheduler.add_job(tracked, "interval", minutes=getattr(settings.worker, interval), args=[name],
                           id=name, max_instances=1, coalesce=True)
     log.warning("jobs not built yet (spec 003): %s", ", ".join(NOT_BUILT))
     scheduler.start()
-    for name in JOBS:  # run each once at start
-        await _run_job(name, memory)
+    starting = asyncio.ensure_future(_each_once(tracked))
     try:
-        await (stop or asyncio.Event()).wait()
+        await stop.wait()
+        log.info("stopping: %d job(s) in flight finish first", len(in_flight))
     finally:
         scheduler.shutdown(wait=False)
+        starting.cancel()  # the start-up pass stops between jobs; the job it is in finishes below
+        await asyncio.gather(starting, *in_flight, return_exceptions=True)
         await memory.close()
+
+
+async def _each_once(tracked: Callable[[str], Awaitable[dict[str, Any]]]) -> None:
+    for name in JOBS:
+        await tracked(name)
+
+
+def _stop_on_signals() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop

@@ -20,6 +20,7 @@ from typing import Any
 from ..episodic import EpisodicMemory
 from ..graph import cypher
 from ..providers.usage import Usage
+from ..runs import JobReport
 from ..semantic import SemanticMemory
 from ..settings import WorkerSettings
 from ..timeutil import from_ms, to_ms
@@ -30,19 +31,22 @@ __all__ = ["ConsolidationReport", "consolidate_due"]
 
 
 @dataclass
-class ConsolidationReport:
-    """One consolidation run: per conversation what was extracted and its lag; what was skipped and why."""
+class ConsolidationReport(JobReport):
+    """One consolidation run: the conversations due, per conversation what was extracted and its lag; what was
+    skipped and why (a dry run lists the due conversations and extracts nothing)."""
 
     conversations: list[dict[str, Any]] = field(default_factory=list)
     locked: list[str] = field(default_factory=list)
     stopped: list[dict[str, Any]] = field(default_factory=list)
+    due: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
 
-    def summary(self) -> dict[str, Any]:
-        """Plain values for the worker's log and ``worker --once``."""
+    def counts(self) -> dict[str, Any]:
+        """Conversations due, consolidated, locked elsewhere and stopped, facts and entities, the largest lag and the
+        LLM usage."""
         lags = [c["lag_seconds"] for c in self.conversations]
         return {
-            "consolidated": len(self.conversations), "locked_elsewhere": len(self.locked),
+            "due": len(self.due), "consolidated": len(self.conversations), "locked_elsewhere": len(self.locked),
             "stopped": len(self.stopped), "facts": sum(c["facts"] for c in self.conversations),
             "entities": sum(c["entities"] for c in self.conversations),
             "lag_seconds_max": max(lags, default=None), "calls": self.usage.calls,
@@ -51,14 +55,20 @@ class ConsolidationReport:
 
 
 async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, working: WorkingStore,
-                          extractor: Extractor, settings: WorkerSettings, *, now: datetime) -> ConsolidationReport:
-    """Consolidate every due conversation (at most ``worker.consolidate_max_conversations``, oldest first) as of
-    ``now`` (a parameter, so the time rules are testable without waiting)."""
-    report = ConsolidationReport()
+                          extractor: Extractor, settings: WorkerSettings, *, now: datetime,
+                          user_id: str | None = None, report: ConsolidationReport | None = None
+                          ) -> ConsolidationReport:
+    """Consolidate every due conversation (at most ``worker.consolidate_max_conversations``, oldest first; of every
+    user or only ``user_id``) as of ``now`` (a parameter, so the time rules are testable without waiting)."""
+    report = report if report is not None else ConsolidationReport()
     graph = semantic.ctx.graph
     due = await graph.read(cypher.PENDING_CONSOLIDATION, {
         "before": to_ms(now - timedelta(minutes=settings.consolidate_quiet_minutes)),
-        "limit": settings.consolidate_max_conversations})
+        "limit": settings.consolidate_max_conversations, "user_id": user_id})
+    report.due = [{"conversation_id": r["id"], "user_id": r["user_id"],
+                   "last_turn_at": from_ms(r["last_turn_at"]).isoformat()} for r in due]
+    if report.dry_run:
+        return report
     runner = ConversationExtractor(semantic, extractor)
     for row in due:
         conversation, user = row["id"], row["user_id"]

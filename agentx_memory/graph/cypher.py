@@ -392,6 +392,7 @@ PROMOTION_CANDIDATES: Final[LiteralString] = """
 MATCH (f:Fact)
 WHERE f.channel <> '_global' AND coalesce(f.superseded, false) = false
   AND f.confidence >= $min_confidence AND coalesce(f.access_count, 0) >= $min_access_count
+  AND ($user_id IS NULL OR f.user_id = $user_id)
 OPTIONAL MATCH (g:Fact)-[:PROMOTED_FROM]->(f)
 WITH f, count(g) AS promoted
 WHERE promoted = 0
@@ -404,6 +405,14 @@ RETURN f.id AS id, f.user_id AS user_id, f.confidence AS confidence, coalesce(f.
 ORDER BY f.id LIMIT $limit
 """
 
+# Undo of a promotion: the global copy goes (with its edges), found through its PROMOTED_FROM link to the source.
+UNPROMOTE_FACT: Final[LiteralString] = """
+MATCH (g:Fact {id: $global_id, user_id: $user_id})-[:PROMOTED_FROM]->(:Fact {id: $source_id, user_id: $user_id})
+WHERE g.channel = '_global'
+DETACH DELETE g
+RETURN count(*) AS deleted
+"""
+
 # --- decay ---------------------------------------------------------------------------------------------------------
 # The decay job reads a page of candidates (keyset by id) and writes the values it computed: value = base *
 # rate ** days since the last access. ``salience_base`` / ``confidence_base`` are what was written (the highest);
@@ -412,8 +421,9 @@ ORDER BY f.id LIMIT $limit
 DECAY_ENTITY_CANDIDATES: Final[LiteralString] = """
 MATCH (e:Entity)
 WHERE e.id > $after AND coalesce(e.last_accessed, e.first_seen) <= $idle_before
-RETURN e.id AS id, coalesce(e.salience_base, e.salience) AS base, coalesce(e.last_accessed, e.first_seen) AS since,
-       coalesce(e.access_count, 0) AS accesses
+  AND ($user_id IS NULL OR e.user_id = $user_id)
+RETURN e.id AS id, e.user_id AS user_id, coalesce(e.salience_base, e.salience) AS base, e.salience AS current,
+       coalesce(e.last_accessed, e.first_seen) AS since, coalesce(e.access_count, 0) AS accesses
 ORDER BY e.id LIMIT $limit
 """
 
@@ -427,7 +437,9 @@ RETURN count(e) AS updated
 DECAY_FACT_CANDIDATES: Final[LiteralString] = """
 MATCH (f:Fact)
 WHERE f.id > $after AND f.certainty = 'inferred' AND coalesce(f.superseded, false) = false
-RETURN f.id AS id, coalesce(f.confidence_base, f.confidence) AS base, coalesce(f.last_accessed, f.created_at) AS since
+  AND ($user_id IS NULL OR f.user_id = $user_id)
+RETURN f.id AS id, f.user_id AS user_id, coalesce(f.confidence_base, f.confidence) AS base, f.confidence AS current,
+       coalesce(f.last_accessed, f.created_at) AS since
 ORDER BY f.id LIMIT $limit
 """
 
@@ -438,6 +450,24 @@ SET f.confidence = row.value, f.decayed_at = $now
 RETURN count(f) AS updated
 """
 
+# Undo of a decay run: each value goes back to what it was before the run, unless it changed again since (the
+# value is no longer the one the run wrote).
+RESTORE_SALIENCE: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+WHERE e.salience = row.after
+SET e.salience = row.before
+RETURN count(e) AS restored
+"""
+
+RESTORE_CONFIDENCE: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+WHERE f.confidence = row.after
+SET f.confidence = row.before
+RETURN count(f) AS restored
+"""
+
 # --- cleanup -------------------------------------------------------------------------------------------------------
 # Entities that faded (salience below the bound) and were not accessed since ``$before``: read with their edges (the
 # audit entry records what is deleted), then deleted with the same condition re-checked, so an entity used in between
@@ -446,6 +476,7 @@ RETURN count(f) AS updated
 IDLE_ENTITIES: Final[LiteralString] = """
 MATCH (e:Entity)
 WHERE e.id > $after AND e.salience < $min_salience AND coalesce(e.last_accessed, e.first_seen) <= $before
+  AND ($user_id IS NULL OR e.user_id = $user_id)
 OPTIONAL MATCH (e)-[out]->(x)
 WITH e, collect(CASE WHEN x IS NULL THEN null ELSE {type: type(out), to: x.id} END) AS outgoing
 OPTIONAL MATCH (y)-[inc]->(e)
@@ -652,9 +683,21 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
 PENDING_CONSOLIDATION: Final[LiteralString] = """
 MATCH (c:Conversation)
 WHERE c.last_turn_at <= $before AND coalesce(c.consolidated_upto, -1) < c.last_turn_at
-  AND coalesce(c.archived, false) = false
+  AND coalesce(c.archived, false) = false AND ($user_id IS NULL OR c.user_id = $user_id)
 RETURN c.id AS id, c.user_id AS user_id, c.channel AS channel, c.last_turn_at AS last_turn_at
 ORDER BY c.last_turn_at, c.id LIMIT $limit
+"""
+
+# Archiving (cleanup) and its undo: a conversation and its turns up to a time (ms) get ``archived``.
+SET_CONVERSATIONS_ARCHIVED: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (c:Conversation {id: row.conversation_id, user_id: row.user_id})
+SET c.archived = $archived
+WITH c, row
+MATCH (c)-[:HAS_TURN]->(t:Turn)
+WHERE t.timestamp <= row.upto
+SET t.archived = $archived
+RETURN count(t) AS turns
 """
 
 #: Read again under the conversation's lock: another worker may have consolidated it since the list was read.

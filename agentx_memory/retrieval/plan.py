@@ -38,9 +38,11 @@ class SearchPlan:
     recall: RecallSettings | None = None
 
     def scope(self) -> SearchScope:
-        """Whose turns the plan reads: its user, channels and time window."""
+        """Whose turns the plan reads: its user, channels and time window; archived conversations only when the
+        recall settings include them."""
         start, end = self.window
-        return SearchScope(self.user_id, self.channels, start, end)
+        return SearchScope(self.user_id, self.channels, start, end,
+                           include_archived=bool(self.recall and self.recall.include_archived))
 
     def query_vector(self) -> np.ndarray:
         """The one vector the turn legs search with (see :func:`combined_vector`)."""

@@ -8,6 +8,7 @@
 ``profiles``          ``user_profiles``: read and merge
 ``audit_log``         ``memory_audit_log``: entries and day-partition upkeep
 ``search``            retrieval queries (full text and pgvector) over turns and the timeline
+``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -23,6 +24,7 @@ from .profiles import ProfileRows
 from .search import TurnSearch
 from .timeline import Timeline, TimelineEntry
 from .tool_invocations import ToolInvocationLog
+from .worker_runs import WorkerRuns
 
 __all__ = [
     "AuditLog",
@@ -34,6 +36,7 @@ __all__ = [
     "TimelineEntry",
     "ToolInvocationLog",
     "TurnSearch",
+    "WorkerRuns",
     "migrate",
     "schema_dir",
 ]
@@ -48,9 +51,10 @@ class Repositories:
     tools: ToolInvocationLog
     profiles: ProfileRows
     search: TurnSearch
+    runs: WorkerRuns
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
-                   profiles=ProfileRows(store), search=TurnSearch(store))
+                   profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store))

@@ -128,6 +128,25 @@ TURN_PLACE: Final[LiteralString] = (
 )
 
 #: Recompute the neighbour context (previous + this + next turn) of turns around freshly stored indexes.
+#: Conversations whose last (unarchived) turn is older than ``before``, oldest first, after a keyset position
+#: (last turn time, conversation id); one user's or everyone's.
+ARCHIVE_CANDIDATES: Final[LiteralString] = (
+    "SELECT user_id, conversation_id, max(timestamp) AS last_turn_at, count(*) AS turns, min(channel) AS channel"
+    " FROM conversation_logs WHERE NOT archived AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)"
+    " GROUP BY user_id, conversation_id HAVING max(timestamp) < %(before)s"
+    " AND (max(timestamp), conversation_id) > (%(after_time)s::timestamptz, %(after_id)s::text)"
+    " ORDER BY max(timestamp), conversation_id LIMIT %(limit)s"
+)
+
+#: Sets ``archived`` on each (user, conversation)'s turns stamped up to its time; returns the turns changed.
+SET_ARCHIVED: Final[LiteralString] = (
+    "UPDATE conversation_logs c SET archived = %(archived)s"
+    " FROM unnest(%(user_ids)s::text[], %(conversation_ids)s::text[], %(upto)s::timestamptz[])"
+    " AS a(user_id, conversation_id, upto)"
+    " WHERE c.user_id = a.user_id AND c.conversation_id = a.conversation_id AND c.timestamp <= a.upto"
+    " AND c.archived <> %(archived)s"
+)
+
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
 UPDATE conversation_logs AS c
 SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
@@ -286,6 +305,26 @@ class ConversationLog:
         rows = await self.store.fetch(RECENT_TURNS, (user_id, list(channels), since, until, limit),
                                       what="reading recent turns")
         return [turn_from_row(r) for r in rows]
+
+    async def archive_candidates(self, *, before: datetime, user_id: str | None, limit: int,
+                                 after: tuple[datetime, str] | None = None) -> list[dict[str, Any]]:
+        """Up to ``limit`` conversations (``user_id``, ``conversation_id``, ``last_turn_at``, ``turns``, ``channel``)
+        whose last unarchived turn is older than ``before``, oldest first, after ``after`` (the last row's
+        ``(last_turn_at, conversation_id)``, for the next page); ``user_id`` limits them to one user."""
+        after_time, after_id = after if after else (datetime.min.replace(tzinfo=before.tzinfo), "")
+        return await self.store.fetch(ARCHIVE_CANDIDATES, {
+            "before": before, "user_id": user_id, "limit": limit, "after_time": after_time, "after_id": after_id,
+        }, what="reading conversations past retention")
+
+    async def set_archived(self, conversations: Sequence[tuple[str, str, datetime]], *, archived: bool) -> int:
+        """Archive (or restore) the turns of each ``(user_id, conversation_id, upto)`` stamped up to ``upto``;
+        return how many turns changed."""
+        if not conversations:
+            return 0
+        return await self.store.execute(SET_ARCHIVED, {
+            "archived": archived, "user_ids": [u for u, _, _ in conversations],
+            "conversation_ids": [c for _, c, _ in conversations], "upto": [t for _, _, t in conversations],
+        }, what="archiving conversations")
 
     async def conversation_owner(self, conversation_id: str) -> str | None:
         """The user a conversation belongs to (its turns or tool invocations), or ``None`` when it is unused."""

@@ -107,11 +107,13 @@ WITH {_TERMS},
 matched AS (
   SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, length(t.content_tsv) AS dl FROM conversation_logs t, q
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
+    AND (%(include_archived)s OR NOT t.archived)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
 docs AS (
   SELECT count(*) AS n, avg(length(t.content_tsv)) AS avgdl FROM conversation_logs t
   WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
+    AND (%(include_archived)s OR NOT t.archived)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
 counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)", "turn_id, timestamp, dl")}),
@@ -127,6 +129,7 @@ lex AS (SELECT id FROM scored ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
+    AND (%(include_archived)s OR NOT t.archived)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
   ORDER BY {dense_order} LIMIT %(limit)s),
@@ -166,6 +169,7 @@ near AS (
       ON c.conversation_id = hit.conversation_id
      AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
     WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
+      AND (%(include_archived)s OR NOT c.archived)
       AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
       AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s))),
 counts AS ({_term_counts("near", "%(lexemes)s::text[]", "dl")}),
@@ -192,6 +196,7 @@ COUNT_USER_TURNS: Final[LiteralString] = "SELECT count(*) AS n FROM conversation
 TURNS_BY_IDS: Final[str] = f"""
 SELECT {TURN_COLUMNS} FROM conversation_logs
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(ids)s)
+  AND (%(include_archived)s OR NOT archived)
   AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
 """
@@ -231,16 +236,19 @@ class Bm25:
 
 @dataclass(frozen=True)
 class SearchScope:
-    """Whose turns a search reads: one user, some channels, an optional ``[start, end)`` time window."""
+    """Whose turns a search reads: one user, some channels, an optional ``[start, end)`` time window, and whether
+    the turns of archived conversations count (not by default)."""
 
     user_id: str
     channels: Sequence[str]
     start: datetime | None = None
     end: datetime | None = None
+    include_archived: bool = False
 
     def params(self) -> dict[str, Any]:
-        """The scope as statement parameters (``user_id``, ``channels``, ``start``, ``end``)."""
-        return {"user_id": self.user_id, "channels": list(self.channels), "start": self.start, "end": self.end}
+        """The scope as statement parameters (``user_id``, ``channels``, ``start``, ``end``, ``include_archived``)."""
+        return {"user_id": self.user_id, "channels": list(self.channels), "start": self.start, "end": self.end,
+                "include_archived": self.include_archived}
 
 
 class TurnSearch:

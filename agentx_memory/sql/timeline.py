@@ -71,6 +71,8 @@ INSERT_REFRESH: Final[LiteralString] = (
     " WHERE memory_timeline.user_id = EXCLUDED.user_id"
 )
 
+DELETE: Final[LiteralString] = "DELETE FROM memory_timeline WHERE memory_type = %s AND neo4j_node_id = ANY(%s)"
+
 _STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({
     OnConflict.KEEP_FIRST: INSERT_KEEP_FIRST,
     OnConflict.REFRESH: INSERT_REFRESH,
@@ -108,6 +110,13 @@ class Timeline:
         async with pg_errors("writing memory_timeline"), self.store.connection() as conn, conn.cursor() as cur:
             for policy, params in batches.items():
                 await cur.executemany(_STATEMENT[policy], params)
+
+
+    async def delete(self, memory_type: str, node_ids: Sequence[str]) -> int:
+        """Delete the rows of these nodes of one memory type (their node was deleted); return how many went."""
+        if not node_ids:
+            return 0
+        return await self.store.execute(DELETE, (memory_type, list(node_ids)), what="deleting memory_timeline rows")
 
 
 def _params(entry: TimelineEntry) -> dict[str, Any]:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from agentx_memory import AgentMemory, AsyncAgentMemory, Fact, Turn
+from agentx_memory.errors import ConflictError
 from tests.conftest import gread
 from workers.scheduler import run_once
 
@@ -115,16 +118,44 @@ def test_promotion_thresholds_are_exact_at_their_boundaries(settings):
         low_confidence = _proven_fact(memory, "confidence just below", confidence=0.8499, accesses=5, conversations=2)
         few_accesses = _proven_fact(memory, "one access short", confidence=0.9, accesses=4, conversations=2)
         one_conversation = _proven_fact(memory, "one conversation", confidence=0.9, accesses=5, conversations=1)
-        promoted = memory.promote_prominent_facts()
+        assert memory.promote_prominent_facts(dry_run=True).candidates == 2  # a dry run copies nothing
+        assert not gread(memory, "MATCH (g:Fact)-[:PROMOTED_FROM]->(f:Fact) RETURN g.id AS id")
+        promoted = memory.promote_prominent_facts().promoted
         sources = {r["source"] for r in gread(memory, "MATCH (g:Fact)-[:PROMOTED_FROM]->(f:Fact) "
                                                       "RETURN f.id AS source")}
         assert sources == {at, above}
         assert {f.channel for f in promoted} == {"_global"} and len(promoted) == 2
         assert not {low_confidence, few_accesses, one_conversation} & sources
-        assert memory.promote_prominent_facts() == []  # promoted once: never again
+        assert memory.promote_prominent_facts().promoted == []  # promoted once: never again
         audit = memory._portal.run(memory.core.ctx.postgres.fetch(
             "SELECT promotion_confidence, promotion_access_count, promotion_conversation_count, metadata "
             "FROM memory_audit_log WHERE operation = 'promote' ORDER BY promotion_confidence"))
         assert [(a["promotion_confidence"], a["promotion_access_count"], a["promotion_conversation_count"])
                 for a in audit] == [(0.85, 5, 2), (0.99, 9, 3)]
         assert audit[0]["metadata"]["thresholds"]["min_confidence"] == 0.85
+
+
+def test_a_promotion_run_is_undone_and_the_facts_can_be_promoted_again(settings):
+    with AgentMemory(settings(), user_id="alice") as memory:
+        source = _proven_fact(memory, "proven", confidence=0.9, accesses=5, conversations=2)
+        other = memory.learn_fact(Fact(user_id="alice", channel="_global", claim="Sam likes tea"))
+        before = _graph_state(memory)
+        run = memory.promote_prominent_facts()
+        (copy,) = run.promoted
+        assert copy.id in {r["id"] for r in gread(memory, "MATCH (f:Fact) RETURN f.id AS id")}
+        assert memory.undo_run(run.run_id) == {"run_id": run.run_id, "job": "promote", "restored": 1, "skipped": 0}
+        assert _graph_state(memory) == before  # the copy and its edges are gone; the source and the rest untouched
+        timeline = memory._portal.run(memory.core.ctx.postgres.fetch(
+            "SELECT neo4j_node_id FROM memory_timeline WHERE memory_type = 'fact'"))
+        assert copy.id not in {r["neo4j_node_id"] for r in timeline} and other.id in {
+            r["neo4j_node_id"] for r in timeline}
+        with pytest.raises(ConflictError):  # a run is undone once
+            memory.undo_run(run.run_id)
+        assert [f.id for f in memory.promote_prominent_facts().promoted] == [copy.id]  # promotable again
+        assert memory.get_fact(source).channel == "proj"
+
+
+def _graph_state(memory: AgentMemory) -> list:
+    nodes = gread(memory, "MATCH (n) RETURN n.id AS id, labels(n)[0] AS label, n.channel AS channel ORDER BY id")
+    edges = gread(memory, "MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, b.id AS b ORDER BY a, t, b")
+    return [nodes, edges]

@@ -108,7 +108,7 @@ def test_audit_partition_job_creates_ahead_drops_past_retention_and_is_idempoten
 def test_a_failing_job_is_logged_and_the_others_still_run(settings, monkeypatch, caplog):
     s = settings()
 
-    async def broken(memory: AsyncAgentMemory) -> dict:
+    async def broken(memory: AsyncAgentMemory, options: scheduler.JobOptions) -> dict:
         raise RuntimeError("boom")
 
     jobs = {"broken": (broken, "reconcile_minutes"), "reconcile": scheduler.JOBS["reconcile"]}

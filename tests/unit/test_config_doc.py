@@ -140,6 +140,6 @@ def test_a_setting_marked_not_used_yet_is_not_read_yet():
 
 def test_a_setting_not_used_yet_says_so_in_the_docs(gen):
     text = gen.render_settings()
-    assert "| `retention.conversation_days` |" in text
-    row = next(line for line in text.splitlines() if line.startswith("| `retention.conversation_days` |"))
+    assert "| `worker.patterns_minutes` |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| `worker.patterns_minutes` |"))
     assert "**Not used yet** (lands with issue 14)" in row

@@ -319,4 +319,5 @@ def test_the_plan_combines_its_vectors_and_scopes_its_searches():
     p = plan(vectors=[("question", np.array([1.0, 0.0])), ("statement", np.array([0.0, 1.0]))],
              window=(REF, None))
     assert np.allclose(p.query_vector(), [2 ** -0.5, 2 ** -0.5])
-    assert p.scope().params() == {"user_id": "u", "channels": ["_global"], "start": REF, "end": None}
+    assert p.scope().params() == {"user_id": "u", "channels": ["_global"], "start": REF, "end": None,
+                                  "include_archived": False}

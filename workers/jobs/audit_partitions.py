@@ -6,8 +6,11 @@ from typing import Any
 
 from agentx_memory import AsyncAgentMemory
 
+from . import DEFAULT_OPTIONS, JobOptions, whole_run_only
 
-async def run(memory: AsyncAgentMemory) -> dict[str, Any]:
+
+async def run(memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
     """Partitions for ``audit.partitions_ahead_days`` ahead, none older than ``retention.audit_days``:
     ``{"created": n, "dropped": m}``."""
+    whole_run_only("audit_partitions", options)
     return await memory.maintain_audit_partitions()

@@ -1,5 +1,6 @@
-"""cleanup_old_memories: faded, unused entities are deleted with their edges, each deletion audited
-(``AsyncAgentMemory.cleanup``; archiving old conversations is not built yet)."""
+"""cleanup_old_memories: conversations past retention are archived (``AsyncAgentMemory.archive_conversations``,
+undoable), then faded, unused entities are deleted with their edges, each deletion audited
+(``AsyncAgentMemory.cleanup``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ from typing import Any
 
 from agentx_memory import AsyncAgentMemory
 
+from . import DEFAULT_OPTIONS, JobOptions
 
-async def run(memory: AsyncAgentMemory) -> dict[str, Any]:
-    """One cleanup run: entities examined and deleted."""
-    return (await memory.cleanup()).summary()
+
+async def run(memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
+    """One cleanup run: ``{"archive": conversations and turns archived, "entities": examined and deleted}``, each
+    with its run id."""
+    archived = await memory.archive_conversations(dry_run=options.dry_run, user_id=options.user_id)
+    deleted = await memory.cleanup(dry_run=options.dry_run, user_id=options.user_id)
+    return {"archive": archived.summary(), "entities": deleted.summary()}

@@ -7,8 +7,10 @@ from typing import Any
 
 from agentx_memory import AsyncAgentMemory
 
+from . import DEFAULT_OPTIONS, JobOptions
 
-async def run(memory: AsyncAgentMemory) -> dict[str, Any]:
-    """One consolidation run: how many conversations were consolidated, skipped as locked by another worker or
+
+async def run(memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
+    """One consolidation run: how many conversations were due, consolidated, skipped as locked by another worker or
     stopped early, the facts and entities written, the largest lag and the LLM usage."""
-    return (await memory.consolidate()).summary()
+    return (await memory.consolidate(dry_run=options.dry_run, user_id=options.user_id)).summary()

@@ -6,11 +6,14 @@ from typing import Any
 
 from agentx_memory import AsyncAgentMemory
 
+from . import DEFAULT_OPTIONS, JobOptions, whole_run_only
 
-async def run(memory: AsyncAgentMemory) -> dict[str, Any]:
+
+async def run(memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
     """Project every unprojected conversation_logs row; idempotent: ``{"projected": n}``, plus ``"quarantined"``
     (rows this run could not project and set aside) and ``"quarantined_total"`` when there are any, and
     ``"invocations_projected"`` when tool invocations were projected."""
+    whole_run_only("reconcile", options)
     result = await memory.reconcile()
     summary: dict[str, Any] = {"projected": result.projected}
     if result.invocations_projected:

@@ -1,0 +1,90 @@
+"""The ``worker_runs`` repository: one record per maintenance run, with what ``worker undo`` needs to reverse it.
+
+A run is started (status ``running``), then finished (``ok`` or ``failed``) with its summary and its changes: a list
+of plain JSON values, one per changed item, each holding what the item was before the run. Undoing a run sets it
+``undone`` with what the undo did; a run is undone at most once (the status update is the guard).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final, LiteralString
+
+from psycopg.types.json import Jsonb
+
+from .postgres import PostgresStore
+
+__all__ = ["WorkerRuns"]
+
+_COLUMNS: Final[LiteralString] = (
+    "run_id, job, user_id, started_at, finished_at, status, summary, undone_at, undo_summary")
+
+START: Final[LiteralString] = (
+    "INSERT INTO worker_runs (run_id, job, user_id, started_at, status) VALUES (%s, %s, %s, %s, 'running')")
+
+FINISH: Final[LiteralString] = (
+    "UPDATE worker_runs SET finished_at = %s, status = %s, summary = %s, changes = %s WHERE run_id = %s")
+
+GET: Final[LiteralString] = "SELECT " + _COLUMNS + ", changes FROM worker_runs WHERE run_id = %s"
+
+#: Claims a finished run for undo: only one caller gets the row back. The status it had is kept in
+#: ``undo_summary`` so a failed undo can give it back.
+CLAIM_UNDO: Final[LiteralString] = (
+    "UPDATE worker_runs SET status = 'undoing', undo_summary = jsonb_build_object('status_before', status)"
+    " WHERE run_id = %s AND status IN ('ok', 'failed') RETURNING run_id")
+
+UNDONE: Final[LiteralString] = (
+    "UPDATE worker_runs SET status = 'undone', undone_at = %s, undo_summary = %s WHERE run_id = %s")
+
+RELEASE_UNDO: Final[LiteralString] = (
+    "UPDATE worker_runs SET status = undo_summary->>'status_before', undo_summary = NULL"
+    " WHERE run_id = %s AND status = 'undoing'")
+
+#: The latest run of each job (``worker status``), through the (job, started_at) index.
+LATEST_PER_JOB: Final[LiteralString] = (
+    "SELECT DISTINCT ON (job) " + _COLUMNS + " FROM worker_runs ORDER BY job, started_at DESC")
+
+RECENT: Final[LiteralString] = "SELECT " + _COLUMNS + " FROM worker_runs ORDER BY started_at DESC LIMIT %s"
+
+
+class WorkerRuns:
+    """Starts, finishes, reads and marks undone the records of maintenance runs."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+
+    async def start(self, run_id: str, job: str, user_id: str | None, started_at: datetime) -> None:
+        """Record that ``job`` started (for ``user_id`` only, or every user when ``None``)."""
+        await self.store.execute(START, (run_id, job, user_id, started_at), what="recording a worker run")
+
+    async def finish(self, run_id: str, *, status: str, finished_at: datetime, summary: dict[str, Any],
+                     changes: Sequence[Any]) -> None:
+        """Record how the run ended (``ok`` or ``failed``), its summary and its changes."""
+        await self.store.execute(FINISH, (finished_at, status, Jsonb(summary), Jsonb(list(changes)), run_id),
+                                 what="recording a worker run")
+
+    async def get(self, run_id: str) -> dict[str, Any] | None:
+        """The run's record with its ``changes``, or ``None``."""
+        rows = await self.store.fetch(GET, (run_id,), what="reading a worker run")
+        return rows[0] if rows else None
+
+    async def claim_undo(self, run_id: str) -> bool:
+        """Take a finished (``ok`` or ``failed``) run for undo; ``False`` when it is running, undone or being undone."""
+        return bool(await self.store.fetch(CLAIM_UNDO, (run_id,), what="claiming a worker run for undo"))
+
+    async def release_undo(self, run_id: str) -> None:
+        """Give back a run whose undo failed (it stays undoable)."""
+        await self.store.execute(RELEASE_UNDO, (run_id,), what="releasing a worker run")
+
+    async def mark_undone(self, run_id: str, *, at: datetime, summary: dict[str, Any]) -> None:
+        """Record that the run was undone, and what the undo did."""
+        await self.store.execute(UNDONE, (at, Jsonb(summary), run_id), what="recording an undo")
+
+    async def latest_per_job(self) -> list[dict[str, Any]]:
+        """The latest run of every job that ever ran (without changes)."""
+        return await self.store.fetch(LATEST_PER_JOB, what="reading worker runs")
+
+    async def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` latest runs, newest first (without changes)."""
+        return await self.store.fetch(RECENT, (limit,), what="reading worker runs")
