@@ -32,6 +32,7 @@ from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
 from .decay import DecayReport, apply_decay, undo_decay
+from .dedup import DedupReport, dedup_entities, undo_merges
 from .episodic import EpisodicMemory, ReconcileResult
 from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
@@ -311,15 +312,24 @@ class AsyncAgentMemory:
                                                    choose_extractor(self.settings), self.settings.worker, now=when,
                                                    user_id=user_id, report=report))
 
+    async def dedup(self, *, dry_run: bool = False, user_id: str | None = None) -> DedupReport:
+        """Merge duplicate entities (of every user, or only ``user_id``): same user and channel, compatible types,
+        name or alias evidence and vectors at cosine >= ``dedup.similarity`` (:mod:`agentx_memory.dedup`). Every
+        alias, edge and provenance link is kept on the survivor. The worker's ``dedup`` job: a recorded run that
+        :meth:`undo_run` reverses; ``dry_run`` lists the pairs that would merge."""
+        return await self._run_job("dedup", DedupReport(dry_run=dry_run), user_id, lambda report: dedup_entities(
+            self.semantic, self.settings.dedup, user_id=user_id, report=report))
+
     async def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote`` or ``archive`` (:mod:`agentx_memory.runs`): every value
-        it changed goes back, except those changed again since (``skipped``). Returns what the undo did. A run is
-        undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive`` or ``dedup`` (:mod:`agentx_memory.runs`):
+        what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
+        is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
         check_id(run_id, "run_id")
         undoers: dict[str, UndoFunction] = {
             "decay": lambda changes: undo_decay(self.ctx.graph, changes),
             "promote": lambda changes: unpromote(self.semantic, changes),
             "archive": lambda changes: restore_archived(self.ctx.sql.conversations, self.ctx.graph, changes),
+            "dedup": lambda changes: undo_merges(self.semantic, run_id, changes),
         }
         return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
 
@@ -783,10 +793,17 @@ class AgentMemory:
         without extracting. ``now`` (default: the current time) decides what is quiet."""
         return self._portal.run(self._core.consolidate(now=now, dry_run=dry_run, user_id=user_id))
 
+    def dedup(self, *, dry_run: bool = False, user_id: str | None = None) -> DedupReport:
+        """Merge duplicate entities (of every user, or only ``user_id``): same user and channel, compatible types,
+        name or alias evidence and vectors at cosine >= ``dedup.similarity`` (:mod:`agentx_memory.dedup`). Every
+        alias, edge and provenance link is kept on the survivor. The worker's ``dedup`` job: a recorded run that
+        :meth:`undo_run` reverses; ``dry_run`` lists the pairs that would merge."""
+        return self._portal.run(self._core.dedup(dry_run=dry_run, user_id=user_id))
+
     def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote`` or ``archive`` (:mod:`agentx_memory.runs`): every value
-        it changed goes back, except those changed again since (``skipped``). Returns what the undo did. A run is
-        undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive`` or ``dedup`` (:mod:`agentx_memory.runs`):
+        what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
+        is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
         return self._portal.run(self._core.undo_run(run_id))
 
     def worker_runs(self, *, limit: int = 20, latest_per_job: bool = False) -> list[dict[str, Any]]:

@@ -195,7 +195,10 @@ class SemanticMemory:
         embedding, embedded_text = entity.embedding, None
         for attempt in range(ENTITY_MERGE_ATTEMPTS):
             existing = await self.ctx.graph.read(cypher.GET_ENTITY_BY_KEY, {"key": key})
-            stored = existing[0]["entity"] if existing else {}
+            if existing:  # a name merged into another entity by dedup lands on that one
+                key, stored = existing[0]["key"], existing[0]["entity"] or {}
+            else:
+                stored = {}
             properties = dict(json.loads(stored.get("properties") or "{}"))
             properties.update(entity.properties)
             description = entity.description or stored.get("description") or ""

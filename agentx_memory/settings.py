@@ -27,6 +27,7 @@ from .errors import ConfigurationError
 __all__ = [
     "AuditSettings",
     "DecaySettings",
+    "DedupSettings",
     "EmbeddedSettings",
     "EmbeddingSettings",
     "ExtractionSettings",
@@ -354,6 +355,16 @@ class PromotionSettings(_Section):
     max_per_run: int = Field(500, ge=1, le=100_000, description="facts at most promoted per worker run")
 
 
+class DedupSettings(_Section):
+    """Entity deduplication (spec 002 maintenance; the worker's ``dedup`` job)."""
+
+    similarity: float = Field(
+        0.92, ge=0, le=1, description="cosine of two entities' vectors at or above which they may be merged (with name "
+        "or alias evidence as well)"
+    )
+    max_merges_per_run: int = Field(500, ge=1, le=100_000, description="merges at most per dedup run")
+
+
 class DecaySettings(_Section):
     """Forgetting curve: value * rate ** days_since_access (spec 003 'Memory Decay')."""
 
@@ -418,6 +429,7 @@ class WorkerSettings(_Section):
         60, ge=1, le=100_000, description="detect_patterns", json_schema_extra=not_used_yet(14)
     )
     decay_minutes: int = Field(1440, ge=1, le=100_000, description="apply_memory_decay")
+    dedup_minutes: int = Field(1440, ge=1, le=100_000, description="dedup (merge duplicate entities)")
     cleanup_minutes: int = Field(1440, ge=1, le=100_000, description="cleanup_old_memories")
     promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
@@ -467,6 +479,7 @@ class Settings(BaseSettings):
     recall: RecallSettings = Field(default_factory=RecallSettings)
     promotion: PromotionSettings = Field(default_factory=PromotionSettings)
     decay: DecaySettings = Field(default_factory=DecaySettings)
+    dedup: DedupSettings = Field(default_factory=DedupSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     working: WorkingMemorySettings = Field(default_factory=WorkingMemorySettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)

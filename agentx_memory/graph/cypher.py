@@ -149,9 +149,14 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
           .access_count, .properties} AS entity
 """
 
+# An entity merged into another by dedup leaves an EntityRedirect (id: its key) to the one it was merged into, so an
+# upsert of its name and type again lands on the survivor instead of creating the duplicate again. ``key`` is the key
+# the upsert must use; ``entity`` is null when none is stored yet.
 GET_ENTITY_BY_KEY: Final[LiteralString] = """
-MATCH (e:Entity {key: $key})
-RETURN e {.id, .description, .properties, .aliases, .version} AS entity
+OPTIONAL MATCH (:EntityRedirect {id: $key})-[:REDIRECTS_TO]->(t:Entity)
+WITH coalesce(t.key, $key) AS key
+OPTIONAL MATCH (e:Entity {key: key})
+RETURN key, e {.id, .description, .properties, .aliases, .version} AS entity
 """
 
 GET_ENTITIES: Final[LiteralString] = """
@@ -750,3 +755,113 @@ MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $cha
 RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
           .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact
 """
+
+
+# --- dedup ---------------------------------------------------------------------------------------------------------
+# Duplicates are found per user (blocking by name tokens in Python, then cosine), then the loser of each pair is
+# merged into the survivor: its edges are copied to the survivor (MERGE: an edge the survivor has already is kept, a
+# new one is marked with the run), the survivor takes its aliases and counts, a redirect keeps its key, and it is
+# deleted. Undo recreates it from the snapshot, with its edges, and removes what the run added to the survivor.
+
+DEDUP_USERS: Final[LiteralString] = "MATCH (e:Entity) RETURN DISTINCT e.user_id AS user_id ORDER BY user_id"
+
+DEDUP_ENTITIES: Final[LiteralString] = """
+MATCH (e:Entity {user_id: $user_id})
+WHERE e.embedding IS NOT NULL
+RETURN e.id AS id, e.channel AS channel, e.name AS name, e.type AS type, e.aliases AS aliases, e.key AS key,
+       e.embedding AS embedding, coalesce(e.access_count, 0) AS accesses, e.salience AS salience,
+       e.first_seen AS first_seen
+ORDER BY e.id
+"""
+
+#: An entity as it is (every property but the vector, which is returned apart) with every edge in and out.
+ENTITY_SNAPSHOT: Final[LiteralString] = """
+MATCH (e:Entity {id: $id, user_id: $user_id})
+OPTIONAL MATCH (e)-[out]->(x)
+WITH e, collect(CASE WHEN x IS NULL THEN null ELSE {direction: 'out', type: type(out), other: x.id,
+                                                    props: properties(out)} END) AS outgoing
+OPTIONAL MATCH (y)-[inc]->(e)
+WITH e, outgoing, collect(CASE WHEN y IS NULL THEN null ELSE {direction: 'in', type: type(inc), other: y.id,
+                                                              props: properties(inc)} END) AS incoming
+RETURN e {.id, .user_id, .channel, .name, .type, .key, .normalized_name, .aliases, .description, .salience,
+          .salience_base, .first_seen, .last_accessed, .access_count, .properties, .version, .updated_at,
+          .decayed_at} AS node, e.embedding AS embedding, outgoing + incoming AS edges
+"""
+
+UPDATE_SURVIVOR: Final[LiteralString] = """
+MATCH (s:Entity {id: $id, user_id: $user_id})
+SET s += $values, s.version = coalesce(s.version, 0) + 1
+RETURN s.id AS id
+"""
+
+ADD_REDIRECT: Final[LiteralString] = """
+MATCH (s:Entity {id: $survivor_id, user_id: $user_id})
+MERGE (r:EntityRedirect {id: $key})
+ON CREATE SET r.user_id = $user_id, r.run_id = $run_id
+MERGE (r)-[n:REDIRECTS_TO]->(s)
+ON CREATE SET n.merged_run = $run_id
+RETURN r.id AS id
+"""
+
+DELETE_MERGED: Final[LiteralString] = """
+MATCH (l:Entity {id: $id, user_id: $user_id})
+DETACH DELETE l
+RETURN count(*) AS deleted
+"""
+
+ENTITY_EXISTS: Final[LiteralString] = "MATCH (e:Entity {id: $id}) RETURN count(e) AS n"
+
+RECREATE_ENTITY: Final[LiteralString] = """
+CREATE (e:Entity)
+SET e += $node, e.embedding = @vec($embedding)
+RETURN e.id AS id
+"""
+
+REMOVE_MERGED_EDGES: Final[LiteralString] = """
+MATCH (s:Entity {id: $id, user_id: $user_id})-[n]-()
+WHERE n.merged_run = $run_id
+DELETE n
+RETURN count(*) AS removed
+"""
+
+REMOVE_REDIRECT: Final[LiteralString] = """
+MATCH (r:EntityRedirect {id: $key})
+WHERE r.run_id = $run_id
+DETACH DELETE r
+RETURN count(*) AS removed
+"""
+
+#: (direction from the entity, relationship type, label of the node at the other end): every edge an entity has.
+ENTITY_LINKS: Final[tuple[tuple[LiteralString, LiteralString, LiteralString], ...]] = (
+    *(("out", t, "Entity") for t in ("RELATED_TO", "PART_OF", "LOCATED_IN", "WORKS_FOR", "KNOWS", "CREATED_BY",
+                                      "REFERENCES")),
+    *(("in", t, "Entity") for t in ("RELATED_TO", "PART_OF", "LOCATED_IN", "WORKS_FOR", "KNOWS", "CREATED_BY",
+                                     "REFERENCES")),
+    ("in", "ABOUT", "Fact"),
+    ("in", "MENTIONS", "Conversation"),
+    ("in", "REDIRECTS_TO", "EntityRedirect"),
+)
+
+
+def _move_edges(direction: LiteralString, rel: LiteralString, label: LiteralString) -> LiteralString:
+    pattern = ("(l)-[r:" + rel + "]->(x:" + label + ")") if direction == "out" else (
+        "(x:" + label + ")-[r:" + rel + "]->(l)")
+    merge = ("(s)-[n:" + rel + "]->(x)") if direction == "out" else ("(x)-[n:" + rel + "]->(s)")
+    return ("MATCH (l:Entity {id: $loser_id, user_id: $user_id})\nMATCH " + pattern
+            + "\nWHERE x.id <> $survivor_id\nMATCH (s:Entity {id: $survivor_id, user_id: $user_id})\nMERGE "
+            + merge + "\nON CREATE SET n += properties(r), n.merged_run = $run_id\nRETURN count(*) AS moved")
+
+
+def _restore_edges(direction: LiteralString, rel: LiteralString, label: LiteralString) -> LiteralString:
+    merge = ("(e)-[n:" + rel + "]->(x)") if direction == "out" else ("(x)-[n:" + rel + "]->(e)")
+    return ("UNWIND $edges AS edge\nMATCH (e:Entity {id: $id, user_id: $user_id})\nMATCH (x:" + label
+            + " {id: edge.other})\nMERGE " + merge + "\nSET n += edge.props\nRETURN count(n) AS restored")
+
+
+#: Copy the loser's edges of one kind to the survivor (dedup), by (direction, type).
+MOVE_EDGES: Final[dict[tuple[str, str], LiteralString]] = {
+    (d, t): _move_edges(d, t, label) for d, t, label in ENTITY_LINKS}
+
+#: Recreate a merged entity's edges of one kind from its snapshot (undo), by (direction, type).
+RESTORE_EDGES: Final[dict[tuple[str, str], LiteralString]] = {
+    (d, t): _restore_edges(d, t, label) for d, t, label in ENTITY_LINKS}

@@ -69,6 +69,7 @@ UNIQUE_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("Turn", "id"),
     ("Entity", "id"),
     ("Entity", "key"),
+    ("EntityRedirect", "id"),
     ("Fact", "id"),
     ("Goal", "id"),
     ("Strategy", "id"),

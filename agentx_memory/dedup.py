@@ -1,0 +1,243 @@
+"""Entity deduplication (spec 002 maintenance, the worker's ``dedup`` job): two entities that are the same thing
+become one, reversibly.
+
+**When two entities are duplicates.** Both are the same user's, in the same channel, of compatible types (equal, or
+one of them a generic type such as ``concept``), and there is **name evidence** — the normalized names are equal,
+one's name is an alias of the other, or one name's words are all words of the other ("Sam" and "Sam Lee") — **and**
+their vectors' cosine is at least ``dedup.similarity`` (0.92). Never across users or channels. Candidate pairs are
+found by blocking on name words, so only entities that share a word are compared.
+
+**The merge.** The survivor is the more used (access count, then salience, then the older). It takes the loser's
+name and aliases as aliases, the higher salience, the summed access count, the earlier first sighting and the later
+access, and the loser's description and properties where it has none of its own. Every edge of the loser —
+relationships, facts ``ABOUT`` it, conversations that ``MENTIONS`` it — is copied to the survivor (an edge the
+survivor has already is kept as it is; an edge between the two is dropped). An ``EntityRedirect`` keeps the loser's
+key, so upserting the loser's name and type again lands on the survivor instead of recreating the duplicate. Then
+the loser, its timeline row and its edges are deleted, and the merge is audited (operation ``merge``).
+
+**Undo.** The run's ``changes`` hold, per merge, the loser as it was (properties, vector, every edge) and the
+survivor's values before; :func:`undo_merges` recreates the loser with its edges and timeline row, removes what the
+run added to the survivor (edges marked with the run, the redirect) and puts the survivor's merged values (aliases,
+counts, salience, description, properties) back as they were before the merge — unlike the other undos, an access
+of the survivor since the merge is undone with it. Merges are undone newest first, so a chain of merges unwinds in
+order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import numpy as np
+
+from .graph import cypher
+from .runs import JobReport
+from .semantic import SemanticMemory, normalize_name
+from .settings import DedupSettings
+from .sql.timeline import TimelineEntry
+from .timeutil import from_ms
+
+__all__ = ["DedupReport", "dedup_entities", "name_evidence", "undo_merges"]
+
+#: Entity types that say nothing about what the entity is: they are compatible with any type.
+GENERIC_TYPES: Final = frozenset({"", "concept", "entity", "thing", "other", "unknown"})
+
+_WORD = re.compile(r"\w+")
+
+#: Values the survivor takes from the merge, saved before it so undo can put them back.
+_SURVIVOR_FIELDS: Final = ("aliases", "description", "salience", "salience_base", "access_count", "first_seen",
+                           "last_accessed", "properties")
+
+
+@dataclass
+class DedupReport(JobReport):
+    """What a dedup run examined and merged (``changes``: per merge the survivor id, the loser's snapshot and the
+    survivor's values before; in a dry run the pairs that would merge)."""
+
+    entities_examined: int = 0
+    pairs_compared: int = 0
+    merged: int = 0
+    skipped: int = 0
+
+    def counts(self) -> dict[str, Any]:
+        """Entities examined, pairs with name evidence compared by vector, merges made (or, dry, that would be) and
+        pairs skipped (one side merged already in this run)."""
+        return {"entities_examined": self.entities_examined, "pairs_compared": self.pairs_compared,
+                "merged": self.merged, "skipped": self.skipped}
+
+
+def _words(name: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(normalize_name(name)))
+
+
+def name_evidence(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two entities' names say they may be the same thing (see the module docstring)."""
+    name_a, name_b = normalize_name(a["name"]), normalize_name(b["name"])
+    if name_a == name_b:
+        return True
+    if name_a in {normalize_name(x) for x in b.get("aliases") or []}:
+        return True
+    if name_b in {normalize_name(x) for x in a.get("aliases") or []}:
+        return True
+    words_a, words_b = _words(name_a), _words(name_b)
+    return bool(words_a and words_b) and (words_a <= words_b or words_b <= words_a)
+
+
+def _compatible_types(a: str, b: str) -> bool:
+    a, b = a.strip().casefold(), b.strip().casefold()
+    return a == b or a in GENERIC_TYPES or b in GENERIC_TYPES
+
+
+def _pairs(entities: list[dict[str, Any]], threshold: float) -> tuple[list[tuple[float, int, int]], int]:
+    """Candidate pairs (cosine, i, j) of one user's entities, best first, and how many pairs were compared."""
+    by_word: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, e in enumerate(entities):
+        for word in _words(e["name"]):
+            by_word[(e["channel"], word)].append(i)
+    candidates: set[tuple[int, int]] = set()
+    for members in by_word.values():
+        for x, i in enumerate(members):
+            for j in members[x + 1:]:
+                candidates.add((min(i, j), max(i, j)))
+    vectors = np.asarray([e["embedding"] for e in entities], dtype=np.float64)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    found, compared = [], 0
+    for i, j in sorted(candidates):
+        a, b = entities[i], entities[j]
+        if not (_compatible_types(a["type"], b["type"]) and name_evidence(a, b)):
+            continue
+        compared += 1
+        cosine = float(vectors[i] @ vectors[j])
+        if cosine >= threshold:
+            found.append((cosine, i, j))
+    found.sort(key=lambda f: (-f[0], entities[f[1]]["id"], entities[f[2]]["id"]))
+    return found, compared
+
+
+def _standing(e: dict[str, Any]) -> tuple[Any, ...]:
+    return (-int(e["accesses"] or 0), -float(e["salience"] or 0), e["first_seen"] or 0, e["id"])
+
+
+async def dedup_entities(semantic: SemanticMemory, settings: DedupSettings, *, user_id: str | None = None,
+                         report: DedupReport | None = None) -> DedupReport:
+    """Merge the duplicate entities of every user (or of ``user_id``), at most ``dedup.max_merges_per_run``,
+    filling ``report`` (see the module docstring)."""
+    report = report if report is not None else DedupReport()
+    graph = semantic.ctx.graph
+    users = [user_id] if user_id is not None else [r["user_id"] for r in await graph.read(cypher.DEDUP_USERS)]
+    for user in users:
+        entities = await graph.read(cypher.DEDUP_ENTITIES, {"user_id": user})
+        report.entities_examined += len(entities)
+        if len(entities) < 2:
+            continue
+        pairs, compared = _pairs(entities, settings.similarity)
+        report.pairs_compared += compared
+        gone: set[str] = set()
+        for cosine, i, j in pairs:
+            if report.merged >= settings.max_merges_per_run:
+                return report
+            survivor, loser = sorted((entities[i], entities[j]), key=_standing)
+            if survivor["id"] in gone or loser["id"] in gone:
+                report.skipped += 1
+                continue
+            gone.add(loser["id"])
+            report.merged += 1
+            if report.dry_run:
+                report.changes.append({"user_id": user, "survivor_id": survivor["id"], "loser_id": loser["id"],
+                                       "names": [survivor["name"], loser["name"]], "similarity": cosine})
+                continue
+            await _merge(semantic, report, user, survivor["id"], loser["id"], cosine)
+    return report
+
+
+async def _snapshot(semantic: SemanticMemory, entity_id: str, user_id: str) -> dict[str, Any]:
+    rows = await semantic.ctx.graph.read(cypher.ENTITY_SNAPSHOT, {"id": entity_id, "user_id": user_id})
+    row = rows[0]
+    embedding = row["embedding"]
+    return {"node": row["node"], "embedding": [float(x) for x in embedding] if embedding is not None else None,
+            "edges": [e for e in row["edges"] if e]}
+
+
+def _merged_values(survivor: dict[str, Any], loser: dict[str, Any]) -> dict[str, Any]:
+    taken = {normalize_name(survivor["name"])} | {normalize_name(a) for a in survivor.get("aliases") or []}
+    aliases = list(survivor.get("aliases") or [])
+    for alias in [loser["name"], *(loser.get("aliases") or [])]:
+        if normalize_name(alias) not in taken:
+            taken.add(normalize_name(alias))
+            aliases.append(alias)
+    properties = {**json.loads(loser.get("properties") or "{}"), **json.loads(survivor.get("properties") or "{}")}
+    accessed = [t for t in (survivor.get("last_accessed"), loser.get("last_accessed")) if t is not None]
+    seen = [t for t in (survivor.get("first_seen"), loser.get("first_seen")) if t is not None]
+    bases = [survivor.get("salience_base") or survivor.get("salience") or 0.0,
+             loser.get("salience_base") or loser.get("salience") or 0.0]
+    return {
+        "aliases": aliases,
+        "description": survivor.get("description") or loser.get("description") or "",
+        "salience": max(survivor.get("salience") or 0.0, loser.get("salience") or 0.0),
+        "salience_base": max(bases),
+        "access_count": int(survivor.get("access_count") or 0) + int(loser.get("access_count") or 0),
+        "first_seen": min(seen) if seen else None,
+        "last_accessed": max(accessed) if accessed else None,
+        "properties": json.dumps(properties, sort_keys=True, ensure_ascii=False),
+    }
+
+
+async def _merge(semantic: SemanticMemory, report: DedupReport, user: str, survivor_id: str, loser_id: str,
+                 cosine: float) -> None:
+    graph, run_id = semantic.ctx.graph, report.run_id
+    loser = await _snapshot(semantic, loser_id, user)
+    survivor = (await _snapshot(semantic, survivor_id, user))["node"]
+    kinds = {(d, t) for d, t, _ in cypher.ENTITY_LINKS}
+    unknown = sorted({e["type"] for e in loser["edges"] if (e["direction"], e["type"]) not in kinds})
+    if unknown:  # an edge this job does not know how to move: leave the pair alone rather than lose it
+        report.merged -= 1
+        report.skipped += 1
+        return
+    # recorded before the first write: a merge cut short is undone like a whole one
+    report.changes.append({"user_id": user, "survivor_id": survivor_id, "loser": loser, "similarity": cosine,
+                           "survivor_before": {k: survivor.get(k) for k in _SURVIVOR_FIELDS}})
+    params = {"loser_id": loser_id, "survivor_id": survivor_id, "user_id": user, "run_id": run_id}
+    for kind in sorted({(e["direction"], e["type"]) for e in loser["edges"]}):
+        await graph.write(cypher.MOVE_EDGES[kind], params)
+    await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
+                                                "values": _merged_values(survivor, loser["node"])})
+    await graph.write(cypher.ADD_REDIRECT, {**params, "key": loser["node"]["key"]})
+    await graph.write(cypher.DELETE_MERGED, {"id": loser_id, "user_id": user})
+    await semantic.ctx.sql.timeline.delete("entity", [loser_id])
+    await semantic.ctx.audit.log_write(
+        "merge", "semantic", loser["node"].get("channel"), [survivor_id, loser_id],
+        {"kind": "entity", "survivor": survivor_id, "merged": loser["node"]["name"], "similarity": cosine,
+         "edges_moved": len(loser["edges"])}, user_id=user)
+
+
+async def undo_merges(semantic: SemanticMemory, run_id: str, changes: list[dict[str, Any]]) -> dict[str, int]:
+    """Undo a dedup run (newest merge first): each loser back with its edges and timeline row, the survivor's
+    merged values as they were before the merge (``{"restored": merges undone, "skipped": 0}``)."""
+    graph = semantic.ctx.graph
+    restored = 0
+    for change in reversed(changes):
+        user, survivor_id, loser = change["user_id"], change["survivor_id"], change["loser"]
+        node = {k: v for k, v in loser["node"].items() if v is not None}
+        exists = (await graph.read(cypher.ENTITY_EXISTS, {"id": node["id"]}))[0]["n"]
+        if not exists:  # a merge cut short before the delete left it in place
+            await graph.write(cypher.RECREATE_ENTITY, {"node": node, "embedding": loser["embedding"]})
+        await graph.write(cypher.REMOVE_MERGED_EDGES, {"id": survivor_id, "user_id": user, "run_id": run_id})
+        await graph.write(cypher.REMOVE_REDIRECT, {"key": node["key"], "run_id": run_id})
+        by_kind: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for edge in loser["edges"]:
+            by_kind[(edge["direction"], edge["type"])].append({"other": edge["other"], "props": edge["props"]})
+        for kind, edges in by_kind.items():
+            await graph.write(cypher.RESTORE_EDGES[kind], {"id": node["id"], "user_id": user, "edges": edges})
+        await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
+                                                    "values": change["survivor_before"]})
+        await semantic.ctx.sql.timeline.write([TimelineEntry(
+            memory_type="entity", node_id=node["id"], user_id=user, channel=node["channel"],
+            event_time=from_ms(node["first_seen"]) if node.get("first_seen") else datetime.now(UTC),
+            summary=node["name"] + (f": {node['description']}" if node.get("description") else ""),
+            importance=float(node.get("salience") or 0.0))])
+        restored += 1
+    return {"restored": restored, "skipped": len(changes) - restored}
