@@ -61,7 +61,7 @@ def pg(memory, query: str, params=None, *, setup: tuple[str, ...] = ()) -> list[
 def candidate_params(memory, text: str, *, lexical: bool = True, limit: int = 100, user: str = "alice") -> dict:
     """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase)."""
     vector = memory._portal.run(memory.core.ctx.embedder.embed([text], is_query=True))[0]
-    return {"user_id": user, "channels": ["_global"], "start": None, "end": None, "limit": limit, "text": text,
+    return {**search.SearchScope(user, ["_global"]).params(), "limit": limit, "text": text,
             "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None, **search.Bm25().params()}
 
 
