@@ -39,6 +39,7 @@ from .extraction import ConversationExtractor, ExtractionReport, choose_extracto
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
+from .patterns import PatternReport, detect_patterns
 from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .promotion import PromotionReport, promote_prominent, unpromote
@@ -319,6 +320,17 @@ class AsyncAgentMemory:
         :meth:`undo_run` reverses; ``dry_run`` lists the pairs that would merge."""
         return await self._run_job("dedup", DedupReport(dry_run=dry_run), user_id, lambda report: dedup_entities(
             self.semantic, self.settings.dedup, user_id=user_id, report=report))
+
+    async def detect_patterns(self, *, now: datetime | None = None, dry_run: bool = False,
+                              user_id: str | None = None) -> PatternReport:
+        """Learn strategies from the conversations (of every user, or only ``user_id``) that used tools and went
+        quiet as of ``now``: the tool sequence, the task type and the outcome of the last call that reported one
+        (:mod:`agentx_memory.patterns`). Each conversation is learned from once. The worker's ``patterns`` job (a
+        recorded run); ``dry_run`` lists what would be learned."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("patterns", PatternReport(dry_run=dry_run), user_id, lambda report:
+                                   detect_patterns(self.episodic, self.procedural, self.ctx.working,
+                                                   self.settings.worker, now=when, user_id=user_id, report=report))
 
     async def undo_run(self, run_id: str) -> dict[str, Any]:
         """Reverse a recorded run of ``decay``, ``promote``, ``archive`` or ``dedup`` (:mod:`agentx_memory.runs`):
@@ -799,6 +811,14 @@ class AgentMemory:
         alias, edge and provenance link is kept on the survivor. The worker's ``dedup`` job: a recorded run that
         :meth:`undo_run` reverses; ``dry_run`` lists the pairs that would merge."""
         return self._portal.run(self._core.dedup(dry_run=dry_run, user_id=user_id))
+
+    def detect_patterns(self, *, now: datetime | None = None, dry_run: bool = False,
+                        user_id: str | None = None) -> PatternReport:
+        """Learn strategies from the conversations (of every user, or only ``user_id``) that used tools and went
+        quiet as of ``now``: the tool sequence, the task type and the outcome of the last call that reported one
+        (:mod:`agentx_memory.patterns`). Each conversation is learned from once. The worker's ``patterns`` job (a
+        recorded run); ``dry_run`` lists what would be learned."""
+        return self._portal.run(self._core.detect_patterns(now=now, dry_run=dry_run, user_id=user_id))
 
     def undo_run(self, run_id: str) -> dict[str, Any]:
         """Reverse a recorded run of ``decay``, ``promote``, ``archive`` or ``dedup`` (:mod:`agentx_memory.runs`):

@@ -426,7 +426,7 @@ class WorkerSettings(_Section):
         "frees itself after it)",
     )
     patterns_minutes: int = Field(
-        60, ge=1, le=100_000, description="detect_patterns", json_schema_extra=not_used_yet(14)
+        60, ge=1, le=100_000, description="detect_patterns (strategies from conversations that used tools)"
     )
     decay_minutes: int = Field(1440, ge=1, le=100_000, description="apply_memory_decay")
     dedup_minutes: int = Field(1440, ge=1, le=100_000, description="dedup (merge duplicate entities)")

@@ -2,8 +2,8 @@
 
 Jobs and their intervals come from settings (``worker.*_minutes``): ``reconcile`` (graph projection of the durable
 log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations), ``promote`` (project facts to
-``_global``), ``decay``, ``cleanup`` (archiving past retention, faded entities) and ``dedup`` (duplicate entities).
-Pattern detection is not built yet; the worker says so at start rather than pretending.
+``_global``), ``decay``, ``cleanup`` (archiving past retention, faded entities), ``dedup`` (duplicate entities) and
+``patterns`` (strategies from conversations that used tools).
 
 ``run_worker`` runs every job once at start, then on its interval, until stopped: SIGTERM or SIGINT (or the ``stop``
 event) stops scheduling and lets the jobs in flight finish before the memory closes, so a run is never cut between
@@ -22,7 +22,18 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from agentx_memory import AsyncAgentMemory, Settings, ValidationError
 
-from .jobs import DEFAULT_OPTIONS, JobOptions, audit_partitions, cleanup, consolidate, decay, dedup, promote, reconcile
+from .jobs import (
+    DEFAULT_OPTIONS,
+    JobOptions,
+    audit_partitions,
+    cleanup,
+    consolidate,
+    decay,
+    dedup,
+    patterns,
+    promote,
+    reconcile,
+)
 
 __all__ = ["JOBS", "Job", "JobOptions", "run_job", "run_once", "run_worker"]
 
@@ -40,9 +51,9 @@ JOBS: dict[str, tuple[Job, str]] = {
     "decay": (decay.run, "decay_minutes"),
     "cleanup": (cleanup.run, "cleanup_minutes"),
     "dedup": (dedup.run, "dedup_minutes"),
+    "patterns": (patterns.run, "patterns_minutes"),
 }
 
-NOT_BUILT = ("patterns",)
 
 
 async def run_job(name: str, memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
@@ -87,7 +98,6 @@ async def run_worker(settings: Settings, stop: asyncio.Event | None = None) -> N
     for name, (_, interval) in JOBS.items():
         scheduler.add_job(tracked, "interval", minutes=getattr(settings.worker, interval), args=[name],
                           id=name, max_instances=1, coalesce=True)
-    log.warning("jobs not built yet (spec 003): %s", ", ".join(NOT_BUILT))
     scheduler.start()
     starting = asyncio.ensure_future(_each_once(tracked))
     try:

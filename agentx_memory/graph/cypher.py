@@ -705,6 +705,31 @@ SET t.archived = $archived
 RETURN count(t) AS turns
 """
 
+# Pattern detection: conversations with tool calls whose last call is older than ``$before`` and whose patterns were
+# not learned yet, with their calls in order; every user's or one user's.
+PATTERN_CANDIDATES: Final[LiteralString] = """
+MATCH (c:Conversation)-[:USED_TOOL]->(ti:ToolInvocation)
+WHERE coalesce(c.patterns_extracted, false) = false AND coalesce(c.archived, false) = false
+  AND ($user_id IS NULL OR c.user_id = $user_id)
+WITH c, ti ORDER BY ti.timestamp, ti.id
+WITH c, collect({tool: ti.tool_name, success: ti.success, task_type: ti.task_type}) AS calls,
+     max(ti.timestamp) AS last_call
+WHERE last_call <= $before
+RETURN c.id AS id, c.user_id AS user_id, c.channel AS channel, calls, last_call
+ORDER BY last_call, id LIMIT $limit
+"""
+
+PATTERNS_STATE: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+RETURN coalesce(c.patterns_extracted, false) AS done
+"""
+
+MARK_PATTERNS_EXTRACTED: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+SET c.patterns_extracted = true, c.patterns_at = $now
+RETURN c.id AS id
+"""
+
 #: Read again under the conversation's lock: another worker may have consolidated it since the list was read.
 CONSOLIDATION_STATE: Final[LiteralString] = """
 MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})

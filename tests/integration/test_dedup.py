@@ -9,6 +9,7 @@ import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
 from agentx_memory.dedup import name_evidence
+from agentx_memory.errors import NotFoundError
 from tests.conftest import TEST_DIMENSION, gread
 
 
@@ -83,7 +84,7 @@ def test_duplicates_merge_with_every_alias_and_edge_and_the_run_is_undone(settin
         merged = memory.get_entity(sam_lee.id)
         assert merged.aliases == ["Sammy", "Sam"] and merged.access_count == 2
         assert merged.properties == {"city": "Lisbon"} and merged.description == "Alice's friend"
-        with pytest.raises(Exception):
+        with pytest.raises(NotFoundError):
             memory.get_entity(sam.id)
         edges = {(r["a"], r["t"], r["b"]) for r in gread(memory, "MATCH (a)-[r]->(b:Entity) WHERE a.id IS NOT NULL "
                                                                  "RETURN a.id AS a, type(r) AS t, b.id AS b")}
