@@ -32,7 +32,7 @@ from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
 from .decay import DecayReport, apply_decay, undo_decay
-from .dedup import DedupReport, dedup_entities, undo_merges
+from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
 from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
@@ -314,11 +314,12 @@ class AsyncAgentMemory:
                                                    user_id=user_id, report=report))
 
     async def dedup(self, *, dry_run: bool = False, user_id: str | None = None) -> DedupReport:
-        """Merge duplicate entities (of every user, or only ``user_id``): same user and channel, compatible types,
-        name or alias evidence and vectors at cosine >= ``dedup.similarity`` (:mod:`agentx_memory.dedup`). Every
-        alias, edge and provenance link is kept on the survivor. The worker's ``dedup`` job: a recorded run that
-        :meth:`undo_run` reverses; ``dry_run`` lists the pairs that would merge."""
-        return await self._run_job("dedup", DedupReport(dry_run=dry_run), user_id, lambda report: dedup_entities(
+        """Merge duplicate entities and facts (of every user, or only ``user_id``; never across users or channels):
+        entities with name or alias evidence, facts with the same content words, each pair with vectors at cosine
+        >= ``dedup.similarity`` (:mod:`agentx_memory.dedup`). Every alias, edge and provenance link is kept on the
+        survivor. The worker's ``dedup`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run`` lists the
+        pairs that would merge."""
+        return await self._run_job("dedup", DedupReport(dry_run=dry_run), user_id, lambda report: dedup(
             self.semantic, self.settings.dedup, user_id=user_id, report=report))
 
     async def detect_patterns(self, *, now: datetime | None = None, dry_run: bool = False,
@@ -341,7 +342,7 @@ class AsyncAgentMemory:
             "decay": lambda changes: undo_decay(self.ctx.graph, changes),
             "promote": lambda changes: unpromote(self.semantic, changes),
             "archive": lambda changes: restore_archived(self.ctx.sql.conversations, self.ctx.graph, changes),
-            "dedup": lambda changes: undo_merges(self.semantic, run_id, changes),
+            "dedup": lambda changes: undo_dedup(self.semantic, run_id, changes),
         }
         return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
 
@@ -806,10 +807,11 @@ class AgentMemory:
         return self._portal.run(self._core.consolidate(now=now, dry_run=dry_run, user_id=user_id))
 
     def dedup(self, *, dry_run: bool = False, user_id: str | None = None) -> DedupReport:
-        """Merge duplicate entities (of every user, or only ``user_id``): same user and channel, compatible types,
-        name or alias evidence and vectors at cosine >= ``dedup.similarity`` (:mod:`agentx_memory.dedup`). Every
-        alias, edge and provenance link is kept on the survivor. The worker's ``dedup`` job: a recorded run that
-        :meth:`undo_run` reverses; ``dry_run`` lists the pairs that would merge."""
+        """Merge duplicate entities and facts (of every user, or only ``user_id``; never across users or channels):
+        entities with name or alias evidence, facts with the same content words, each pair with vectors at cosine
+        >= ``dedup.similarity`` (:mod:`agentx_memory.dedup`). Every alias, edge and provenance link is kept on the
+        survivor. The worker's ``dedup`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run`` lists the
+        pairs that would merge."""
         return self._portal.run(self._core.dedup(dry_run=dry_run, user_id=user_id))
 
     def detect_patterns(self, *, now: datetime | None = None, dry_run: bool = False,

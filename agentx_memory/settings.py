@@ -356,11 +356,11 @@ class PromotionSettings(_Section):
 
 
 class DedupSettings(_Section):
-    """Entity deduplication (spec 002 maintenance; the worker's ``dedup`` job)."""
+    """Deduplication of entities and facts (spec 002 maintenance; the worker's ``dedup`` job)."""
 
     similarity: float = Field(
-        0.92, ge=0, le=1, description="cosine of two entities' vectors at or above which they may be merged (with name "
-        "or alias evidence as well)"
+        0.92, ge=0, le=1, description="cosine of two entities' or facts' vectors at or above which they may be merged "
+        "(with name or alias evidence for entities, the same content words for facts)"
     )
     max_merges_per_run: int = Field(500, ge=1, le=100_000, description="merges at most per dedup run")
 

@@ -19,6 +19,7 @@ import numpy as np
 from ..backends import drop_namespace
 from ..memory import AsyncAgentMemory
 from ..settings import Settings
+from ..stopwords import STOP_WORDS
 from . import git_commit, pyplot, split_variant
 
 __all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "engine_variant", "latency_summary", "machine",
@@ -28,23 +29,6 @@ __all__ = ["STOP_WORDS", "Bm25Ranking", "VectorRanking", "bm25_okapi", "engine_v
 T = TypeVar("T")
 
 _WORD = re.compile(r"[a-z0-9]+")
-#: English stop-words left out of the BM25 baseline's tokens.
-STOP_WORDS = frozenset(
-    [
-        "a", "an", "the", "and", "or", "but", "if", "of", "at", "by", "for", "with", "about", "against",
-        "between", "into", "through", "during", "before", "after", "above", "below", "to", "from", "up", "down",
-        "in", "out", "on", "off", "over", "under", "again", "further", "then", "once", "here", "there", "when",
-        "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such",
-        "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "s", "t", "can", "will", "just",
-        "don", "should", "now", "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "your",
-        "yours", "yourself", "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it",
-        "its", "itself", "they", "them", "their", "theirs", "themselves", "what", "which", "who", "whom",
-        "this", "that", "these", "those", "am", "is", "are", "was", "were", "be", "been", "being", "have",
-        "has", "had", "having", "do", "does", "did", "doing", "would", "could"
-    ]
-)
-
-
 def tokens(text: str) -> list[str]:
     """The BM25 baseline's tokens: lower-cased runs of letters and digits, stop-words out."""
     return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]

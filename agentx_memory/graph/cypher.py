@@ -788,7 +788,11 @@ RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id
 # new one is marked with the run), the survivor takes its aliases and counts, a redirect keeps its key, and it is
 # deleted. Undo recreates it from the snapshot, with its edges, and removes what the run added to the survivor.
 
-DEDUP_USERS: Final[LiteralString] = "MATCH (e:Entity) RETURN DISTINCT e.user_id AS user_id ORDER BY user_id"
+DEDUP_USERS: Final[LiteralString] = """
+MATCH (e:Entity) RETURN DISTINCT e.user_id AS user_id
+UNION
+MATCH (f:Fact) RETURN DISTINCT f.user_id AS user_id
+"""
 
 DEDUP_ENTITIES: Final[LiteralString] = """
 MATCH (e:Entity {user_id: $user_id})
@@ -890,3 +894,65 @@ MOVE_EDGES: Final[dict[tuple[str, str], LiteralString]] = {
 #: Recreate a merged entity's edges of one kind from its snapshot (undo), by (direction, type).
 RESTORE_EDGES: Final[dict[tuple[str, str], LiteralString]] = {
     (d, t): _restore_edges(d, t, label) for d, t, label in ENTITY_LINKS}
+
+# Facts: a duplicate is kept, hidden from recall like a superseded fact (status 'duplicate', SUPERSEDES from the
+# survivor, valid until the survivor was said), and the survivor gains its provenance (DERIVED_FROM) and ABOUT links,
+# each new edge marked with the run, and the higher confidence and the summed accesses.
+
+DEDUP_FACTS: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id})
+WHERE coalesce(f.superseded, false) = false AND coalesce(f.status, 'active') = 'active' AND f.embedding IS NOT NULL
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+WITH f, collect(e.id) AS about
+RETURN f.id AS id, f.channel AS channel, f.claim AS claim, f.temporal AS temporal, f.embedding AS embedding,
+       f.confidence AS confidence, coalesce(f.access_count, 0) AS accesses, f.created_at AS created_at, about
+ORDER BY f.id
+"""
+
+FACT_MERGE_STATE: Final[LiteralString] = """
+MATCH (s:Fact {id: $survivor_id, user_id: $user_id}), (l:Fact {id: $loser_id, user_id: $user_id})
+RETURN s {.confidence, .access_count, .last_accessed} AS survivor,
+       l {.superseded, .status, .superseded_by, .superseded_at, .valid_until} AS loser
+"""
+
+MERGE_FACT: Final[LiteralString] = """
+MATCH (s:Fact {id: $survivor_id, user_id: $user_id}), (l:Fact {id: $loser_id, user_id: $user_id})
+SET l.superseded = true, l.status = 'duplicate', l.superseded_by = s.id, l.superseded_at = $now,
+    l.valid_until = CASE WHEN s.created_at > l.created_at THEN s.created_at ELSE l.created_at END,
+    s.confidence = CASE WHEN l.confidence > s.confidence THEN l.confidence ELSE s.confidence END,
+    s.access_count = coalesce(s.access_count, 0) + coalesce(l.access_count, 0),
+    s.last_accessed = CASE WHEN coalesce(l.last_accessed, 0) > coalesce(s.last_accessed, 0) THEN l.last_accessed
+                           ELSE s.last_accessed END
+MERGE (s)-[r:SUPERSEDES]->(l)
+ON CREATE SET r.merged_run = $run_id
+RETURN s.id AS id
+"""
+
+COPY_FACT_SOURCES: Final[LiteralString] = """
+MATCH (l:Fact {id: $loser_id, user_id: $user_id})-[:DERIVED_FROM]->(t:Turn)
+MATCH (s:Fact {id: $survivor_id, user_id: $user_id})
+MERGE (s)-[n:DERIVED_FROM]->(t)
+ON CREATE SET n.merged_run = $run_id
+RETURN count(*) AS copied
+"""
+
+COPY_FACT_ABOUT: Final[LiteralString] = """
+MATCH (l:Fact {id: $loser_id, user_id: $user_id})-[:ABOUT]->(e:Entity)
+MATCH (s:Fact {id: $survivor_id, user_id: $user_id})
+MERGE (s)-[n:ABOUT]->(e)
+ON CREATE SET n.merged_run = $run_id
+RETURN count(*) AS copied
+"""
+
+UNDO_FACT_MERGE: Final[LiteralString] = """
+MATCH (s:Fact {id: $survivor_id, user_id: $user_id}), (l:Fact {id: $loser_id, user_id: $user_id})
+SET s += $survivor, l += $loser
+RETURN s.id AS id
+"""
+
+REMOVE_MERGED_FACT_EDGES: Final[LiteralString] = """
+MATCH (s:Fact {id: $id, user_id: $user_id})-[n]->()
+WHERE n.merged_run = $run_id
+DELETE n
+RETURN count(*) AS removed
+"""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agentx_memory import AgentMemory, Entity, Fact, Turn
-from agentx_memory.dedup import name_evidence
+from agentx_memory.dedup import content_words, name_evidence
 from agentx_memory.errors import NotFoundError
 from tests.conftest import TEST_DIMENSION, gread
 
@@ -45,6 +45,12 @@ def _timeline(memory: AgentMemory) -> list:
         " ORDER BY neo4j_node_id"))
 
 
+def test_content_words_keep_negations():
+    assert content_words("Sam moved to Lisbon.") == content_words("sam  moved to LISBON") == {"sam", "moved", "lisbon"}
+    assert content_words("Sam does not like tea") != content_words("Sam does like tea")
+    assert content_words("Sam doesn't like tea") != content_words("Sam likes tea")
+
+
 def test_name_evidence():
     assert name_evidence({"name": "Sam"}, {"name": "sam  lee"})  # one name's words within the other's
     assert name_evidence({"name": "Samuel", "aliases": []}, {"name": "Sam", "aliases": ["samuel"]})
@@ -76,11 +82,11 @@ def test_duplicates_merge_with_every_alias_and_edge_and_the_run_is_undone(settin
         before, timeline = _graph(memory), _timeline(memory)
 
         dry = memory.dedup(dry_run=True)
-        assert [(c["survivor_id"], c["loser_id"]) for c in dry.changes] == [(sam_lee.id, sam.id)]
+        assert [(c["kind"], c["survivor_id"], c["loser_id"]) for c in dry.changes] == [("entity", sam_lee.id, sam.id)]
         assert _graph(memory) == before  # a dry run changes nothing
 
         run = memory.dedup()
-        assert run.merged == 1 and run.run_id
+        assert run.entities_merged == 1 and run.run_id
         merged = memory.get_entity(sam_lee.id)
         assert merged.aliases == ["Sammy", "Sam"] and merged.access_count == 2
         assert merged.properties == {"city": "Lisbon"} and merged.description == "Alice's friend"
@@ -101,8 +107,55 @@ def test_duplicates_merge_with_every_alias_and_edge_and_the_run_is_undone(settin
         assert _timeline(memory) == timeline
 
         again = memory.dedup()  # merged again: now the merged name and type resolve to the survivor
-        assert again.merged == 1
+        assert again.entities_merged == 1
         assert memory.upsert_entity(Entity(user_id="alice", name="sam", type="person")).id == sam_lee.id
         assert {r["name"] for r in gread(memory, "MATCH (e:Entity {user_id: 'alice', type: 'person'}) "
                                                  "RETURN e.name AS name")} == {"Sam Lee", "Bob", "Sam Porto",
                                                                                "Samantha"}
+
+
+def test_the_same_claim_learned_twice_is_merged_and_the_merge_undone(settings):
+    with AgentMemory(settings(audit={"level": "writes"}), user_id="alice") as memory:
+        sam = _entity(memory, "Sam", "person", _vector(1))
+        first, second = memory.store_turns([
+            Turn(conversation_id="c1", user_id="alice", content="Sam moved to Lisbon."),
+            Turn(conversation_id="c2", user_id="alice", content="sam moved to lisbon, yes")])
+        same = _vector(3)  # one vector for all: only the words tell these facts apart
+
+        def learn(claim: str, confidence: float, turn: Turn | None = None, user: str = "alice", **extra) -> Fact:
+            return memory.learn_fact(Fact(user_id=user, claim=claim, confidence=confidence, embedding=same,
+                                          source_turn_id=turn.id if turn else None, **extra))
+
+        weak = learn("Sam moved to Lisbon.", 0.7, first, entity_ids=[sam.id])
+        strong = learn("sam moved to lisbon", 0.9, second)
+        negated = learn("Sam did not move to Lisbon", 0.9)
+        other_city = learn("Sam moved to Porto", 0.9)
+        past = learn("Sam moved to Lisbon", 0.8, temporal="past")
+        learn("Sam moved to Lisbon", 0.9, user="bob")
+        before = _facts(memory)
+
+        run = memory.dedup()
+        assert (run.entities_merged, run.facts_merged) == (0, 2)
+        merged = {(c["survivor_id"], c["loser_id"]) for c in run.changes}
+        assert merged == {(strong.id, weak.id), (strong.id, past.id)}  # "past" fits the unset temporal of the best
+        assert memory.get_fact(weak.id).status == "duplicate" and memory.get_fact(weak.id).superseded_by == strong.id
+        kept = memory.get_fact(strong.id)
+        assert kept.status == "active" and kept.confidence == 0.9 and kept.entity_ids == [sam.id]
+        sources = {r["t"] for r in gread(memory, "MATCH (f:Fact {id: $id})-[:DERIVED_FROM]->(t:Turn) "
+                                                 "RETURN t.id AS t", {"id": strong.id})}
+        assert sources == {first.id, second.id}  # the provenance of both
+        for untouched in (negated, other_city):
+            assert memory.get_fact(untouched.id).status == "active"
+        assert len(gread(memory, "MATCH (f:Fact {user_id: 'bob'}) WHERE f.status IS NULL OR f.status = 'active' "
+                                 "RETURN f.id AS id")) == 1
+
+        assert memory.undo_run(run.run_id)["restored"] == 2
+        assert _facts(memory) == before
+
+
+def _facts(memory: AgentMemory) -> list:
+    nodes = gread(memory, "MATCH (f:Fact) RETURN f.id AS id, f.status AS status, f.superseded AS superseded, "
+                          "f.superseded_by AS by, f.valid_until AS until, f.confidence AS confidence, "
+                          "f.access_count AS accesses ORDER BY id")
+    edges = gread(memory, "MATCH (f:Fact)-[r]->(x) RETURN f.id AS f, type(r) AS t, x.id AS x ORDER BY f, t, x")
+    return [nodes, edges]

@@ -1,5 +1,4 @@
-"""Entity deduplication (spec 002 maintenance, the worker's ``dedup`` job): two entities that are the same thing
-become one, reversibly.
+"""Entity deduplication: two entities that are the same thing become one, reversibly.
 
 **When two entities are duplicates.** Both are the same user's, in the same channel, of compatible types (equal, or
 one of them a generic type such as ``concept``), and there is **name evidence** — the normalized names are equal,
@@ -16,11 +15,11 @@ key, so upserting the loser's name and type again lands on the survivor instead 
 the loser, its timeline row and its edges are deleted, and the merge is audited (operation ``merge``).
 
 **Undo.** The run's ``changes`` hold, per merge, the loser as it was (properties, vector, every edge) and the
-survivor's values before; :func:`undo_merges` recreates the loser with its edges and timeline row, removes what the
-run added to the survivor (edges marked with the run, the redirect) and puts the survivor's merged values (aliases,
-counts, salience, description, properties) back as they were before the merge — unlike the other undos, an access
-of the survivor since the merge is undone with it. Merges are undone newest first, so a chain of merges unwinds in
-order.
+survivor's values before; :func:`undo_entity_merge` recreates the loser with its edges and timeline row, removes
+what the run added to the survivor (edges marked with the run, the redirect) and puts the survivor's merged values
+(aliases, counts, salience, description, properties) back as they were before the merge — unlike the other undos,
+an access of the survivor since the merge is undone with it. Merges are undone newest first, so a chain of merges
+unwinds in order.
 """
 
 from __future__ import annotations
@@ -28,20 +27,20 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import numpy as np
 
-from .graph import cypher
-from .runs import JobReport
-from .semantic import SemanticMemory, normalize_name
-from .settings import DedupSettings
-from .sql.timeline import TimelineEntry
-from .timeutil import from_ms
+from ..graph import cypher
+from ..semantic import SemanticMemory, normalize_name
+from ..settings import DedupSettings
+from ..sql.timeline import TimelineEntry
+from ..timeutil import from_ms
+from .clusters import plan_merges
+from .report import DedupReport
 
-__all__ = ["DedupReport", "dedup_entities", "name_evidence", "undo_merges"]
+__all__ = ["dedup_entities", "name_evidence", "undo_entity_merge"]
 
 #: Entity types that say nothing about what the entity is: they are compatible with any type.
 GENERIC_TYPES: Final = frozenset({"", "concept", "entity", "thing", "other", "unknown"})
@@ -51,23 +50,6 @@ _WORD = re.compile(r"\w+")
 #: Values the survivor takes from the merge, saved before it so undo can put them back.
 _SURVIVOR_FIELDS: Final = ("aliases", "description", "salience", "salience_base", "access_count", "first_seen",
                            "last_accessed", "properties")
-
-
-@dataclass
-class DedupReport(JobReport):
-    """What a dedup run examined and merged (``changes``: per merge the survivor id, the loser's snapshot and the
-    survivor's values before; in a dry run the pairs that would merge)."""
-
-    entities_examined: int = 0
-    pairs_compared: int = 0
-    merged: int = 0
-    skipped: int = 0
-
-    def counts(self) -> dict[str, Any]:
-        """Entities examined, pairs with name evidence compared by vector, merges made (or, dry, that would be) and
-        pairs skipped (one side merged already in this run)."""
-        return {"entities_examined": self.entities_examined, "pairs_compared": self.pairs_compared,
-                "merged": self.merged, "skipped": self.skipped}
 
 
 def _words(name: str) -> frozenset[str]:
@@ -114,7 +96,6 @@ def _pairs(entities: list[dict[str, Any]], threshold: float) -> tuple[list[tuple
         cosine = float(vectors[i] @ vectors[j])
         if cosine >= threshold:
             found.append((cosine, i, j))
-    found.sort(key=lambda f: (-f[0], entities[f[1]]["id"], entities[f[2]]["id"]))
     return found, compared
 
 
@@ -122,13 +103,11 @@ def _standing(e: dict[str, Any]) -> tuple[Any, ...]:
     return (-int(e["accesses"] or 0), -float(e["salience"] or 0), e["first_seen"] or 0, e["id"])
 
 
-async def dedup_entities(semantic: SemanticMemory, settings: DedupSettings, *, user_id: str | None = None,
-                         report: DedupReport | None = None) -> DedupReport:
-    """Merge the duplicate entities of every user (or of ``user_id``), at most ``dedup.max_merges_per_run``,
-    filling ``report`` (see the module docstring)."""
-    report = report if report is not None else DedupReport()
+async def dedup_entities(semantic: SemanticMemory, settings: DedupSettings, users: list[str],
+                         report: DedupReport) -> None:
+    """Merge the duplicate entities of these users into ``report`` (see the module docstring), while the run has
+    merges left of ``dedup.max_merges_per_run``."""
     graph = semantic.ctx.graph
-    users = [user_id] if user_id is not None else [r["user_id"] for r in await graph.read(cypher.DEDUP_USERS)]
     for user in users:
         entities = await graph.read(cypher.DEDUP_ENTITIES, {"user_id": user})
         report.entities_examined += len(entities)
@@ -136,22 +115,19 @@ async def dedup_entities(semantic: SemanticMemory, settings: DedupSettings, *, u
             continue
         pairs, compared = _pairs(entities, settings.similarity)
         report.pairs_compared += compared
-        gone: set[str] = set()
-        for cosine, i, j in pairs:
-            if report.merged >= settings.max_merges_per_run:
-                return report
-            survivor, loser = sorted((entities[i], entities[j]), key=_standing)
-            if survivor["id"] in gone or loser["id"] in gone:
-                report.skipped += 1
-                continue
-            gone.add(loser["id"])
-            report.merged += 1
+        merges, left_out = plan_merges(pairs, [_standing(x) for x in entities])
+        report.skipped += left_out
+        for s, x, cosine in merges:
+            if report.entities_merged + report.facts_merged >= settings.max_merges_per_run:
+                return
+            survivor, loser = entities[s], entities[x]
+            report.entities_merged += 1
             if report.dry_run:
-                report.changes.append({"user_id": user, "survivor_id": survivor["id"], "loser_id": loser["id"],
-                                       "names": [survivor["name"], loser["name"]], "similarity": cosine})
+                report.changes.append({"kind": "entity", "user_id": user, "survivor_id": survivor["id"],
+                                       "loser_id": loser["id"], "names": [survivor["name"], loser["name"]],
+                                       "similarity": cosine})
                 continue
             await _merge(semantic, report, user, survivor["id"], loser["id"], cosine)
-    return report
 
 
 async def _snapshot(semantic: SemanticMemory, entity_id: str, user_id: str) -> dict[str, Any]:
@@ -194,11 +170,12 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, user: str, survi
     kinds = {(d, t) for d, t, _ in cypher.ENTITY_LINKS}
     unknown = sorted({e["type"] for e in loser["edges"] if (e["direction"], e["type"]) not in kinds})
     if unknown:  # an edge this job does not know how to move: leave the pair alone rather than lose it
-        report.merged -= 1
+        report.entities_merged -= 1
         report.skipped += 1
         return
     # recorded before the first write: a merge cut short is undone like a whole one
-    report.changes.append({"user_id": user, "survivor_id": survivor_id, "loser": loser, "similarity": cosine,
+    report.changes.append({"kind": "entity", "user_id": user, "survivor_id": survivor_id, "loser": loser,
+                           "similarity": cosine,
                            "survivor_before": {k: survivor.get(k) for k in _SURVIVOR_FIELDS}})
     params = {"loser_id": loser_id, "survivor_id": survivor_id, "user_id": user, "run_id": run_id}
     for kind in sorted({(e["direction"], e["type"]) for e in loser["edges"]}):
@@ -214,30 +191,26 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, user: str, survi
          "edges_moved": len(loser["edges"])}, user_id=user)
 
 
-async def undo_merges(semantic: SemanticMemory, run_id: str, changes: list[dict[str, Any]]) -> dict[str, int]:
-    """Undo a dedup run (newest merge first): each loser back with its edges and timeline row, the survivor's
-    merged values as they were before the merge (``{"restored": merges undone, "skipped": 0}``)."""
+async def undo_entity_merge(semantic: SemanticMemory, run_id: str, change: dict[str, Any]) -> None:
+    """Undo one entity merge of the run ``run_id``: the merged entity back with its edges and timeline row, what the
+    merge added to the survivor removed, the survivor's merged values as they were before."""
     graph = semantic.ctx.graph
-    restored = 0
-    for change in reversed(changes):
-        user, survivor_id, loser = change["user_id"], change["survivor_id"], change["loser"]
-        node = {k: v for k, v in loser["node"].items() if v is not None}
-        exists = (await graph.read(cypher.ENTITY_EXISTS, {"id": node["id"]}))[0]["n"]
-        if not exists:  # a merge cut short before the delete left it in place
-            await graph.write(cypher.RECREATE_ENTITY, {"node": node, "embedding": loser["embedding"]})
-        await graph.write(cypher.REMOVE_MERGED_EDGES, {"id": survivor_id, "user_id": user, "run_id": run_id})
-        await graph.write(cypher.REMOVE_REDIRECT, {"key": node["key"], "run_id": run_id})
-        by_kind: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-        for edge in loser["edges"]:
-            by_kind[(edge["direction"], edge["type"])].append({"other": edge["other"], "props": edge["props"]})
-        for kind, edges in by_kind.items():
-            await graph.write(cypher.RESTORE_EDGES[kind], {"id": node["id"], "user_id": user, "edges": edges})
-        await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
-                                                    "values": change["survivor_before"]})
-        await semantic.ctx.sql.timeline.write([TimelineEntry(
-            memory_type="entity", node_id=node["id"], user_id=user, channel=node["channel"],
-            event_time=from_ms(node["first_seen"]) if node.get("first_seen") else datetime.now(UTC),
-            summary=node["name"] + (f": {node['description']}" if node.get("description") else ""),
-            importance=float(node.get("salience") or 0.0))])
-        restored += 1
-    return {"restored": restored, "skipped": len(changes) - restored}
+    user, survivor_id, loser = change["user_id"], change["survivor_id"], change["loser"]
+    node = {k: v for k, v in loser["node"].items() if v is not None}
+    exists = (await graph.read(cypher.ENTITY_EXISTS, {"id": node["id"]}))[0]["n"]
+    if not exists:  # a merge cut short before the delete left it in place
+        await graph.write(cypher.RECREATE_ENTITY, {"node": node, "embedding": loser["embedding"]})
+    await graph.write(cypher.REMOVE_MERGED_EDGES, {"id": survivor_id, "user_id": user, "run_id": run_id})
+    await graph.write(cypher.REMOVE_REDIRECT, {"key": node["key"], "run_id": run_id})
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for edge in loser["edges"]:
+        by_kind[(edge["direction"], edge["type"])].append({"other": edge["other"], "props": edge["props"]})
+    for kind, edges in by_kind.items():
+        await graph.write(cypher.RESTORE_EDGES[kind], {"id": node["id"], "user_id": user, "edges": edges})
+    await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
+                                                "values": change["survivor_before"]})
+    await semantic.ctx.sql.timeline.write([TimelineEntry(
+        memory_type="entity", node_id=node["id"], user_id=user, channel=node["channel"],
+        event_time=from_ms(node["first_seen"]) if node.get("first_seen") else datetime.now(UTC),
+        summary=node["name"] + (f": {node['description']}" if node.get("description") else ""),
+        importance=float(node.get("salience") or 0.0))])

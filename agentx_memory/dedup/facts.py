@@ -1,0 +1,125 @@
+"""Fact deduplication: the same claim learned twice becomes one fact, reversibly.
+
+**When two facts are duplicates.** Both are the same user's and in the same channel, active (not superseded,
+rejected or under review), with compatible ``temporal`` labels (equal, or one unset), and they say the same thing:
+their claims have the **same content words** (case-folded, stop-words out, but negations kept, so "Sam likes tea"
+and "Sam does not like tea" differ, and so do "lives in Porto" and "lives in Lisbon") **and** their vectors' cosine
+is at least ``dedup.similarity``. Paraphrases with other words are left alone: merging facts that merely sound alike
+would lose what tells them apart.
+
+**The merge.** The survivor has the higher confidence (then more accesses, then it is the older). The duplicate is
+kept but hidden like a superseded fact: ``status = "duplicate"``, ``superseded_by`` the survivor, ``SUPERSEDES``
+from it, and valid (for ``facts_as_of``) until the survivor was said. The survivor gains the duplicate's source
+turns (``DERIVED_FROM``) and entities (``ABOUT``), the higher confidence and the summed access count.
+
+**Undo** removes the edges the run added to the survivor, and puts both facts' changed values back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Final
+
+import numpy as np
+
+from ..graph import cypher
+from ..semantic import SemanticMemory
+from ..settings import DedupSettings
+from ..stopwords import STOP_WORDS
+from ..timeutil import now_ms
+from .clusters import plan_merges
+from .report import DedupReport
+
+__all__ = ["content_words", "dedup_facts", "undo_fact_merge"]
+
+#: Words that turn a claim around: never left out when comparing claims.
+NEGATIONS: Final = frozenset({"no", "nor", "not", "t", "don", "never", "none", "nothing"})
+
+_WORD = re.compile(r"\w+")
+
+
+def content_words(claim: str) -> frozenset[str]:
+    """The words that say what a claim says: case-folded, stop-words out, negations kept."""
+    return frozenset(w for w in _WORD.findall(claim.casefold()) if w not in STOP_WORDS or w in NEGATIONS)
+
+
+def _standing(f: dict[str, Any]) -> tuple[Any, ...]:
+    return (-float(f["confidence"] or 0), -int(f["accesses"] or 0), f["created_at"] or 0, f["id"])
+
+
+def _pairs(facts: list[dict[str, Any]], threshold: float) -> tuple[list[tuple[float, int, int]], int]:
+    groups: dict[tuple[str, frozenset[str]], list[int]] = defaultdict(list)
+    for i, f in enumerate(facts):
+        words = content_words(f["claim"])
+        if words:
+            groups[(f["channel"], words)].append(i)
+    vectors = np.asarray([f["embedding"] for f in facts], dtype=np.float64)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    found, compared = [], 0
+    for members in groups.values():
+        for x, i in enumerate(members):
+            for j in members[x + 1:]:
+                a, b = facts[i], facts[j]
+                if a["temporal"] and b["temporal"] and a["temporal"] != b["temporal"]:
+                    continue
+                compared += 1
+                cosine = float(vectors[i] @ vectors[j])
+                if cosine >= threshold:
+                    found.append((cosine, i, j))
+    return found, compared
+
+
+async def dedup_facts(semantic: SemanticMemory, settings: DedupSettings, users: list[str],
+                      report: DedupReport) -> None:
+    """Merge the duplicate facts of these users into ``report`` (see the module docstring), while the run has
+    merges left of ``dedup.max_merges_per_run``."""
+    graph = semantic.ctx.graph
+    for user in users:
+        facts = await graph.read(cypher.DEDUP_FACTS, {"user_id": user})
+        report.facts_examined += len(facts)
+        if len(facts) < 2:
+            continue
+        pairs, compared = _pairs(facts, settings.similarity)
+        report.pairs_compared += compared
+        merges, left_out = plan_merges(pairs, [_standing(x) for x in facts])
+        report.skipped += left_out
+        for s, x, cosine in merges:
+            if report.entities_merged + report.facts_merged >= settings.max_merges_per_run:
+                return
+            survivor, loser = facts[s], facts[x]
+            report.facts_merged += 1
+            change = {"kind": "fact", "user_id": user, "survivor_id": survivor["id"], "loser_id": loser["id"],
+                      "claims": [survivor["claim"], loser["claim"]], "similarity": cosine}
+            if report.dry_run:
+                report.changes.append(change)
+                continue
+            await _merge(semantic, report, change)
+
+
+async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str, Any]) -> None:
+    graph = semantic.ctx.graph
+    params = {"survivor_id": change["survivor_id"], "loser_id": change["loser_id"], "user_id": change["user_id"],
+              "run_id": report.run_id}
+    state = (await graph.read(cypher.FACT_MERGE_STATE, params))[0]
+    # recorded before the first write: a merge cut short is undone like a whole one
+    report.changes.append({**change, "survivor_before": state["survivor"], "loser_before": state["loser"]})
+    await graph.write(cypher.COPY_FACT_SOURCES, params)
+    await graph.write(cypher.COPY_FACT_ABOUT, params)
+    await graph.write(cypher.MERGE_FACT, {**params, "now": now_ms()})
+    await semantic.ctx.audit.log_write(
+        "merge", "semantic", None, [change["survivor_id"], change["loser_id"]],
+        {"kind": "fact", "survivor": change["survivor_id"], "merged": change["claims"][1],
+         "similarity": change["similarity"]}, user_id=change["user_id"])
+
+
+async def undo_fact_merge(semantic: SemanticMemory, run_id: str, change: dict[str, Any]) -> None:
+    """Undo one fact merge of the run ``run_id``: the edges it added to the survivor removed, both facts' values
+    as they were."""
+    graph = semantic.ctx.graph
+    user = change["user_id"]
+    await graph.write(cypher.REMOVE_MERGED_FACT_EDGES, {"id": change["survivor_id"], "user_id": user,
+                                                         "run_id": run_id})
+    await graph.write(cypher.UNDO_FACT_MERGE, {"survivor_id": change["survivor_id"], "loser_id": change["loser_id"],
+                                               "user_id": user, "survivor": change["survivor_before"],
+                                               "loser": change["loser_before"]})
