@@ -551,11 +551,10 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Run the background worker; ``--once`` runs each job once (exit 1 when a job failed); ``run JOB`` runs one job
     now (``--dry-run``, ``--user``); ``undo RUN_ID`` reverses a recorded run; ``status`` shows each job's last run."""
-    import logging
-
+    from workers.logs import configure
     from workers.scheduler import run_once, run_worker
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(json_lines=args.json_logs)
     if args.action is None and (args.target or args.dry_run or args.user):
         raise ValidationError("worker", "JOB, --dry-run and --user go with 'worker run JOB'")
     if args.action == "run":
@@ -653,6 +652,7 @@ def _worker_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="with run: report what the job would change, change nothing")
     p.add_argument("--user", help="with run: only this user's memories")
     p.add_argument("--json", action="store_true", help="with status: print JSON")
+    p.add_argument("--json-logs", action="store_true", help="log one JSON object per line (job, outcome, summary)")
 
 
 #: A subcommand's handler: parsed arguments and settings in, exit status out.

@@ -68,10 +68,10 @@ async def run_job(name: str, memory: AsyncAgentMemory, options: JobOptions = DEF
 async def _run_logged(name: str, memory: AsyncAgentMemory) -> dict[str, Any]:
     try:
         summary = await run_job(name, memory)
-        log.info("job %s: %s", name, summary)
+        log.info("job %s: %s", name, summary, extra={"job": name, "outcome": "ok", "summary": summary})
         return summary
     except Exception:  # one failing job must not stop the worker
-        log.exception("job %s failed", name)
+        log.exception("job %s failed", name, extra={"job": name, "outcome": "failed"})
         return {"error": True}
 
 

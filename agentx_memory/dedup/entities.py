@@ -49,7 +49,7 @@ _WORD = re.compile(r"\w+")
 
 #: Values the survivor takes from the merge, saved before it so undo can put them back.
 _SURVIVOR_FIELDS: Final = ("aliases", "description", "salience", "salience_base", "access_count", "first_seen",
-                           "last_accessed", "properties")
+                           "last_accessed", "properties", "merged_from")
 
 
 def _words(name: str) -> frozenset[str]:
@@ -159,6 +159,7 @@ def _merged_values(survivor: dict[str, Any], loser: dict[str, Any]) -> dict[str,
         "first_seen": min(seen) if seen else None,
         "last_accessed": max(accessed) if accessed else None,
         "properties": json.dumps(properties, sort_keys=True, ensure_ascii=False),
+        "merged_from": [*(survivor.get("merged_from") or []), loser["id"]],
     }
 
 
@@ -180,8 +181,9 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, user: str, survi
     params = {"loser_id": loser_id, "survivor_id": survivor_id, "user_id": user, "run_id": run_id}
     for kind in sorted({(e["direction"], e["type"]) for e in loser["edges"]}):
         await graph.write(cypher.MOVE_EDGES[kind], params)
-    await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
-                                                "values": _merged_values(survivor, loser["node"])})
+    if loser_id not in (survivor.get("merged_from") or []):  # a merge cut short and run again counts once
+        await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
+                                                    "values": _merged_values(survivor, loser["node"])})
     await graph.write(cypher.ADD_REDIRECT, {**params, "key": loser["node"]["key"]})
     await graph.write(cypher.DELETE_MERGED, {"id": loser_id, "user_id": user})
     await semantic.ctx.sql.timeline.delete("entity", [loser_id])

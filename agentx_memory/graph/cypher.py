@@ -814,7 +814,7 @@ WITH e, outgoing, collect(CASE WHEN y IS NULL THEN null ELSE {direction: 'in', t
                                                               props: properties(inc)} END) AS incoming
 RETURN e {.id, .user_id, .channel, .name, .type, .key, .normalized_name, .aliases, .description, .salience,
           .salience_base, .first_seen, .last_accessed, .access_count, .properties, .version, .updated_at,
-          .decayed_at} AS node, e.embedding AS embedding, outgoing + incoming AS edges
+          .decayed_at, .merged_from} AS node, e.embedding AS embedding, outgoing + incoming AS edges
 """
 
 UPDATE_SURVIVOR: Final[LiteralString] = """

@@ -191,3 +191,13 @@ def test_a_stopped_worker_lets_the_job_in_flight_finish(settings, monkeypatch):
     waited = run(scenario())
     assert finished == ["slow"]
     assert not math.isclose(waited, 0.0, abs_tol=0.5)  # it waited for the job rather than cutting it
+
+
+def test_the_worker_logs_one_json_object_per_job(settings, embedded_home):
+    done = agentx("worker", "--once", "--json-logs", env=cli_env(settings()))
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    jobs = {r["job"]: r for r in records if "job" in r}
+    assert set(jobs) == set(scheduler.JOBS)
+    assert {r["outcome"] for r in jobs.values()} == {"ok"}
+    assert jobs["decay"]["summary"]["dry_run"] is False and jobs["decay"]["level"] == "INFO"
