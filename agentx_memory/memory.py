@@ -46,7 +46,7 @@ from .promotion import PromotionReport, promote_prominent, unpromote
 from .providers.embeddings import Embedder, make_embedder
 from .retrieval.bundle import MemoryBundle
 from .retrieval.recall import RecallLayer
-from .runs import JobReport, UndoFunction, recorded, undo
+from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
 from .settings import RecallSettings, Settings, load_settings
 from .validation import check_channel, check_id, check_int
@@ -358,7 +358,8 @@ class AsyncAgentMemory:
                        work: Callable[[R], Coroutine[Any, Any, Any]]) -> R:
         if user_id is not None:
             check_id(user_id, "user_id")
-        return await recorded(self.ctx.sql.runs, self.ctx.audit, job, report, work, user_id=user_id)
+        keeping = RunKeeping(undo_days=self.settings.worker.undo_days, keep_days=self.settings.retention.audit_days)
+        return await recorded(self.ctx.sql.runs, self.ctx.audit, job, report, work, keeping=keeping, user_id=user_id)
 
     async def facts_as_of(self, at: datetime, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
                           entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:

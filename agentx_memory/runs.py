@@ -4,7 +4,9 @@
 records the end with the report's summary (plus the duration) and its ``changes``: one JSON value per changed item,
 holding what the item was before, which is what the job's undo function needs. A job that fails part-way is
 recorded ``failed`` with the changes it made so far, so it can be undone as well. A dry run writes nothing and is not
-recorded. Each run also leaves an audit entry (operation ``worker_run``) with its summary.
+recorded. Each run also leaves an audit entry (operation ``worker_run``) with its summary. A run can be undone for
+``worker.undo_days``; after that its changes are dropped (status ``expired``), and its record goes after
+``retention.audit_days``.
 
 :func:`undo` reverses a run once: the run is claimed (``ok``/``failed`` → ``undoing``), the job's undo function
 restores each item, and the run is marked ``undone`` with what the undo did. An item changed again since the run
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from .audit import MemoryAuditLogger
@@ -23,7 +25,7 @@ from .errors import ConflictError, NotFoundError, ValidationError
 from .models import new_id
 from .sql.worker_runs import WorkerRuns
 
-__all__ = ["JobReport", "UndoFunction", "recorded", "undo"]
+__all__ = ["JobReport", "RunKeeping", "UndoFunction", "recorded", "undo"]
 
 
 @dataclass
@@ -53,10 +55,19 @@ R = TypeVar("R", bound=JobReport)
 UndoFunction = Callable[[list[dict[str, Any]]], Awaitable[dict[str, int]]]
 
 
+@dataclass(frozen=True)
+class RunKeeping:
+    """How long run records keep what undo needs (``undo_days``) and how long they are kept at all
+    (``keep_days``)."""
+
+    undo_days: float
+    keep_days: float
+
+
 async def recorded(runs: WorkerRuns, audit: MemoryAuditLogger, job: str, report: R,
-                   work: Callable[[R], Awaitable[None]], *, user_id: str | None = None) -> R:
+                   work: Callable[[R], Awaitable[Any]], *, keeping: RunKeeping, user_id: str | None = None) -> R:
     """Run ``work(report)`` as one recorded run of ``job`` (see the module docstring); return the filled report.
-    A dry run is run without a record."""
+    A dry run is run without a record. Each finished run expires the job's older records (``keeping``)."""
     if report.dry_run:
         await work(report)
         return report
@@ -70,6 +81,8 @@ async def recorded(runs: WorkerRuns, audit: MemoryAuditLogger, job: str, report:
         await _finish(runs, audit, job, report, started, "failed", summary, user_id)
         raise
     await _finish(runs, audit, job, report, started, "ok", report.summary(), user_id)
+    await runs.expire(job, undo_before=started - timedelta(days=keeping.undo_days),
+                      keep_after=started - timedelta(days=keeping.keep_days))
     return report
 
 
@@ -98,7 +111,7 @@ async def undo(runs: WorkerRuns, audit: MemoryAuditLogger, run_id: str,
                                         f"{', '.join(sorted(undoers))}")
     if not await runs.claim_undo(run_id):
         raise ConflictError(f"run {run_id} of job {job!r} is {record['status']}: only a finished run (ok or failed) "
-                            "that was not undone can be undone")
+                            "that was not undone and is within worker.undo_days can be undone")
     try:
         done = await undoers[job](list(record["changes"]))
     except BaseException:

@@ -434,6 +434,10 @@ class WorkerSettings(_Section):
     promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
+    undo_days: float = Field(
+        30.0, gt=0, le=3650, description="a recorded run can be undone for this long; then its change records are "
+        "dropped (run records themselves are kept for retention.audit_days)"
+    )
 
 
 class LimitsSettings(_Section):

@@ -2,7 +2,8 @@
 
 A run is started (status ``running``), then finished (``ok`` or ``failed``) with its summary and its changes: a list
 of plain JSON values, one per changed item, each holding what the item was before the run. Undoing a run sets it
-``undone`` with what the undo did; a run is undone at most once (the status update is the guard).
+``undone`` with what the undo did; a run is undone at most once (the status update is the guard). Past the undo
+window a run's changes are dropped (``expired``), and past the retention its record goes.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ UNDONE: Final[LiteralString] = (
 RELEASE_UNDO: Final[LiteralString] = (
     "UPDATE worker_runs SET status = undo_summary->>'status_before', undo_summary = NULL"
     " WHERE run_id = %s AND status = 'undoing'")
+
+#: Runs of a job started before a time lose their change records: ``ok``/``failed`` ones become ``expired``
+#: (no longer undoable); undone ones stay ``undone``.
+EXPIRE: Final[LiteralString] = (
+    "UPDATE worker_runs SET changes = '[]'::jsonb,"
+    " status = CASE WHEN status IN ('ok', 'failed') THEN 'expired' ELSE status END"
+    " WHERE job = %s AND started_at < %s AND status IN ('ok', 'failed', 'undone') AND changes <> '[]'::jsonb")
+
+FORGET: Final[LiteralString] = "DELETE FROM worker_runs WHERE job = %s AND started_at < %s"
 
 #: The latest run of each job (``worker status``), through the (job, started_at) index.
 LATEST_PER_JOB: Final[LiteralString] = (
@@ -80,6 +90,12 @@ class WorkerRuns:
     async def mark_undone(self, run_id: str, *, at: datetime, summary: dict[str, Any]) -> None:
         """Record that the run was undone, and what the undo did."""
         await self.store.execute(UNDONE, (at, Jsonb(summary), run_id), what="recording an undo")
+
+    async def expire(self, job: str, *, undo_before: datetime, keep_after: datetime) -> None:
+        """Drop the change records of ``job``'s runs started before ``undo_before`` (they can no longer be undone)
+        and the records of those started before ``keep_after``."""
+        await self.store.execute(EXPIRE, (job, undo_before), what="expiring worker runs")
+        await self.store.execute(FORGET, (job, keep_after), what="deleting old worker runs")
 
     async def latest_per_job(self) -> list[dict[str, Any]]:
         """The latest run of every job that ever ran (without changes)."""

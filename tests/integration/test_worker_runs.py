@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -201,3 +202,21 @@ def test_the_worker_logs_one_json_object_per_job(settings, embedded_home):
     assert set(jobs) == set(scheduler.JOBS)
     assert {r["outcome"] for r in jobs.values()} == {"ok"}
     assert jobs["decay"]["summary"]["dry_run"] is False and jobs["decay"]["level"] == "INFO"
+
+
+def test_runs_past_the_undo_window_expire_and_past_retention_go(settings):
+    with AgentMemory(settings(worker={"undo_days": 1e-6}), user_id="alice") as memory:  # ~0.09 s
+        memory.upsert_entity(Entity(user_id="alice", name="Porto", type="place", salience=0.8))
+        first = memory.apply_decay(now=datetime.now(UTC) + timedelta(days=3))
+        assert first.changes
+        time.sleep(0.3)
+        memory.apply_decay(now=datetime.now(UTC) + timedelta(days=4))  # finishing expires the older run
+        runs = {r["run_id"]: r for r in memory.worker_runs()}
+        assert runs[first.run_id]["status"] == "expired"
+        with pytest.raises(ConflictError, match="expired"):
+            memory.undo_run(first.run_id)
+        memory._portal.run(memory.core.ctx.postgres.execute(
+            "UPDATE worker_runs SET started_at = started_at - interval '366 days' WHERE run_id = %s",
+            (first.run_id,)))
+        memory.apply_decay(now=datetime.now(UTC) + timedelta(days=5))
+        assert first.run_id not in {r["run_id"] for r in memory.worker_runs()}  # past retention.audit_days
