@@ -36,13 +36,23 @@ class SearchPlan:
     include_semantic: bool = True
     include_procedural: bool = True
     recall: RecallSettings | None = None
+    archive_horizon: datetime | None = None  # turns older than this may be archived (retention.conversation_days)
 
     def scope(self) -> SearchScope:
-        """Whose turns the plan reads: its user, channels and time window; archived conversations only when the
-        recall settings include them."""
+        """Whose turns the plan reads: its user, channels and time window. Archived conversations count when the
+        recall settings include them, or when the question is about their time: its window or one of its time
+        phrases starts before the archive horizon ("last year" still finds last year's archived turns)."""
         start, end = self.window
-        return SearchScope(self.user_id, self.channels, start, end,
-                           include_archived=bool(self.recall and self.recall.include_archived))
+        return SearchScope(self.user_id, self.channels, start, end, include_archived=self.reaches_archive())
+
+    def reaches_archive(self) -> bool:
+        """Whether the search includes archived turns (see :meth:`scope`)."""
+        if self.recall and self.recall.include_archived:
+            return True
+        if self.archive_horizon is None:
+            return False
+        starts = [self.window[0], *(r.start for r in self.time_ranges)]
+        return any(start is not None and start < self.archive_horizon for start in starts)
 
     def query_vector(self) -> np.ndarray:
         """The one vector the turn legs search with (see :func:`combined_vector`)."""

@@ -28,7 +28,7 @@ import asyncio
 import json
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -121,6 +121,7 @@ class RecallLayer:
             entity_names=names if settings.entity_centric else [],
             include_episodic=include_episodic, include_semantic=include_semantic,
             include_procedural=include_procedural, recall=settings,
+            archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
         )
         turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
         goals, profile = await asyncio.gather(

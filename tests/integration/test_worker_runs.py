@@ -27,8 +27,10 @@ def _conversation(memory: AgentMemory, conversation: str, last: datetime, *lines
                              timestamp=last - timedelta(minutes=len(lines) - 1 - i)) for i, line in enumerate(lines)])
 
 
-def _found(memory: AgentMemory, query: str, **recall) -> set[str]:
-    bundle = memory.remember(query, top_k=20, include_semantic=False, include_procedural=False, recall=recall or None)
+def _found(memory: AgentMemory, query: str, reference_time: datetime | None = None,
+           time_window_hours: float | None = None, **recall) -> set[str]:
+    bundle = memory.remember(query, top_k=20, include_semantic=False, include_procedural=False, recall=recall or None,
+                             reference_time=reference_time, time_window_hours=time_window_hours)
     return {t.item.conversation_id for t in bundle.turns}
 
 
@@ -61,6 +63,9 @@ def test_conversations_past_retention_are_archived_at_the_bound_and_the_run_is_u
         assert _found(memory, "kayak") == {"at-bound", "recent"}  # archived turns leave default recall ...
         assert _found(memory, "kayak", include_archived=True) == {"old", "at-bound", "recent"}  # ... on request back
         assert [t.content for t in memory.get_conversation("old")] == ["We planned the kayak trip to Sintra."]
+        # a question about that time still finds it: "as of" then, archived or not
+        old_day = bound - timedelta(days=1)
+        assert "old" in _found(memory, "kayak", reference_time=old_day + timedelta(days=1), time_window_hours=48)
         assert gread(memory, "MATCH (c:Conversation {id: 'old'})-[:HAS_TURN]->(t:Turn) "
                              "RETURN c.archived AS c, t.archived AS t") == [{"c": True, "t": True}]
         with AgentMemory(memory.core.settings, user_id="bob") as bob:

@@ -321,3 +321,14 @@ def test_the_plan_combines_its_vectors_and_scopes_its_searches():
     assert np.allclose(p.query_vector(), [2 ** -0.5, 2 ** -0.5])
     assert p.scope().params() == {"user_id": "u", "channels": ["_global"], "start": REF, "end": None,
                                   "include_archived": False}
+
+
+def test_archived_turns_count_when_asked_for_or_when_the_question_reaches_their_time():
+    horizon = REF - timedelta(days=90)
+    before, after = horizon - timedelta(days=1), horizon + timedelta(days=1)
+    assert not plan(archive_horizon=horizon).reaches_archive()  # no time in the question: not searched
+    assert not plan(archive_horizon=horizon, window=(after, None)).reaches_archive()
+    assert plan(archive_horizon=horizon, window=(before, None)).reaches_archive()
+    phrase = TimeRange(before, after, "last spring")
+    assert plan(archive_horizon=horizon, time_ranges=[phrase]).scope().include_archived
+    assert plan(recall=RecallSettings(include_archived=True)).reaches_archive()
