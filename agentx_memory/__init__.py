@@ -21,6 +21,7 @@ from .errors import (
     StorageError,
     StorageUnavailableError,
     ValidationError,
+    WorkingMemoryFullError,
 )
 from .memory import AgentMemory, AsyncAgentMemory, SyncWorkingMemory
 from .models import (
@@ -85,6 +86,7 @@ __all__ = [
     "UserProfile",
     "ValidationError",
     "WorkingMemory",
+    "WorkingMemoryFullError",
     "load_settings",
     "make_embedder",
 ]

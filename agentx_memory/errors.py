@@ -8,6 +8,7 @@ so callers never have to import a driver to catch a failure::
      ├── ConfigurationError          a setting is missing, out of range or inconsistent with stored data
      │    └── EmbeddingDimensionMismatchError  the store was created with another embedding model/dimension
      ├── ValidationError             bad input: names the field and the limit (also a ValueError)
+     │    └── WorkingMemoryFullError  a conversation's working memory would pass its size cap (413): nothing written
      ├── NotFoundError               an id that does not exist for this user (also a KeyError)
      ├── ConflictError               a write that collides with stored state (unique key, concurrent update)
      ├── ClosedError                 a call on a memory after its close() (also a RuntimeError)
@@ -46,6 +47,7 @@ __all__ = [
     "StorageError",
     "StorageUnavailableError",
     "ValidationError",
+    "WorkingMemoryFullError",
 ]
 
 
@@ -67,6 +69,21 @@ class ValidationError(AgentXMemoryError, ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+class WorkingMemoryFullError(ValidationError):
+    """A write would take a conversation's working memory past its size cap (spec 000: 64 KB); nothing of the write
+    was stored. ``size`` is what it would have held, ``cap`` the limit (bytes); ``status`` is HTTP's 413."""
+
+    status = 413
+
+    def __init__(self, field: str, *, conversation_id: str, size: int, cap: int):
+        self.conversation_id = conversation_id
+        self.size = size
+        self.cap = cap
+        super().__init__(field, f"the working memory of conversation {conversation_id!r} would hold {size:,} bytes; "
+                                f"the cap is {cap:,} bytes per conversation (413 Payload Too Large); nothing was "
+                                "written")
 
 
 class NotFoundError(AgentXMemoryError, KeyError):

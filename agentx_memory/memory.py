@@ -622,8 +622,75 @@ class SyncWorkingMemory:
         return self._portal.run(self._core.get_context())
 
     def clear_session(self) -> int:
-        """Delete every key of this session; return how many existed."""
+        """Delete every key of this session (the conversation hash and the ledger too); return how many existed."""
         return self._portal.run(self._core.clear_session())
+
+    def set_fields(self, data: Mapping[str, Any]) -> int:
+        """Merge ``data`` (field → any JSON value) into the conversation's working memory, all fields or none;
+        return its size in bytes after the write. Field names follow the id rule; existing fields not in ``data``
+        stay. A write that would take the hash past ``working.conversation_max_bytes`` (64 KB; field names and
+        stored JSON, UTF-8) raises :class:`~agentx_memory.errors.WorkingMemoryFullError` (413) and stores nothing.
+        The expiry (``working.conversation_ttl_seconds``) is refreshed."""
+        return self._portal.run(self._core.set_fields(data))
+
+    def get_fields(self) -> dict[str, Any]:
+        """Every field of the conversation's working memory (empty when none), refreshing its expiry."""
+        return self._portal.run(self._core.get_fields())
+
+    def get_field(self, name: str) -> Any:
+        """One field of the conversation's working memory, or None; refreshes its expiry."""
+        return self._portal.run(self._core.get_field(name))
+
+    def delete_fields(self, names: Sequence[str] | None = None) -> int:
+        """Delete these fields of the conversation's working memory, or all of it when ``names`` is None; return how
+        many fields (or, for all of it, hashes) went."""
+        return self._portal.run(self._core.delete_fields(names))
+
+    def memory_size(self) -> int:
+        """The size in bytes of the conversation's working memory, as the cap counts it."""
+        return self._portal.run(self._core.memory_size())
+
+    def set_scratchpad(self, content: str) -> int:
+        """Set the ``scratchpad`` field: free-form notes and intermediate results (spec 000)."""
+        return self._portal.run(self._core.set_scratchpad(content))
+
+    def get_scratchpad(self) -> str | None:
+        """The ``scratchpad`` field, or None."""
+        return self._portal.run(self._core.get_scratchpad())
+
+    def set_entities(self, entities: Sequence[Mapping[str, Any]]) -> int:
+        """Set the ``entities`` field: the entities of the conversation (``type``, ``id``, ``name`` each; spec 000)."""
+        return self._portal.run(self._core.set_entities(entities))
+
+    def get_entities(self) -> list[dict[str, Any]]:
+        """The ``entities`` field (empty when unset)."""
+        return self._portal.run(self._core.get_entities())
+
+    def ledger_has(self, item_key: str) -> bool:
+        """Whether ``item_key`` (e.g. ``fact:<id>``, ``skill:<id>``) was injected in this conversation."""
+        return self._portal.run(self._core.ledger_has(item_key))
+
+    def ledger_mark(self, item_key: str, value: str = "1") -> None:
+        """Record that ``item_key`` was injected (``value``: a marker such as ``"injected"``)."""
+        self._portal.run(self._core.ledger_mark(item_key, value))
+
+    def ledger_mark_many(self, item_keys: Sequence[str], value: str = "1") -> None:
+        """Record that each of ``item_keys`` was injected, in one write."""
+        self._portal.run(self._core.ledger_mark_many(item_keys, value))
+
+    def ledger_evict(self, item_key: str) -> bool:
+        """Forget that ``item_key`` was injected (it may be injected again); True if it was in the ledger."""
+        return self._portal.run(self._core.ledger_evict(item_key))
+
+    def ledger_get(self) -> dict[str, str]:
+        """Everything injected in this conversation: item key → marker; refreshes the ledger's expiry."""
+        return self._portal.run(self._core.ledger_get())
+
+    def inject(self, bundle: MemoryBundle, max_tokens: int = 1500) -> str:
+        """The prompt block of ``bundle`` (:meth:`MemoryBundle.to_prompt`) without what this conversation's ledger
+        says was injected already, and the items it shows marked as injected: across the turns of a conversation,
+        no memory is put in the prompt twice. Empty when everything was injected before."""
+        return self._portal.run(self._core.inject(bundle, max_tokens))
     # END GENERATED from WorkingMemory
 
 

@@ -402,6 +402,14 @@ class WorkingMemorySettings(_Section):
     max_turns: int = Field(50, ge=1, le=100_000, description="recent turns kept per session")
     max_thoughts: int = Field(100, ge=1, le=100_000, description="thoughts kept per session")
     max_value_bytes: int = Field(64 * 1024, ge=1, le=512 * 1024 * 1024, description="largest value stored by set()")
+    conversation_max_bytes: int = Field(
+        64 * 1024, ge=1, le=512 * 1024 * 1024, description="cap of a conversation's working-memory hash (spec 000): "
+        "field names and stored values, UTF-8 bytes; a write past it is refused whole"
+    )
+    conversation_ttl_seconds: int = Field(
+        86_400, ge=1, le=30 * 86400, description="expiry of a conversation's working-memory hash and injection ledger, "
+        "refreshed on every read and write (spec 000: 24 h)"
+    )
 
 
 class AuditSettings(_Section):

@@ -2,22 +2,28 @@
 
 Key patterns (every key also carries the configured ``redis.key_prefix``)::
 
-    working:{user_id}:{channel}:{conversation_id}:turns      list, newest first, capped at working.max_turns
-    working:{user_id}:{channel}:{conversation_id}:context    hash of context values, per-field expiry (HEXPIRE)
-    working:{user_id}:{channel}:{conversation_id}:goal       string (JSON): the active goal
-    working:{user_id}:{channel}:{conversation_id}:thoughts   list, newest first, capped at working.max_thoughts
-    consolidation:job:{job_id}                               hash: consolidation job tracking
-    consolidation:lock:{conversation_id}                     string: consolidation lock (SET NX PX, token-checked
-                                                             release)
-    session:{session_id}:{key}                               string: session-scoped ephemeral data
+    working:{<user_id>:<channel>:<conversation_id>}:turns     list, newest first, capped at working.max_turns
+    working:{<user_id>:<channel>:<conversation_id>}:context   hash of context values, per-field expiry (HEXPIRE)
+    working:{<user_id>:<channel>:<conversation_id>}:goal      string (JSON): the active goal
+    working:{<user_id>:<channel>:<conversation_id>}:thoughts  list, newest first, capped at working.max_thoughts
+    working:{<user_id>:<channel>:<conversation_id>}:memory    hash: spec 000's conversation working memory (fields,
+                                                              scratchpad, entities), capped as a whole
+    working:{<user_id>:<channel>:<conversation_id>}:ledger    hash: the injection ledger (what was put in a prompt)
+    consolidation:job:<job_id>                                hash: consolidation job tracking
+    consolidation:lock:<conversation_id>                      string: consolidation lock (SET NX PX, token-checked
+                                                              release)
+    session:<session_id>:<key>                                string: session-scoped ephemeral data
 
-Each ``{…}`` segment is written with ``%`` and ``:`` percent-encoded (``%25``, ``%3A``; see :func:`key_segment`), so
-the segments of a key can always be told apart: user ``w:_global:b`` and user ``w`` with conversation ``b:_global:c``
-get different keys. Ids without ``%`` or ``:`` appear in keys exactly as written above.
+The braces are literal: they are Redis Cluster's hash tag, so every key of one conversation lives in one slot and
+multi-key operations (``clear_session``) work on a cluster too. Each ``<…>`` segment is written with ``%``, ``:``,
+``{`` and ``}`` percent-encoded (see :func:`key_segment`), so the segments of a key can always be told apart (user
+``w:_global:b`` and user ``w`` with conversation ``b:_global:c`` get different keys) and an id never opens a hash tag
+of its own. Ids without those characters appear in keys exactly as written above.
 
-Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on write. Values are JSON. Nothing
-acknowledged lives only here: turns are cached here after they are durable in PostgreSQL. Per-field expiry of the
-context hash needs Redis 7.4+ (``HEXPIRE``); the embedded FalkorDB server is Redis 8.
+Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on write; the conversation hash and the
+ledger have ``working.conversation_ttl_seconds`` (24 h), refreshed on every read and write (spec 000). Values are
+JSON. Nothing acknowledged lives only here: turns are cached here after they are durable in PostgreSQL. Per-field
+expiry of the context hash needs Redis 7.4+ (``HEXPIRE``); the embedded FalkorDB server is Redis 8.
 """
 
 from __future__ import annotations
@@ -25,19 +31,24 @@ from __future__ import annotations
 import json
 import math
 import operator
+import sys
 import time
 import uuid
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from .errors import StorageError, StorageUnavailableError, ValidationError
+from . import capped_hash
+from .errors import StorageError, StorageUnavailableError, ValidationError, WorkingMemoryFullError
 from .models import Turn
 from .settings import WorkingMemorySettings
 from .validation import check_depth, check_id
+
+if TYPE_CHECKING:
+    from .retrieval.bundle import MemoryBundle
 
 __all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment", "turn_preview"]
 
@@ -132,12 +143,13 @@ def _ttl_seconds(value: Any, default: int) -> int:
 
 
 def key_segment(part: str) -> str:
-    """One key segment, with ``%`` and ``:`` percent-encoded so that ``:`` only ever separates segments.
+    """One key segment, with ``%``, ``:``, ``{`` and ``}`` percent-encoded so that ``:`` only ever separates
+    segments and braces only ever mark a conversation's hash tag.
 
     The encoding is injective (``%`` is encoded first, so ``a%3Ab`` and ``a:b`` stay distinct) and leaves every other
     character alone: an ordinary id is its own segment.
     """
-    return part.replace("%", "%25").replace(":", "%3A")
+    return part.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
 class WorkingStore:
@@ -155,6 +167,12 @@ class WorkingStore:
         """Build a key from parts with the configured prefix: each part encoded by :func:`key_segment`, joined with
         ``:`` (so distinct part tuples never give the same key)."""
         return self.prefix + ":".join(key_segment(part) for part in parts)
+
+    def session_key(self, user_id: str, channel: str, conversation_id: str, suffix: str) -> str:
+        """The key of one part of a session: ``working:{user:channel:conversation}:suffix`` with the conversation's
+        hash tag (see the module docstring)."""
+        tag = ":".join(key_segment(part) for part in (user_id, channel, conversation_id))
+        return f"{self.prefix}working:{{{tag}}}:{key_segment(suffix)}"
 
     async def _call(self, coro: Awaitable[Any]) -> Any:
         """Await one Redis call or pipeline: the one place Redis errors become ours. Unreachable or timed out →
@@ -248,10 +266,9 @@ class WorkingMemory:
         self.user_id = user_id
         self.conversation_id = conversation_id
         self.channel = channel
-        self._base = ("working", user_id, channel, conversation_id)
 
     def _key(self, suffix: str) -> str:
-        return self.store.key(*self._base, suffix)
+        return self.store.session_key(self.user_id, self.channel, self.conversation_id, suffix)
 
     @property
     def _ttl(self) -> int:
@@ -347,6 +364,132 @@ class WorkingMemory:
         }
 
     async def clear_session(self) -> int:
-        """Delete every key of this session; return how many existed."""
-        keys = [self._key(s) for s in ("turns", "context", "goal", "thoughts")]
+        """Delete every key of this session (the conversation hash and the ledger too); return how many existed."""
+        keys = [self._key(s) for s in ("turns", "context", "goal", "thoughts", "memory", "ledger")]
         return int(await self.store._call(self.store.client.delete(*keys)))
+
+    # --- spec 000: the conversation's working memory, one hash capped as a whole -----------------------------
+
+    @property
+    def _conversation_ttl(self) -> int:
+        return self.store.settings.conversation_ttl_seconds
+
+    async def set_fields(self, data: Mapping[str, Any]) -> int:
+        """Merge ``data`` (field → any JSON value) into the conversation's working memory, all fields or none;
+        return its size in bytes after the write. Field names follow the id rule; existing fields not in ``data``
+        stay. A write that would take the hash past ``working.conversation_max_bytes`` (64 KB; field names and
+        stored JSON, UTF-8) raises :class:`~agentx_memory.errors.WorkingMemoryFullError` (413) and stores nothing.
+        The expiry (``working.conversation_ttl_seconds``) is refreshed."""
+        if not isinstance(data, Mapping):
+            raise ValidationError("data", f"must be a mapping of field names to values, got {type(data).__name__}")
+        cap = self.store.settings.conversation_max_bytes
+        fields = {}
+        for name, value in data.items():
+            check_id(name, "data", max_len=_KEY_MAX)
+            fields[name] = _dump(value, sys.maxsize, f"data.{name}")
+        if not fields:
+            return await self.memory_size()
+        if (incoming := capped_hash.size_of(fields)) > cap:  # too big whatever is stored: no round trip
+            raise WorkingMemoryFullError("data", conversation_id=self.conversation_id, size=incoming, cap=cap)
+        written, size = await self.store._call(capped_hash.merge(
+            self.store.client, self._key("memory"), fields, cap=cap, ttl_seconds=self._conversation_ttl))
+        if not written:
+            raise WorkingMemoryFullError("data", conversation_id=self.conversation_id, size=size, cap=cap)
+        return size
+
+    async def get_fields(self) -> dict[str, Any]:
+        """Every field of the conversation's working memory (empty when none), refreshing its expiry."""
+        raw = await self.store._call(capped_hash.read(self.store.client, self._key("memory"),
+                                                      ttl_seconds=self._conversation_ttl))
+        return {name: _load(text) for name, text in raw.items()}
+
+    async def get_field(self, name: str) -> Any:
+        """One field of the conversation's working memory, or None; refreshes its expiry."""
+        check_id(name, "name", max_len=_KEY_MAX)
+        return (await self.get_fields()).get(name)
+
+    async def delete_fields(self, names: Sequence[str] | None = None) -> int:
+        """Delete these fields of the conversation's working memory, or all of it when ``names`` is None; return how
+        many fields (or, for all of it, hashes) went."""
+        if names is not None:
+            if isinstance(names, str):
+                raise ValidationError("names", "must be a list of field names, not one string")
+            for name in names:
+                check_id(name, "names", max_len=_KEY_MAX)
+        return await self.store._call(capped_hash.delete_fields(
+            self.store.client, self._key("memory"), list(names) if names is not None else None,
+            ttl_seconds=self._conversation_ttl))
+
+    async def memory_size(self) -> int:
+        """The size in bytes of the conversation's working memory, as the cap counts it."""
+        raw = await self.store._call(capped_hash.read(self.store.client, self._key("memory"),
+                                                      ttl_seconds=self._conversation_ttl))
+        return capped_hash.size_of(raw)
+
+    async def set_scratchpad(self, content: str) -> int:
+        """Set the ``scratchpad`` field: free-form notes and intermediate results (spec 000)."""
+        if not isinstance(content, str):
+            raise ValidationError("content", f"must be a string, got {type(content).__name__}")
+        return await self.set_fields({"scratchpad": content})
+
+    async def get_scratchpad(self) -> str | None:
+        """The ``scratchpad`` field, or None."""
+        value = await self.get_field("scratchpad")
+        return value if isinstance(value, str) else None
+
+    async def set_entities(self, entities: Sequence[Mapping[str, Any]]) -> int:
+        """Set the ``entities`` field: the entities of the conversation (``type``, ``id``, ``name`` each; spec 000)."""
+        if isinstance(entities, (str, bytes)) or not all(isinstance(e, Mapping) for e in entities):
+            raise ValidationError("entities", "must be a list of mappings (type, id, name)")
+        return await self.set_fields({"entities": [dict(e) for e in entities]})
+
+    async def get_entities(self) -> list[dict[str, Any]]:
+        """The ``entities`` field (empty when unset)."""
+        value = await self.get_field("entities")
+        return list(value) if isinstance(value, list) else []
+
+    # --- spec 000: the injection ledger ------------------------------------------------------------------------
+
+    async def ledger_has(self, item_key: str) -> bool:
+        """Whether ``item_key`` (e.g. ``fact:<id>``, ``skill:<id>``) was injected in this conversation."""
+        check_id(item_key, "item_key", max_len=_KEY_MAX)
+        return item_key in await self.ledger_get()
+
+    async def ledger_mark(self, item_key: str, value: str = "1") -> None:
+        """Record that ``item_key`` was injected (``value``: a marker such as ``"injected"``)."""
+        await self.ledger_mark_many([item_key], value)
+
+    async def ledger_mark_many(self, item_keys: Sequence[str], value: str = "1") -> None:
+        """Record that each of ``item_keys`` was injected, in one write."""
+        if isinstance(item_keys, str):
+            raise ValidationError("item_keys", "must be a list of item keys, not one string")
+        for item_key in item_keys:
+            check_id(item_key, "item_key", max_len=_KEY_MAX)
+        if not isinstance(value, str) or len(value.encode()) > _KEY_MAX:
+            raise ValidationError("value", f"must be a string of at most {_KEY_MAX} bytes")
+        if not item_keys:
+            return
+        key = self._key("ledger")
+        async with self.store.client.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping=dict.fromkeys(item_keys, value))
+            pipe.expire(key, self._conversation_ttl)
+            await self.store._call(pipe.execute())
+
+    async def ledger_evict(self, item_key: str) -> bool:
+        """Forget that ``item_key`` was injected (it may be injected again); True if it was in the ledger."""
+        check_id(item_key, "item_key", max_len=_KEY_MAX)
+        return bool(await self.store._call(capped_hash.delete_fields(
+            self.store.client, self._key("ledger"), [item_key], ttl_seconds=self._conversation_ttl)))
+
+    async def ledger_get(self) -> dict[str, str]:
+        """Everything injected in this conversation: item key → marker; refreshes the ledger's expiry."""
+        return await self.store._call(capped_hash.read(self.store.client, self._key("ledger"),
+                                                       ttl_seconds=self._conversation_ttl))
+
+    async def inject(self, bundle: MemoryBundle, max_tokens: int = 1500) -> str:
+        """The prompt block of ``bundle`` (:meth:`MemoryBundle.to_prompt`) without what this conversation's ledger
+        says was injected already, and the items it shows marked as injected: across the turns of a conversation,
+        no memory is put in the prompt twice. Empty when everything was injected before."""
+        text, shown = bundle.prompt_block(max_tokens, skip=set(await self.ledger_get()))
+        await self.ledger_mark_many(shown, "injected")
+        return text

@@ -7,12 +7,13 @@ contributions, so an explanation always adds up.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Entity, Fact, Goal, Strategy, Turn, UserProfile
-from .prompt import render_prompt
+from .prompt import compose_prompt
 
 __all__ = [
     "MemoryBundle",
@@ -147,6 +148,12 @@ class MemoryBundle(BaseModel):
 
     def to_prompt(self, max_tokens: int = 1500) -> str:
         """A system-message block of the memories that fits ``max_tokens`` (lowest-scored items dropped first)."""
+        return self.prompt_block(max_tokens)[0]
+
+    def prompt_block(self, max_tokens: int = 1500, *, skip: Collection[str] = frozenset()) -> tuple[str, list[str]]:
+        """:meth:`to_prompt` without the items whose key is in ``skip``, and the keys of the items it shows
+        (``fact:<id>``, ``turn:<id>``, ``goal:<id>``, ...: the injection ledger's item keys;
+        :meth:`WorkingMemory.inject` uses both)."""
         kinds = {id(s): kind for kind, items in self._kinds() for s in items}
-        return render_prompt([(kinds[id(s)], s) for s in self.all_scored()], self.goals, self.user_context,
-                             max_tokens)
+        return compose_prompt([(kinds[id(s)], s) for s in self.all_scored()], self.goals, self.user_context,
+                              max_tokens, skip)

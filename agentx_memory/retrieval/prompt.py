@@ -25,14 +25,15 @@ This module knows nothing of :class:`~agentx_memory.retrieval.bundle.MemoryBundl
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Protocol
 
 from ..models import Goal, UserProfile
 from ..tokens import count_tokens
 
-__all__ = ["SECTION_TITLES", "PromptItem", "render_prompt"]
+__all__ = ["SECTION_TITLES", "PromptItem", "compose_prompt", "render_prompt"]
 
 
 class PromptItem(Protocol):
@@ -87,7 +88,7 @@ def _line(kind: str, scored: PromptItem) -> str:
     return f"- (success rate: {item.success_rate:.2f}) {_clip(item.description)}{tools}"
 
 
-def _profile_lines(profile: UserProfile | None) -> list[tuple[str, str]]:
+def _profile_lines(profile: UserProfile | None) -> list[tuple[str, str, str]]:
     if profile is None:
         return []
     lines = []
@@ -95,7 +96,8 @@ def _profile_lines(profile: UserProfile | None) -> list[tuple[str, str]]:
         value = getattr(profile, name)
         if value:
             text = _clip(json.dumps(value, ensure_ascii=False), 300)
-            lines.append(("profile", f"- {name.replace('_', ' ')}: {text}"))
+            digest = hashlib.sha256(text.encode()).hexdigest()[:16]  # a changed value is new: shown again
+            lines.append(("profile", f"- {name.replace('_', ' ')}: {text}", f"profile:{name}:{digest}"))
     return lines
 
 
@@ -105,13 +107,24 @@ def render_prompt(scored: Iterable[tuple[str, PromptItem]], goals: Sequence[Goal
 
     ``scored`` are ``(kind, item)`` pairs, best first (kind: ``turn``, ``fact``, ``entity`` or ``strategy``).
     """
+    return compose_prompt(scored, goals, profile, max_tokens)[0]
+
+
+def compose_prompt(scored: Iterable[tuple[str, PromptItem]], goals: Sequence[Goal], profile: UserProfile | None,
+                   max_tokens: int, skip: Collection[str] = frozenset()) -> tuple[str, list[str]]:
+    """:func:`render_prompt` leaving out the items whose key is in ``skip``, and the keys of the items it shows:
+    ``kind:id`` for memories and goals (``fact:<id>``), ``profile:<field>:<digest of its value>`` for profile lines
+    (the injection ledger's item keys)."""
     if max_tokens <= 0:
-        return ""
-    candidates: list[tuple[str, str]] = [(kind, _line(kind, item)) for kind, item in scored]
-    candidates += [("goal", f"- (priority {g.priority}) {_clip(g.description)}") for g in goals]
+        return "", []
+    candidates: list[tuple[str, str, str]] = [(kind, _line(kind, item), f"{kind}:{item.item.id}")
+                                              for kind, item in scored]
+    candidates += [("goal", f"- (priority {g.priority}) {_clip(g.description)}", f"goal:{g.id}") for g in goals]
     candidates += _profile_lines(profile)
+    candidates = [c for c in candidates if c[2] not in skip]
 
     chosen: dict[str, list[str]] = {}
+    shown: list[str] = []
 
     def render(sections: dict[str, list[str]]) -> str:
         parts = []
@@ -123,10 +136,11 @@ def render_prompt(scored: Iterable[tuple[str, PromptItem]], goals: Sequence[Goal
 
     # Strictly in priority order: the first line that does not fit ends the block, so a lower-scored item is never
     # shown while a better-scored one is left out (and goals/profile only when every scored memory fits).
-    for kind, line in candidates:
+    for kind, line, key in candidates:
         trial = {k: list(v) for k, v in chosen.items()}
         trial.setdefault(kind, []).append(line)
         if count_tokens(render(trial)) > max_tokens:
             break
         chosen = trial
-    return render(chosen)
+        shown.append(key)
+    return render(chosen), shown

@@ -124,7 +124,7 @@ def test_key_patterns_and_ttls(memory):
     wm.set_active_goal("g", "d")
     wm.push_thought("t")
     found = keys(memory)
-    base = "working:alice:my-proj:conv-9:"
+    base = "working:{alice:my-proj:conv-9}:"
     assert set(found) == {base + "turns", base + "context", base + "goal", base + "thoughts"}
     for key, remaining in found.items():
         assert 0 < remaining <= ttl, key
@@ -242,7 +242,7 @@ def test_a_bad_ttl_is_rejected_before_anything_is_written(memory, ttl):
     assert keys(memory) == {}  # no value left behind without its expiry
     wm.set("k", "v", ttl_seconds=MAX_TTL_SECONDS)  # the bound itself is accepted, and the value expires
     found = keys(memory)
-    assert list(found) == ["working:alice:_global:conv-1:context"] and found[next(iter(found))] > 0
+    assert list(found) == ["working:{alice:_global:conv-1}:context"] and found[next(iter(found))] > 0
 
 
 @pytest.mark.parametrize("ttl", [0, -0.5, float("nan"), float("inf"), "1"])
@@ -257,7 +257,7 @@ def test_redis_refusals_are_storage_errors(memory):
     wm = memory.working(None, "conv-1")
     client = memory.core.ctx.working.client
     prefix = memory.settings.redis.key_prefix
-    base = prefix + "working:alice:_global:conv-1:"
+    base = prefix + "working:{alice:_global:conv-1}:"
     for suffix in ("context", "turns", "thoughts"):  # another program wrote the wrong type under our keys
         redis_call(memory, client.set(base + suffix, "not a hash or list"))
     redis_call(memory, client.rpush(base + "goal", "not a string"))
