@@ -488,6 +488,23 @@ class AsyncAgentMemory:
                                                   expertise_areas=expertise_areas,
                                                   communication_style=communication_style, metadata=metadata)
 
+    async def set_preference(self, key: str, value: Any, user_id: str | None = None) -> None:
+        """Set one of the user's preferences (any JSON value; spec 004's PreferenceStore on the profile). Recall
+        shows preferences in the prompt block's profile section."""
+        await self.profiles.set_preference(self._user(user_id), key, value)
+
+    async def get_preference(self, key: str, user_id: str | None = None) -> Any:
+        """One of the user's preferences, or None when it is not set."""
+        return await self.profiles.get_preference(self._user(user_id), key)
+
+    async def get_all_preferences(self, user_id: str | None = None) -> dict[str, Any]:
+        """Every preference of the user."""
+        return await self.profiles.get_all_preferences(self._user(user_id))
+
+    async def delete_preference(self, key: str, user_id: str | None = None) -> bool:
+        """Remove one of the user's preferences; True when it was set."""
+        return await self.profiles.delete_preference(self._user(user_id), key)
+
     # --- maintenance --------------------------------------------------------------------------------------------
 
     async def maintain_audit_partitions(self) -> dict[str, int]:
@@ -1000,6 +1017,23 @@ class AgentMemory:
         return self._portal.run(self._core.update_profile(user_id, preferences=preferences,
                                                           expertise_areas=expertise_areas,
                                                           communication_style=communication_style, metadata=metadata))
+
+    def set_preference(self, key: str, value: Any, user_id: str | None = None) -> None:
+        """Set one of the user's preferences (any JSON value; spec 004's PreferenceStore on the profile). Recall
+        shows preferences in the prompt block's profile section."""
+        self._portal.run(self._core.set_preference(key, value, user_id))
+
+    def get_preference(self, key: str, user_id: str | None = None) -> Any:
+        """One of the user's preferences, or None when it is not set."""
+        return self._portal.run(self._core.get_preference(key, user_id))
+
+    def get_all_preferences(self, user_id: str | None = None) -> dict[str, Any]:
+        """Every preference of the user."""
+        return self._portal.run(self._core.get_all_preferences(user_id))
+
+    def delete_preference(self, key: str, user_id: str | None = None) -> bool:
+        """Remove one of the user's preferences; True when it was set."""
+        return self._portal.run(self._core.delete_preference(key, user_id))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next

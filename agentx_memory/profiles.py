@@ -56,6 +56,33 @@ class ProfileStore:
         return profile
 
 
+    # --- preferences (spec 004's PreferenceStore, on the profile's ``preferences``) --------------------------------
+
+    async def set_preference(self, user_id: str, key: str, value: Any) -> None:
+        """Set one preference (any JSON value); the others stay."""
+        check_text(key, "key", max_bytes=200)
+        await self.update_profile(user_id, preferences={key: value})
+
+    async def get_preference(self, user_id: str, key: str) -> Any:
+        """One preference, or None when it is not set."""
+        check_text(key, "key", max_bytes=200)
+        return (await self.get_profile(user_id)).preferences.get(key)
+
+    async def get_all_preferences(self, user_id: str) -> dict[str, Any]:
+        """Every preference of the user (empty when none)."""
+        return dict((await self.get_profile(user_id)).preferences)
+
+    async def delete_preference(self, user_id: str, key: str) -> bool:
+        """Remove one preference; True when it was set."""
+        check_id(user_id, "user_id")
+        check_text(key, "key", max_bytes=200)
+        removed = await self.ctx.sql.profiles.delete_preference(user_id, key)
+        if removed:
+            await self.ctx.audit.log_write("update", "profile", None, [user_id], {"deleted_preference": key},
+                                           user_id=user_id)
+        return removed
+
+
 def _check_object(value: Any, field: str) -> None:
     """A JSON object: a mapping with string keys (the merge is key by key, so a list or a scalar cannot merge)."""
     if not isinstance(value, Mapping):

@@ -60,6 +60,16 @@ MERGE_PROFILE: Final[LiteralString] = (
 )
 
 
+#: One preference removed (a no-op when absent): whether it was there; no row when the user has no profile.
+DELETE_PREFERENCE: Final[LiteralString] = (
+    "UPDATE user_profiles AS p SET preferences = " + _stored_object("preferences") + " - %(key)s,"
+    " updated_at = NOW()"
+    " FROM (SELECT p.user_id, " + _stored_object("preferences") + " ? %(key)s AS had"
+    "       FROM user_profiles AS p WHERE p.user_id = %(user_id)s) AS old"
+    " WHERE p.user_id = old.user_id RETURNING old.had"
+)
+
+
 def profile_from_row(row: Mapping[str, Any]) -> UserProfile:
     """A :class:`UserProfile` from a ``user_profiles`` row; never fails on what is stored.
 
@@ -115,3 +125,9 @@ class ProfileRows:
             "style": Jsonb(dict(communication_style)), "metadata": Jsonb(dict(metadata)),
         }, what="writing user_profiles")
         return profile_from_row(rows[0])
+
+    async def delete_preference(self, user_id: str, key: str) -> bool:
+        """Remove one preference of the user's profile; True when it was there."""
+        rows = await self.store.fetch(DELETE_PREFERENCE, {"user_id": user_id, "key": key},
+                                      what="writing user_profiles")
+        return bool(rows and rows[0]["had"])

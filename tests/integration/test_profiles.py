@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentx_memory import AgentMemory, Turn
 from agentx_memory.errors import ValidationError
 
 
@@ -104,3 +105,23 @@ def test_a_profile_broken_by_the_old_bug_still_loads_and_heals(memory, caplog):
     stored = sql(memory, "SELECT jsonb_typeof(preferences) AS p, jsonb_typeof(expertise_areas) AS e,"
                          " jsonb_typeof(communication_style) AS c, jsonb_typeof(metadata) AS m FROM user_profiles")
     assert stored == [{"p": "object", "e": "array", "c": "object", "m": "object"}]
+
+
+def test_preferences_set_read_delete_and_reach_the_prompt(settings):
+    with AgentMemory(settings(), user_id="alice") as memory:
+        assert memory.get_all_preferences() == {} and memory.delete_preference("units") is False  # no profile yet
+        memory.set_preference("units", "metric")
+        memory.set_preference("tone", {"style": "brief", "emoji": False})
+        memory.set_preference("units", "imperial")  # set again: replaced, the others stay
+        memory.set_preference("units", "metric", user_id="bob")
+        assert memory.get_preference("units") == "imperial" and memory.get_preference("missing") is None
+        assert memory.get_all_preferences() == {"units": "imperial", "tone": {"style": "brief", "emoji": False}}
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="What should I pack?"))
+        assert '"units": "imperial"' in memory.remember("What should I pack?").to_prompt(500)
+        assert memory.delete_preference("units") is True and memory.delete_preference("units") is False
+        assert memory.get_all_preferences() == {"tone": {"style": "brief", "emoji": False}}
+        assert memory.get_preference("units", user_id="bob") == "metric"  # another user's stays
+        for key, value in (("", 1), ("units", float("nan"))):
+            with pytest.raises(ValidationError):
+                memory.set_preference(key, value)
+        assert memory.get_all_preferences() == {"tone": {"style": "brief", "emoji": False}}
