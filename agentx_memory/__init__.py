@@ -8,6 +8,7 @@ Open a memory and store what happened, what is known, how to do things and what 
         memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon in May."))
 """
 
+from .context_window import ContextMessage, ContextWindow, PruneStrategy
 from .episodic import QuarantinedTurn, ReconcileResult
 from .errors import (
     AgentXMemoryError,
@@ -23,7 +24,7 @@ from .errors import (
     ValidationError,
     WorkingMemoryFullError,
 )
-from .memory import AgentMemory, AsyncAgentMemory, SyncWorkingMemory
+from .memory import AgentMemory, AsyncAgentMemory, SyncContextWindow, SyncWorkingMemory
 from .models import (
     GLOBAL_CHANNEL,
     RELATIONSHIP_TYPES,
@@ -55,6 +56,8 @@ __all__ = [
     "ClosedError",
     "ConfigurationError",
     "ConflictError",
+    "ContextMessage",
+    "ContextWindow",
     "Embedder",
     "EmbeddingDimensionMismatchError",
     "Entity",
@@ -63,6 +66,7 @@ __all__ = [
     "Goal",
     "MemoryBundle",
     "NotFoundError",
+    "PruneStrategy",
     "QuarantinedTurn",
     "RecallMetrics",
     "RecallSettings",
@@ -80,6 +84,7 @@ __all__ = [
     "StorageUnavailableError",
     "Strategy",
     "StrategyMatch",
+    "SyncContextWindow",
     "SyncWorkingMemory",
     "ToolInvocation",
     "Turn",

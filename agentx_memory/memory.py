@@ -31,6 +31,7 @@ from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
+from .context_window import ContextMessage, ContextWindow, PruneStrategy
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
@@ -52,7 +53,7 @@ from .settings import RecallSettings, Settings, load_settings
 from .validation import check_channel, check_id, check_int
 from .working import WorkingMemory
 
-__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncWorkingMemory"]
+__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncWorkingMemory"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
@@ -475,6 +476,14 @@ class AsyncAgentMemory:
         check_id(conversation_id, "conversation_id", max_len=200)
         return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel))
 
+    def context_window(self, max_tokens: int = 4096, *, strategy: PruneStrategy | str = PruneStrategy.FIFO,
+                       keep_recent: int = 10, goal: str | None = None) -> ContextWindow:
+        """A context window (spec 004's short-term memory) of ``max_tokens``, pruned with ``strategy`` (``fifo``,
+        ``summarize``: by ``llm.query_model`` when set, extractive otherwise; ``semantic``: what is closest to
+        ``goal``, with this memory's embedder). It lives in the process (:mod:`agentx_memory.context_window`)."""
+        return ContextWindow(max_tokens, strategy=strategy, keep_recent=keep_recent, goal=goal,
+                             embedder=self.ctx.embedder, llm=self.recall.llm)
+
     async def get_profile(self, user_id: str | None = None) -> UserProfile:
         """The user's profile (empty when nothing was stored)."""
         return await self.profiles.get_profile(self._user(user_id))
@@ -556,6 +565,56 @@ class _Portal:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
         self.loop.close()
+
+
+class SyncContextWindow:
+    """A context window with blocking methods: the twin of :class:`~agentx_memory.context_window.ContextWindow` that
+    :meth:`AgentMemory.context_window` returns."""
+
+    def __init__(self, core: ContextWindow, portal: _Portal):
+        self._core = core
+        self._portal = portal
+
+    @property
+    def core(self) -> ContextWindow:
+        """The async window this view drives."""
+        return self._core
+
+    @property
+    def messages(self) -> list[ContextMessage]:
+        """The messages, oldest first (a copy)."""
+        return self._core.messages
+
+    def set_goal(self, goal: str | None) -> None:
+        """The current goal the ``semantic`` strategy keeps messages relevant to."""
+        self._core.set_goal(goal)
+
+    def get_context(self, max_tokens: int | None = None) -> list[dict[str, str]]:
+        """The newest messages that fit ``max_tokens`` (default: the window's), oldest first."""
+        return self._core.get_context(max_tokens)
+
+    def get_token_count(self) -> int:
+        """The tokens of every message."""
+        return self._core.get_token_count()
+
+    def is_full(self) -> bool:
+        """Whether the window holds ``max_tokens`` or more."""
+        return self._core.is_full()
+
+    def clear(self) -> None:
+        """Drop every message."""
+        self._core.clear()
+
+    # BEGIN GENERATED from ContextWindow by scripts/gen_sync_facade.py: do not edit, rerun the script
+
+    def add_message(self, role: str, content: str) -> ContextMessage:
+        """Append a message; when the window is then over ``max_tokens``, prune it with its strategy."""
+        return self._portal.run(self._core.add_message(role, content))
+
+    def prune(self, strategy: PruneStrategy | str | None = None) -> int:
+        """Make the window fit ``max_tokens`` with ``strategy`` (default: the window's); return the tokens freed."""
+        return self._portal.run(self._core.prune(strategy))
+    # END GENERATED from ContextWindow
 
 
 class SyncWorkingMemory:
@@ -750,6 +809,12 @@ class AgentMemory:
     def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> SyncWorkingMemory:
         """The working memory of one session, with blocking methods."""
         return SyncWorkingMemory(self._core.working(user_id, conversation_id, channel), self._portal)
+
+    def context_window(self, max_tokens: int = 4096, *, strategy: PruneStrategy | str = PruneStrategy.FIFO,
+                       keep_recent: int = 10, goal: str | None = None) -> SyncContextWindow:
+        """A context window with blocking methods (see :meth:`AsyncAgentMemory.context_window`)."""
+        return SyncContextWindow(self._core.context_window(max_tokens, strategy=strategy, keep_recent=keep_recent,
+                                                           goal=goal), self._portal)
 
     @property
     def closed(self) -> bool:

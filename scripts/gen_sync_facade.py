@@ -68,6 +68,7 @@ class Twin:
 
 TWINS = (
     Twin(PACKAGE / "working.py", "WorkingMemory", "SyncWorkingMemory", "self._core"),
+    Twin(PACKAGE / "context_window.py", "ContextWindow", "SyncContextWindow", "self._core"),
     Twin(PACKAGE / "memory.py", "AsyncAgentMemory", "AgentMemory", "self._core",
          hand_written=frozenset({"open", "close"})),
 )
