@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -44,11 +44,9 @@ import redis.exceptions
 from . import capped_hash
 from .errors import StorageError, StorageUnavailableError, ValidationError, WorkingMemoryFullError
 from .models import Turn
+from .retrieval.bundle import MemoryBundle
 from .settings import WorkingMemorySettings
 from .validation import check_depth, check_id
-
-if TYPE_CHECKING:
-    from .retrieval.bundle import MemoryBundle
 
 __all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment", "turn_preview"]
 

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from agentx_memory import AgentMemory, AsyncAgentMemory, SyncWorkingMemory, WorkingMemory
+from agentx_memory import (
+    AgentMemory,
+    AsyncAgentMemory,
+    ContextWindow,
+    SyncContextWindow,
+    SyncWorkingMemory,
+    WorkingMemory,
+)
 from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,6 +28,7 @@ SCRIPT = REPO / "scripts" / "gen_sync_facade.py"
 PAIRS = [
     pytest.param(AsyncAgentMemory, AgentMemory, {"open", "close"}, id="AgentMemory"),
     pytest.param(WorkingMemory, SyncWorkingMemory, set(), id="SyncWorkingMemory"),
+    pytest.param(ContextWindow, SyncContextWindow, set(), id="SyncContextWindow"),
 ]
 # public attributes only the sync side has: the async object it drives and what it passes through
 SYNC_ONLY = {"core", "settings", "user_id", "conversation_id", "channel"}
@@ -87,9 +95,9 @@ def test_the_sync_side_has_nothing_the_async_side_lacks(async_cls, sync_cls, han
     assert sync_public - async_public - SYNC_ONLY == set()
 
 
-def test_working_returns_the_typed_twin():
-    hints = inspect.signature(AgentMemory.working, eval_str=True)
-    assert hints.return_annotation is SyncWorkingMemory
+def test_working_and_context_window_return_the_typed_twins():
+    assert inspect.signature(AgentMemory.working, eval_str=True).return_annotation is SyncWorkingMemory
+    assert inspect.signature(AgentMemory.context_window, eval_str=True).return_annotation is SyncContextWindow
 
 
 # --- the generator itself, on a made-up class -----------------------------------------------------------------------
