@@ -38,6 +38,7 @@ from .episodic import EpisodicMemory, ReconcileResult
 from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .extraction.consolidation import ConsolidationReport, consolidate_due
+from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .goals import GoalMemory
 from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
 from .patterns import PatternReport, detect_patterns
@@ -293,6 +294,16 @@ class AsyncAgentMemory:
                                                              self.ctx.audit, self.settings.retention, now=when,
                                                              user_id=user_id, report=report))
 
+    async def expire_facts(self, *, now: datetime | None = None, dry_run: bool = False,
+                           user_id: str | None = None) -> FactExpiryReport:
+        """Expire the facts (of every user, or only ``user_id``) neither stated again nor accessed for
+        ``retention.fact_days``: they leave recall and stay for as-of reads (:mod:`agentx_memory.fact_retention`).
+        Part of the worker's ``cleanup`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run`` lists them."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("expire_facts", FactExpiryReport(dry_run=dry_run), user_id, lambda report:
+                                   expire_old_facts(self.ctx.graph, self.ctx.audit, self.settings.retention,
+                                                    now=when, user_id=user_id, report=report))
+
     async def promote_prominent_facts(self, *, dry_run: bool = False, user_id: str | None = None) -> PromotionReport:
         """Promote the project facts (of every user, or only ``user_id``) that meet ``promotion.*`` (confidence >=
         0.85, accessed >= 5 times, from >= 2 conversations by default) to ``_global``; ``report.promoted`` holds
@@ -335,7 +346,8 @@ class AsyncAgentMemory:
                                                    self.settings.worker, now=when, user_id=user_id, report=report))
 
     async def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive`` or ``dedup`` (:mod:`agentx_memory.runs`):
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts`` or ``dedup`` (see
+        :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
         check_id(run_id, "run_id")
@@ -344,6 +356,7 @@ class AsyncAgentMemory:
             "promote": lambda changes: unpromote(self.semantic, changes),
             "archive": lambda changes: restore_archived(self.ctx.sql.conversations, self.ctx.graph, changes),
             "dedup": lambda changes: undo_dedup(self.semantic, run_id, changes),
+            "expire_facts": lambda changes: restore_expired(self.ctx.graph, changes),
         }
         return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
 
@@ -940,6 +953,13 @@ class AgentMemory:
         ``dry_run`` lists what would be archived (:mod:`agentx_memory.archive`)."""
         return self._portal.run(self._core.archive_conversations(now=now, dry_run=dry_run, user_id=user_id))
 
+    def expire_facts(self, *, now: datetime | None = None, dry_run: bool = False,
+                     user_id: str | None = None) -> FactExpiryReport:
+        """Expire the facts (of every user, or only ``user_id``) neither stated again nor accessed for
+        ``retention.fact_days``: they leave recall and stay for as-of reads (:mod:`agentx_memory.fact_retention`).
+        Part of the worker's ``cleanup`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run`` lists them."""
+        return self._portal.run(self._core.expire_facts(now=now, dry_run=dry_run, user_id=user_id))
+
     def promote_prominent_facts(self, *, dry_run: bool = False, user_id: str | None = None) -> PromotionReport:
         """Promote the project facts (of every user, or only ``user_id``) that meet ``promotion.*`` (confidence >=
         0.85, accessed >= 5 times, from >= 2 conversations by default) to ``_global``; ``report.promoted`` holds
@@ -973,7 +993,8 @@ class AgentMemory:
         return self._portal.run(self._core.detect_patterns(now=now, dry_run=dry_run, user_id=user_id))
 
     def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive`` or ``dedup`` (:mod:`agentx_memory.runs`):
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts`` or ``dedup`` (see
+        :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
         return self._portal.run(self._core.undo_run(run_id))

@@ -124,11 +124,11 @@ class Fact(_Model):
     access_count: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
-    status: Literal["active", "superseded", "rejected", "review", "duplicate"] = Field(
+    status: Literal["active", "superseded", "rejected", "review", "duplicate", "expired"] = Field(
         "active", description="set by the store, never by a write: superseded (a newer fact or a correction replaced "
-        "it), rejected (an older fact it contradicts was kept) and duplicate (dedup merged it into superseded_by) "
-        "are left out of recall; review: it contradicts another fact and both wait for a person "
-        "(extraction.contradiction_policy)")
+        "it), rejected (an older fact it contradicts was kept), duplicate (dedup merged it into superseded_by) and "
+        "expired (past retention.fact_days unused) are left out of recall; review: it contradicts another fact and "
+        "both wait for a person (extraction.contradiction_policy)")
     superseded_by: str | None = Field(None, description="set by the store: the fact that superseded this one")
 
 

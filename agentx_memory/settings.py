@@ -388,6 +388,10 @@ class RetentionSettings(_Section):
         90, ge=1, le=36500, description="archive conversations whose last turn is older than this (their turns leave "
         "default recall and stay in the log)"
     )
+    fact_days: int = Field(
+        365, ge=1, le=36500, description="facts neither stated again nor accessed for this long expire: they leave "
+        "recall, stay for as-of reads, and the run can be undone (spec 004: facts 1 year)"
+    )
     entity_days: int = Field(30, ge=1, le=36500, description="delete low-salience entities not accessed for this long")
     entity_min_salience: float = Field(
         0.1, ge=0, le=1, description="salience below which idle entities are deleted (strictly below)"

@@ -84,7 +84,7 @@ async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], po
     out: list[Resolution] = []
     hidden: set[str] = set()  # replaced during this call: no longer a candidate, no longer checked
     for fact in facts:
-        if fact.status in ("superseded", "rejected", "duplicate") or fact.id in hidden:
+        if fact.status in ("superseded", "rejected", "duplicate", "expired") or fact.id in hidden:
             continue
         rows = await semantic.ctx.graph.read(cypher.CONTRADICTION_CANDIDATES, {
             "user_id": fact.user_id, "channels": [fact.channel], "exclude": [fact.id], "entity_ids": fact.entity_ids,

@@ -277,7 +277,9 @@ SET f.claim = $claim, f.source = $source,
     f.certainty = coalesce($certainty, f.certainty),
     f.source_turn_id = coalesce(f.source_turn_id, $source_turn_id),
     f.conversation_id = coalesce(f.conversation_id, $conversation_id), f.temporal = $temporal,
-    f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false)
+    f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false),
+    f.stated_at = CASE WHEN coalesce(f.stated_at, f.created_at) >= $created_at THEN coalesce(f.stated_at, f.created_at)
+                       ELSE $created_at END
 WITH f
 OPTIONAL MATCH (t:Turn {id: $source_turn_id, user_id: $user_id})
 FOREACH (_ IN CASE WHEN t IS NULL THEN [] ELSE [1] END | MERGE (f)-[:DERIVED_FROM]->(t))
@@ -416,6 +418,34 @@ MATCH (g:Fact {id: $global_id, user_id: $user_id})-[:PROMOTED_FROM]->(:Fact {id:
 WHERE g.channel = '_global'
 DETACH DELETE g
 RETURN count(*) AS deleted
+"""
+
+# Retention of facts: an active fact neither stated again nor accessed since ``$before`` expires: hidden from recall
+# like a superseded fact (status 'expired'), valid until ``$now`` for as-of reads; undo puts back what it was.
+EXPIRING_FACTS: Final[LiteralString] = """
+MATCH (f:Fact)
+WHERE f.id > $after AND coalesce(f.superseded, false) = false AND ($user_id IS NULL OR f.user_id = $user_id)
+  AND coalesce(f.last_accessed, 0) < $before AND coalesce(f.stated_at, f.created_at) < $before
+RETURN f.id AS id, f.user_id AS user_id, f.channel AS channel,
+       f {.superseded, .status, .valid_until, .superseded_at} AS before
+ORDER BY f.id LIMIT $limit
+"""
+
+EXPIRE_FACTS: Final[LiteralString] = """
+UNWIND $ids AS fact_id
+MATCH (f:Fact {id: fact_id})
+WHERE coalesce(f.superseded, false) = false AND coalesce(f.last_accessed, 0) < $before
+  AND coalesce(f.stated_at, f.created_at) < $before
+SET f.superseded = true, f.status = 'expired', f.valid_until = $now, f.superseded_at = $now
+RETURN f.id AS id
+"""
+
+RESTORE_EXPIRED_FACTS: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+WHERE f.status = 'expired'
+SET f += row.before
+RETURN count(f) AS restored
 """
 
 # --- decay ---------------------------------------------------------------------------------------------------------

@@ -225,3 +225,34 @@ def test_runs_past_the_undo_window_expire_and_past_retention_go(settings):
             (first.run_id,)))
         memory.apply_decay(now=datetime.now(UTC) + timedelta(days=5))
         assert first.run_id not in {r["run_id"] for r in memory.worker_runs()}  # past retention.audit_days
+
+
+def test_unused_facts_expire_at_the_retention_bound_and_the_run_is_undone(settings):
+    now = datetime.now(UTC)
+    bound = now - timedelta(days=365)
+    with AgentMemory(settings(audit={"level": "writes"}), user_id="alice") as memory:
+        def learn(claim: str, made: datetime) -> Fact:
+            return memory.learn_fact(Fact(user_id="alice", claim=claim, created_at=made))
+
+        old = learn("Sam used to row on the Douro", bound - timedelta(milliseconds=1))
+        at_bound = learn("Sam owns a red kayak", bound)
+        used = learn("Sam likes green tea", bound - timedelta(days=30))
+        restated = learn("Sam lives near the river", bound - timedelta(days=30))
+        memory._portal.run(memory.core.semantic.reinforce("alice", fact_ids=[used.id]))  # accessed: its clock restarts
+        memory.learn_fact(restated.model_copy(update={"created_at": now - timedelta(days=1)}))  # said again
+
+        dry = memory.expire_facts(now=now, dry_run=True)
+        assert [c["id"] for c in dry.changes] == [old.id] and memory.get_fact(old.id).status == "active"
+        run_ = memory.expire_facts(now=now)
+        assert run_.facts_expired == 1
+        gone = memory.get_fact(old.id)
+        assert gone.status == "expired"
+        for kept in (at_bound, used, restated):
+            assert memory.get_fact(kept.id).status == "active"
+        recalled = {f.item.id for f in memory.remember("Douro rowing", top_k=20).facts}
+        assert old.id not in recalled
+        assert old.id in {f.id for f in memory.facts_as_of(now - timedelta(days=1))}  # it held until it expired
+        assert old.id not in {f.id for f in memory.facts_as_of(now + timedelta(seconds=1))}
+        assert memory.undo_run(run_.run_id)["restored"] == 1
+        assert memory.get_fact(old.id).status == "active"
+        assert old.id in {f.item.id for f in memory.remember("Douro rowing", top_k=20).facts}

@@ -1,6 +1,6 @@
 """cleanup_old_memories: conversations past retention are archived (``AsyncAgentMemory.archive_conversations``,
-undoable), then faded, unused entities are deleted with their edges, each deletion audited
-(``AsyncAgentMemory.cleanup``)."""
+undoable), unused facts expire (``AsyncAgentMemory.expire_facts``, undoable), then faded, unused entities are deleted
+with their edges, each deletion audited (``AsyncAgentMemory.cleanup``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from . import DEFAULT_OPTIONS, JobOptions
 
 
 async def run(memory: AsyncAgentMemory, options: JobOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
-    """One cleanup run: ``{"archive": conversations and turns archived, "entities": examined and deleted}``, each
-    with its run id."""
+    """One cleanup run: ``{"archive": conversations and turns archived, "facts": facts expired, "entities": examined
+    and deleted}``, each with its run id."""
     archived = await memory.archive_conversations(dry_run=options.dry_run, user_id=options.user_id)
+    expired = await memory.expire_facts(dry_run=options.dry_run, user_id=options.user_id)
     deleted = await memory.cleanup(dry_run=options.dry_run, user_id=options.user_id)
-    return {"archive": archived.summary(), "entities": deleted.summary()}
+    return {"archive": archived.summary(), "facts": expired.summary(), "entities": deleted.summary()}
