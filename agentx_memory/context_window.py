@@ -21,8 +21,6 @@ memory and the conversation log are where a conversation is kept.
 from __future__ import annotations
 
 import enum
-import re
-from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
@@ -30,15 +28,13 @@ import numpy as np
 from pydantic import BaseModel
 
 from .errors import ValidationError
+from .extractive import top_sentences
 from .providers.embeddings import Embedder
 from .providers.llm import LLM
 from .tokens import count_tokens
 from .validation import check_int, check_text
 
 __all__ = ["ContextMessage", "ContextWindow", "PruneStrategy"]
-
-_SENTENCE: Final = re.compile(r"(?<=[.!?])\s+")
-_WORD: Final = re.compile(r"\w+")
 
 SUMMARY_PROMPT: Final = ("Summarize these earlier messages of a conversation in a few sentences. Keep names, numbers, "
                          "decisions and open questions; write nothing else.")
@@ -149,7 +145,8 @@ class ContextWindow:
         if not old:
             return
         budget = max(1, self.max_tokens // 4)
-        text = await self._llm_summary(old, budget) if self.llm is not None else _extractive(old, budget)
+        text = (await self._llm_summary(old, budget) if self.llm is not None
+                else top_sentences([m.content for m in old], budget))
         content = f"Summary of {len(old)} earlier messages: {text}"
         summary = ContextMessage(role="system", content=content, tokens=_cost("system", content), summary=True)
         self._messages = [summary, *recent] if summary.tokens <= self.max_tokens else recent
@@ -183,21 +180,4 @@ def _strategy(value: PruneStrategy | str) -> PruneStrategy:
     except ValueError:
         raise ValidationError("strategy", f"must be one of {', '.join(s.value for s in PruneStrategy)}, "
                                           f"got {value!r}") from None
-
-
-def _extractive(messages: Sequence[ContextMessage], budget: int) -> str:
-    """The sentences of ``messages`` whose words recur most across them, in their order, within ``budget`` tokens."""
-    sentences = [s for m in messages for s in _SENTENCE.split(m.content.strip()) if s]
-    words = Counter(w for s in sentences for w in set(_WORD.findall(s.casefold())))
-
-    def weight(sentence: str) -> float:
-        found = _WORD.findall(sentence.casefold())
-        return sum(words[w] for w in set(found)) / (1 + len(found)) ** 0.5
-
-    chosen: set[int] = set()
-    for i in sorted(range(len(sentences)), key=lambda i: -weight(sentences[i])):
-        trial = " ".join(sentences[j] for j in sorted(chosen | {i}))
-        if count_tokens(trial) <= budget:
-            chosen.add(i)
-    return " ".join(sentences[j] for j in sorted(chosen))
 

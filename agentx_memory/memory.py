@@ -40,7 +40,18 @@ from .extraction import ConversationExtractor, ExtractionReport, choose_extracto
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .goals import GoalMemory
-from .models import GLOBAL_CHANNEL, Entity, Fact, Goal, Relationship, Strategy, ToolInvocation, Turn, UserProfile
+from .models import (
+    GLOBAL_CHANNEL,
+    Entity,
+    EpisodicSummary,
+    Fact,
+    Goal,
+    Relationship,
+    Strategy,
+    ToolInvocation,
+    Turn,
+    UserProfile,
+)
 from .patterns import PatternReport, detect_patterns
 from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
@@ -51,7 +62,8 @@ from .retrieval.recall import RecallLayer
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
 from .settings import RecallSettings, Settings, load_settings
-from .validation import check_channel, check_id, check_int
+from .summaries import similar_conversations, summarize_conversation
+from .validation import check_channel, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
 
 __all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncWorkingMemory"]
@@ -317,13 +329,15 @@ class AsyncAgentMemory:
         """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
         newer than its last consolidation), of every user or only ``user_id``, at most
         ``worker.consolidate_max_conversations`` per call, each under its Redis lock; mark each consolidated and
-        report its lag. The worker's ``consolidate`` job (a recorded run); ``dry_run`` lists the due conversations
-        without extracting. ``now`` (default: the current time) decides what is quiet."""
+        report its lag, then summarize it (:meth:`summarize_conversation`). The worker's ``consolidate`` job (a
+        recorded run); ``dry_run`` lists the due conversations without extracting. ``now`` (default: the current
+        time) decides what is quiet."""
         when = now or datetime.now(UTC)
         return await self._run_job("consolidate", ConsolidationReport(dry_run=dry_run), user_id, lambda report:
                                    consolidate_due(self.episodic, self.semantic, self.ctx.working,
                                                    choose_extractor(self.settings), self.settings.worker, now=when,
-                                                   user_id=user_id, report=report))
+                                                   user_id=user_id, report=report,
+                                                   summarize=lambda c, u: self.summarize_conversation(c, u)))
 
     async def dedup(self, *, dry_run: bool = False, user_id: str | None = None) -> DedupReport:
         """Merge duplicate entities and facts (of every user, or only ``user_id``; never across users or channels):
@@ -488,6 +502,34 @@ class AsyncAgentMemory:
         """The working memory of one session (Redis; keys expire after working.ttl_seconds)."""
         check_id(conversation_id, "conversation_id", max_len=200)
         return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel))
+
+    async def summarize_conversation(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
+        """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and
+        tools called — by ``llm.query_model`` when set, extractive otherwise — embedded and stored, replacing an
+        earlier summary (:mod:`agentx_memory.summaries`). The consolidation job does this for every conversation it
+        consolidates."""
+        check_id(conversation_id, "conversation_id", max_len=200)
+        return await summarize_conversation(self.episodic, self.semantic, self.recall.llm, conversation_id,
+                                            self._user(user_id))
+
+    async def get_conversation_summary(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
+        """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized."""
+        check_id(conversation_id, "conversation_id", max_len=200)
+        found = await self.ctx.sql.summaries.get(self._user(user_id), conversation_id)
+        if found is None:
+            raise NotFoundError("conversation summary", conversation_id)
+        return found
+
+    async def similar_conversations(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
+                                    top_k: int = 3, *, exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The ``top_k`` (3) past conversations whose summaries are most similar to ``query``, in ``channel`` and
+        ``_global``, best first: ``{"summary": EpisodicSummary, "similarity": float}``; ``exclude`` leaves out
+        conversations (the current one)."""
+        check_text(query, "query", max_bytes=self.settings.limits.max_text_bytes)
+        channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
+        return await similar_conversations(self.semantic, self._user(user_id), channels, query,
+                                           check_int(top_k, "top_k", low=1, high=100),
+                                           check_ids(exclude, "exclude", max_len=200))
 
     def context_window(self, max_tokens: int = 4096, *, strategy: PruneStrategy | str = PruneStrategy.FIFO,
                        keep_recent: int = 10, goal: str | None = None) -> ContextWindow:
@@ -972,8 +1014,9 @@ class AgentMemory:
         """Extract every conversation that has gone quiet (last turn older than ``worker.consolidate_quiet_minutes``,
         newer than its last consolidation), of every user or only ``user_id``, at most
         ``worker.consolidate_max_conversations`` per call, each under its Redis lock; mark each consolidated and
-        report its lag. The worker's ``consolidate`` job (a recorded run); ``dry_run`` lists the due conversations
-        without extracting. ``now`` (default: the current time) decides what is quiet."""
+        report its lag, then summarize it (:meth:`summarize_conversation`). The worker's ``consolidate`` job (a
+        recorded run); ``dry_run`` lists the due conversations without extracting. ``now`` (default: the current
+        time) decides what is quiet."""
         return self._portal.run(self._core.consolidate(now=now, dry_run=dry_run, user_id=user_id))
 
     def dedup(self, *, dry_run: bool = False, user_id: str | None = None) -> DedupReport:
@@ -1091,6 +1134,24 @@ class AgentMemory:
     def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""
         self._portal.run(self._core.drain())
+
+    def summarize_conversation(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
+        """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and
+        tools called — by ``llm.query_model`` when set, extractive otherwise — embedded and stored, replacing an
+        earlier summary (:mod:`agentx_memory.summaries`). The consolidation job does this for every conversation it
+        consolidates."""
+        return self._portal.run(self._core.summarize_conversation(conversation_id, user_id))
+
+    def get_conversation_summary(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
+        """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized."""
+        return self._portal.run(self._core.get_conversation_summary(conversation_id, user_id))
+
+    def similar_conversations(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
+                              top_k: int = 3, *, exclude: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """The ``top_k`` (3) past conversations whose summaries are most similar to ``query``, in ``channel`` and
+        ``_global``, best first: ``{"summary": EpisodicSummary, "similarity": float}``; ``exclude`` leaves out
+        conversations (the current one)."""
+        return self._portal.run(self._core.similar_conversations(query, user_id, channel, top_k, exclude=exclude))
 
     def get_profile(self, user_id: str | None = None) -> UserProfile:
         """The user's profile (empty when nothing was stored)."""

@@ -22,6 +22,7 @@ __all__ = [
     "GOAL_STATUSES",
     "RELATIONSHIP_TYPES",
     "Entity",
+    "EpisodicSummary",
     "Fact",
     "Goal",
     "Relationship",
@@ -130,6 +131,23 @@ class Fact(_Model):
         "expired (past retention.fact_days unused) are left out of recall; review: it contradicts another fact and "
         "both wait for a person (extraction.contradiction_policy)")
     superseded_by: str | None = Field(None, description="set by the store: the fact that superseded this one")
+
+
+class EpisodicSummary(_Model):
+    """A conversation summarized (spec 000's episodic memory): what it was about, what was decided, who and what it
+    mentioned and which tools it called. ``method`` says who wrote it: ``llm`` or ``extractive``."""
+
+    user_id: str
+    conversation_id: str
+    channel: str = GLOBAL_CHANNEL
+    summary: str
+    key_decisions: list[str] = Field(default_factory=list)
+    entities_mentioned: list[dict[str, Any]] = Field(default_factory=list)
+    tools_called: list[str] = Field(default_factory=list)
+    turn_count: int = 0
+    method: Literal["llm", "extractive"] = "extractive"
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 class Goal(_Model):

@@ -8,16 +8,21 @@ is taken under its Redis lock (``consolidation:lock:{conversation_id}``, expirin
 ``worker.consolidate_lock_seconds``), so two workers never extract it at once; one held by another worker is
 skipped this run. After a successful extraction the conversation is marked ``consolidated`` with the time of the
 last turn it covered; a run that stopped early (budget, LLM failure) leaves it due. The lag — last turn to
-consolidated — is in the report and in each conversation's audit entry (operation ``consolidate``).
+consolidated — is in the report and in each conversation's audit entry (operation ``consolidate``). Each
+consolidated conversation is then summarized (:mod:`agentx_memory.summaries`); a summary that fails is logged and
+does not undo the consolidation.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..episodic import EpisodicMemory
+from ..errors import AgentXMemoryError
 from ..graph import cypher
 from ..providers.usage import Usage
 from ..runs import JobReport
@@ -27,7 +32,12 @@ from ..timeutil import from_ms, to_ms
 from ..working import WorkingStore
 from .pipeline import ConversationExtractor, Extractor
 
-__all__ = ["ConsolidationReport", "consolidate_due"]
+__all__ = ["ConsolidationReport", "Summarizer", "consolidate_due"]
+
+log = logging.getLogger(__name__)
+
+#: Summarizes one conversation (conversation id, user id) after it is consolidated.
+Summarizer = Callable[[str, str], Awaitable[Any]]
 
 
 @dataclass
@@ -56,8 +66,8 @@ class ConsolidationReport(JobReport):
 
 async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, working: WorkingStore,
                           extractor: Extractor, settings: WorkerSettings, *, now: datetime,
-                          user_id: str | None = None, report: ConsolidationReport | None = None
-                          ) -> ConsolidationReport:
+                          user_id: str | None = None, report: ConsolidationReport | None = None,
+                          summarize: Summarizer | None = None) -> ConsolidationReport:
     """Consolidate every due conversation (at most ``worker.consolidate_max_conversations``, oldest first; of every
     user or only ``user_id``) as of ``now`` (a parameter, so the time rules are testable without waiting)."""
     report = report if report is not None else ConsolidationReport()
@@ -93,6 +103,8 @@ async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, wo
             done = {"conversation_id": conversation, "user_id": user, "lag_seconds": lag,
                     "facts": len(set(extracted.fact_ids)), "entities": len(set(extracted.entity_ids)),
                     "batches_skipped": extracted.batches_skipped, "usage": extracted.usage.as_dict()}
+            if summarize is not None:
+                done["summarized"] = await _summarize(summarize, conversation, user)
             report.conversations.append(done)
             await semantic.ctx.audit.log_write("consolidate", "semantic", turns[0].channel,
                                                list(dict.fromkeys(extracted.fact_ids)), done, user_id=user,
@@ -100,3 +112,14 @@ async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, wo
         finally:
             await working.release_lock(conversation, token)
     return report
+
+
+async def _summarize(summarize: Summarizer, conversation: str, user: str) -> bool:
+    """Summarize a consolidated conversation; a failure (LLM, store) is logged, not raised: the facts are written
+    and the next consolidation of the conversation summarizes it again."""
+    try:
+        await summarize(conversation, user)
+        return True
+    except AgentXMemoryError:
+        log.warning("conversation %r of user %r: consolidated, not summarized", conversation, user, exc_info=True)
+        return False

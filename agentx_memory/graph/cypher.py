@@ -986,3 +986,17 @@ WHERE n.merged_run = $run_id
 DELETE n
 RETURN count(*) AS removed
 """
+
+# --- episodic summaries --------------------------------------------------------------------------------------------
+
+#: The entities extraction linked to a conversation (MENTIONS), by name.
+CONVERSATION_ENTITIES: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})-[:MENTIONS]->(e:Entity)
+RETURN e.id AS id, e.name AS name, e.type AS type ORDER BY name, id
+"""
+
+#: The tools a conversation called, in call order.
+CONVERSATION_TOOLS: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})-[:USED_TOOL]->(ti:ToolInvocation)
+RETURN ti.tool_name AS tool ORDER BY ti.timestamp, ti.id
+"""

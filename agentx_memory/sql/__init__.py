@@ -9,6 +9,7 @@
 ``audit_log``         ``memory_audit_log``: entries and day-partition upkeep
 ``search``            retrieval queries (full text and pgvector) over turns and the timeline
 ``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
+``summaries``         ``episodic_summaries``: one summary per conversation, searched by vector
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -22,6 +23,7 @@ from .conversation_log import ConversationLog
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
 from .search import TurnSearch
+from .summaries import SummaryRows
 from .timeline import Timeline, TimelineEntry
 from .tool_invocations import ToolInvocationLog
 from .worker_runs import WorkerRuns
@@ -32,6 +34,7 @@ __all__ = [
     "PostgresStore",
     "ProfileRows",
     "Repositories",
+    "SummaryRows",
     "Timeline",
     "TimelineEntry",
     "ToolInvocationLog",
@@ -52,9 +55,11 @@ class Repositories:
     profiles: ProfileRows
     search: TurnSearch
     runs: WorkerRuns
+    summaries: SummaryRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
-                   profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store))
+                   profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
+                   summaries=SummaryRows(store))
