@@ -203,6 +203,7 @@ def test_vector_columns_have_the_configured_dimension(pg):
                       "WHERE n.nspname = %s AND a.attname = 'embedding' AND c.relkind = 'r' AND NOT a.attisdropped",
                  (schema,))
     assert sorted(rows) == [("conversation_logs", "embedding", "vector(48)"),
+                            ("episodic_summaries", "embedding", "vector(48)"),
                             ("memory_timeline", "embedding", "vector(48)")]
     # and the database enforces it
     with (psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema},public") as conn,

@@ -55,7 +55,7 @@ def test_similar_conversations_are_found_by_their_summaries_per_user(settings):
             memory.summarize_conversation(conversation)
         memory.summarize_conversation("bob-bread", user_id="bob")
         found = memory.similar_conversations("sourdough bread dough", top_k=3)
-        assert [f["summary"].conversation_id for f in found][0] == "bread"
+        assert found[0]["summary"].conversation_id == "bread"
         assert len(found) == 3 and found[0]["similarity"] >= found[1]["similarity"]
         assert "bob-bread" not in {f["summary"].conversation_id for f in found}  # another user's
         assert [f["summary"].conversation_id for f in memory.similar_conversations(
