@@ -28,6 +28,7 @@ from .memory import AgentMemory, AsyncAgentMemory, SyncContextWindow, SyncWorkin
 from .models import (
     GLOBAL_CHANNEL,
     RELATIONSHIP_TYPES,
+    ControlMemory,
     Entity,
     Fact,
     Goal,
@@ -58,6 +59,7 @@ __all__ = [
     "ConflictError",
     "ContextMessage",
     "ContextWindow",
+    "ControlMemory",
     "Embedder",
     "EmbeddingDimensionMismatchError",
     "Entity",

@@ -32,6 +32,7 @@ from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
 from .context_window import ContextMessage, ContextWindow, PruneStrategy
+from .control import ControlMatch, ControlStore
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
@@ -42,6 +43,7 @@ from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .goals import GoalMemory
 from .models import (
     GLOBAL_CHANNEL,
+    ControlMemory,
     Entity,
     EpisodicSummary,
     Fact,
@@ -146,7 +148,8 @@ class AsyncAgentMemory:
         self.procedural = ProceduralMemory(self.ctx)
         self.goals = GoalMemory(self.ctx)
         self.profiles = ProfileStore(self.ctx)
-        self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles)
+        self.controls = ControlStore(self.ctx)
+        self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles, self.controls)
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
@@ -480,17 +483,50 @@ class AsyncAgentMemory:
                        time_window_hours: float | None = None, include_episodic: bool = True,
                        include_semantic: bool = True, include_procedural: bool = True,
                        reference_time: datetime | None = None,
-                       recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
-        """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood) and
-        strategies from ``channel`` and ``_global``, plus active goals and the user's profile.
+                       recall: RecallSettings | dict[str, Any] | None = None,
+                       memory_types: Sequence[str] | None = None) -> MemoryBundle:
+        """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood),
+        strategies and the rules (control memories) closest to it, from ``channel`` and ``_global``, plus active
+        goals and the user's profile.
 
         ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
-        settings for this call, e.g. ``recall={"hybrid": False}``. See :class:`MemoryBundle` (``explain()``,
-        ``to_prompt(max_tokens)``).
+        settings for this call, e.g. ``recall={"hybrid": False}``; ``memory_types`` keeps only some kinds
+        (``episodic``, ``semantic``, ``procedural``, ``control``). See :class:`MemoryBundle` (``explain()``,
+        ``to_prompt(max_tokens)``: rules first).
         """
         return await self.recall.remember(query, self._user(user_id), channel, top_k, time_window_hours,
                                           include_episodic, include_semantic, include_procedural, reference_time,
-                                          recall)
+                                          recall, memory_types)
+
+    async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
+        """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
+        update it when its id is stored; recall puts the closest rules first in ``to_prompt()``."""
+        return await self.controls.add(control, channel)
+
+    async def get_control(self, control_id: str, user_id: str | None = None) -> ControlMemory:
+        """One of the user's control memories, or :class:`NotFoundError`."""
+        return await self.controls.get(control_id, self._user(user_id))
+
+    async def list_controls(self, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
+                            error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
+        """The user's control memories in ``channel`` and ``_global``, newest first, optionally of one error
+        pattern."""
+        channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
+        return await self.controls.list_controls(self._user(user_id), channels, error_pattern=error_pattern,
+                                                 limit=limit)
+
+    async def find_controls(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
+                            top_k: int = 5) -> list[ControlMatch]:
+        """The rules closest to ``query`` (cosine, most severe first among equals), with their similarity."""
+        check_text(query, "query", max_bytes=self.settings.limits.max_text_bytes)
+        channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
+        vector = (await self.ctx.embedder.embed([query], is_query=True))[0].tolist()
+        return await self.controls.search(self._user(user_id), channels, vector,
+                                          check_int(top_k, "top_k", low=1, high=200))
+
+    async def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
+        """Delete one of the user's control memories; True when it existed."""
+        return await self.controls.delete(control_id, self._user(user_id))
 
     async def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""
@@ -1120,16 +1156,44 @@ class AgentMemory:
     def remember(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, top_k: int = 10,
                  time_window_hours: float | None = None, include_episodic: bool = True, include_semantic: bool = True,
                  include_procedural: bool = True, reference_time: datetime | None = None,
-                 recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
-        """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood) and
-        strategies from ``channel`` and ``_global``, plus active goals and the user's profile.
+                 recall: RecallSettings | dict[str, Any] | None = None,
+                 memory_types: Sequence[str] | None = None) -> MemoryBundle:
+        """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood),
+        strategies and the rules (control memories) closest to it, from ``channel`` and ``_global``, plus active
+        goals and the user's profile.
 
         ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
-        settings for this call, e.g. ``recall={"hybrid": False}``. See :class:`MemoryBundle` (``explain()``,
-        ``to_prompt(max_tokens)``).
+        settings for this call, e.g. ``recall={"hybrid": False}``; ``memory_types`` keeps only some kinds
+        (``episodic``, ``semantic``, ``procedural``, ``control``). See :class:`MemoryBundle` (``explain()``,
+        ``to_prompt(max_tokens)``: rules first).
         """
         return self._portal.run(self._core.remember(query, user_id, channel, top_k, time_window_hours, include_episodic,
-                                                    include_semantic, include_procedural, reference_time, recall))
+                                                    include_semantic, include_procedural, reference_time, recall,
+                                                    memory_types))
+
+    def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
+        """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
+        update it when its id is stored; recall puts the closest rules first in ``to_prompt()``."""
+        return self._portal.run(self._core.add_control(control, channel))
+
+    def get_control(self, control_id: str, user_id: str | None = None) -> ControlMemory:
+        """One of the user's control memories, or :class:`NotFoundError`."""
+        return self._portal.run(self._core.get_control(control_id, user_id))
+
+    def list_controls(self, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
+                      error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
+        """The user's control memories in ``channel`` and ``_global``, newest first, optionally of one error
+        pattern."""
+        return self._portal.run(self._core.list_controls(user_id, channel, error_pattern=error_pattern, limit=limit))
+
+    def find_controls(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
+                      top_k: int = 5) -> list[ControlMatch]:
+        """The rules closest to ``query`` (cosine, most severe first among equals), with their similarity."""
+        return self._portal.run(self._core.find_controls(query, user_id, channel, top_k))
+
+    def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
+        """Delete one of the user's control memories; True when it existed."""
+        return self._portal.run(self._core.delete_control(control_id, user_id))
 
     def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""

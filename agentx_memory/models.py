@@ -21,6 +21,8 @@ __all__ = [
     "GLOBAL_CHANNEL",
     "GOAL_STATUSES",
     "RELATIONSHIP_TYPES",
+    "SEVERITIES",
+    "ControlMemory",
     "Entity",
     "EpisodicSummary",
     "Fact",
@@ -131,6 +133,28 @@ class Fact(_Model):
         "expired (past retention.fact_days unused) are left out of recall; review: it contradicts another fact and "
         "both wait for a person (extraction.contradiction_policy)")
     superseded_by: str | None = Field(None, description="set by the store: the fact that superseded this one")
+
+
+#: Severities of a control memory, lowest first.
+SEVERITIES: tuple[str, ...] = ("low", "medium", "high", "critical")
+
+
+class ControlMemory(_Model):
+    """A rule, constraint or error pattern: what the agent must avoid (seed 001's control memory). Default scope:
+    ``_global`` (the user's rules hold in every channel)."""
+
+    id: str = Field(default_factory=new_id)
+    user_id: str
+    channel: str = GLOBAL_CHANNEL
+    content: str = Field(description="the rule, e.g. 'Never use range() for unknown-length pagination'")
+    error_pattern: str | None = Field(None, description="the kind of error the rule guards against")
+    severity: Literal["low", "medium", "high", "critical"] = "medium"
+    source_trajectory_id: str | None = Field(None, description="the conversation or run that taught the rule")
+    created_at: datetime = Field(default_factory=utcnow)
+    last_accessed: datetime | None = None
+    access_count: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    embedding: list[float] | None = None
 
 
 class EpisodicSummary(_Model):

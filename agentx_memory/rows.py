@@ -12,10 +12,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .models import Entity, Fact, Goal, Strategy, Turn
+from .models import ControlMemory, Entity, Fact, Goal, Strategy, Turn
 from .timeutil import from_ms
 
-__all__ = ["entity_from_row", "fact_from_row", "goal_from_row", "strategy_from_row", "turn_from_row"]
+__all__ = [
+    "control_from_row", "entity_from_row", "fact_from_row", "goal_from_row", "strategy_from_row", "turn_from_row",
+]
 
 
 def turn_from_row(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
@@ -52,6 +54,17 @@ def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
         last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
         metadata=json.loads(row.get("metadata") or "{}"), status=row.get("status") or "active",
         superseded_by=row.get("superseded_by"),
+    )
+
+
+def control_from_row(row: dict[str, Any]) -> ControlMemory:
+    """A :class:`ControlMemory` from a graph projection row."""
+    return ControlMemory(
+        id=row["id"], user_id=row["user_id"], channel=row["channel"], content=row["content"],
+        error_pattern=row.get("error_pattern"), severity=row.get("severity") or "medium",
+        source_trajectory_id=row.get("source_trajectory_id"), created_at=from_ms(row.get("created_at")),
+        last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
+        metadata=json.loads(row.get("metadata") or "{}"),
     )
 
 

@@ -1000,3 +1000,48 @@ CONVERSATION_TOOLS: Final[LiteralString] = """
 MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})-[:USED_TOOL]->(ti:ToolInvocation)
 RETURN ti.tool_name AS tool ORDER BY ti.timestamp, ti.id
 """
+
+# --- control memories (seed 001): rules and constraints --------------------------------------------------------------
+# Keyed by (id, user_id) like facts: another user's control id violates the unique constraint (ConflictError). A
+# control stored again updates its text, pattern, severity and metadata and stays in its channel.
+
+STORE_CONTROL: Final[LiteralString] = """
+MERGE (c:Control {id: $id, user_id: $user_id})
+ON CREATE SET c.channel = $channel, c.created_at = $created_at, c.access_count = 0
+WITH c WHERE c.channel = $channel
+SET c.content = $content, c.error_pattern = $error_pattern, c.severity = $severity,
+    c.source_trajectory_id = $source_trajectory_id, c.metadata = $metadata, c.embedding = @vec($embedding)
+RETURN c.id AS id
+"""
+
+GET_CONTROL: Final[LiteralString] = """
+MATCH (c:Control {id: $id, user_id: $user_id})
+RETURN c {.id, .user_id, .channel, .content, .error_pattern, .severity, .source_trajectory_id, .created_at,
+          .last_accessed, .access_count, .metadata} AS control
+"""
+
+LIST_CONTROLS: Final[LiteralString] = """
+MATCH (c:Control {user_id: $user_id})
+WHERE c.channel IN $channels AND ($error_pattern IS NULL OR c.error_pattern = $error_pattern)
+RETURN c {.id, .user_id, .channel, .content, .error_pattern, .severity, .source_trajectory_id, .created_at,
+          .last_accessed, .access_count, .metadata} AS control
+ORDER BY c.created_at DESC, c.id LIMIT $limit
+"""
+
+#: Exact cosine over the user's own controls in these channels (tenant-correct: the filter applies before ranking).
+SEARCH_CONTROLS: Final[LiteralString] = """
+WITH @vec($embedding) AS query_vector
+@tenant_match(Control, c, query_vector)
+WITH c, query_vector WHERE c.embedding IS NOT NULL
+WITH c, @cosine(c.embedding, query_vector) AS similarity
+WHERE similarity IS NOT NULL AND similarity = similarity
+WITH c, similarity ORDER BY similarity DESC, c.id LIMIT $k
+RETURN c {.id, .user_id, .channel, .content, .error_pattern, .severity, .source_trajectory_id, .created_at,
+          .last_accessed, .access_count, .metadata} AS control, similarity
+"""
+
+DELETE_CONTROL: Final[LiteralString] = """
+MATCH (c:Control {id: $id, user_id: $user_id})
+DETACH DELETE c
+RETURN count(*) AS deleted
+"""

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: Node labels with a vector index on ``embedding``.
-VECTOR_LABELS: tuple[str, ...] = ("Turn", "Entity", "Fact", "Strategy", "Goal")
+VECTOR_LABELS: tuple[str, ...] = ("Turn", "Entity", "Fact", "Strategy", "Goal", "Control")
 
 #: Node labels with a full-text index, and the properties it covers.
 FULLTEXT_LABELS: dict[str, tuple[str, ...]] = {
@@ -72,6 +72,7 @@ UNIQUE_CONSTRAINTS: tuple[tuple[str, str], ...] = (
     ("EntityRedirect", "id"),
     ("Fact", "id"),
     ("Goal", "id"),
+    ("Control", "id"),
     ("Strategy", "id"),
     ("Strategy", "key"),
     ("Tool", "name"),
@@ -95,6 +96,7 @@ RANGE_INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Turn", ("user_id", "channel")),
     ("Strategy", ("user_id", "channel")),
     ("Goal", ("user_id", "channel")),
+    ("Control", ("user_id", "channel")),
     ("Turn", ("timestamp",)),
     ("Turn", ("conversation_id", "index")),
     ("Turn", ("user_id",)),
@@ -102,6 +104,7 @@ RANGE_INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Fact", ("user_id",)),
     ("Strategy", ("user_id",)),
     ("Goal", ("user_id",)),
+    ("Control", ("user_id",)),
     ("Fact", ("source_turn_id",)),
     ("Goal", ("status",)),
 )

@@ -12,13 +12,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import Entity, Fact, Goal, Strategy, Turn, UserProfile
+from ..models import ControlMemory, Entity, Fact, Goal, Strategy, Turn, UserProfile
 from .prompt import compose_prompt
 
 __all__ = [
     "MemoryBundle",
     "RecallMetrics",
     "Scored",
+    "ScoredControl",
     "ScoredEntity",
     "ScoredFact",
     "ScoredStrategy",
@@ -27,7 +28,7 @@ __all__ = [
     "TechniqueMetric",
 ]
 
-T = TypeVar("T", Turn, Fact, Entity, Strategy)
+T = TypeVar("T", Turn, Fact, Entity, Strategy, ControlMemory)
 
 
 class Signal(BaseModel):
@@ -86,6 +87,10 @@ class ScoredStrategy(Scored[Strategy]):
     """A recalled strategy."""
 
 
+class ScoredControl(Scored[ControlMemory]):
+    """A recalled rule (control memory)."""
+
+
 class TechniqueMetric(BaseModel):
     """How one retrieval technique ran: latency, candidates found, and why it was skipped if it was."""
 
@@ -120,6 +125,7 @@ class MemoryBundle(BaseModel):
     facts: list[ScoredFact] = Field(default_factory=list)
     entities: list[ScoredEntity] = Field(default_factory=list)
     strategies: list[ScoredStrategy] = Field(default_factory=list)
+    controls: list[ScoredControl] = Field(default_factory=list, description="rules to follow, shown first")
     goals: list[Goal] = Field(default_factory=list)
     user_context: UserProfile | None = None
     metrics: RecallMetrics = Field(default_factory=RecallMetrics)
@@ -139,11 +145,12 @@ class MemoryBundle(BaseModel):
         return out
 
     def _kinds(self) -> list[tuple[str, list[Any]]]:
-        return [("turn", self.turns), ("fact", self.facts), ("entity", self.entities), ("strategy", self.strategies)]
+        return [("control", self.controls), ("turn", self.turns), ("fact", self.facts), ("entity", self.entities),
+                ("strategy", self.strategies)]
 
     def all_scored(self) -> list[Scored]:
         """Every scored item of every kind, best first."""
-        items: list[Scored] = [*self.turns, *self.facts, *self.entities, *self.strategies]
+        items: list[Scored] = [*self.controls, *self.turns, *self.facts, *self.entities, *self.strategies]
         return sorted(items, key=lambda s: (-s.score, s.id))
 
     def to_prompt(self, max_tokens: int = 1500) -> str:
@@ -155,5 +162,5 @@ class MemoryBundle(BaseModel):
         (``fact:<id>``, ``turn:<id>``, ``goal:<id>``, ...: the injection ledger's item keys;
         :meth:`WorkingMemory.inject` uses both)."""
         kinds = {id(s): kind for kind, items in self._kinds() for s in items}
-        return compose_prompt([(kinds[id(s)], s) for s in self.all_scored()], self.goals, self.user_context,
-                              max_tokens, skip)
+        ordered = sorted(self.all_scored(), key=lambda s: kinds[id(s)] != "control")  # rules first, then by score
+        return compose_prompt([(kinds[id(s)], s) for s in ordered], self.goals, self.user_context, max_tokens, skip)

@@ -1,5 +1,7 @@
 """Render a :class:`~agentx_memory.retrieval.bundle.MemoryBundle` as a system-message block (spec 000 style)::
 
+    [Control Memory -- Rules to Follow]
+    - (high) Never use range() for unknown-length pagination [guards against: pagination_incomplete]
     [Episodic Memory -- Relevant Past Conversations]
     - (similarity: 0.87) 2023-05-08 user: Previously filed Rule 37 exception for Mitchell Ranch 2H...
     [Semantic Memory -- Known Facts]
@@ -13,8 +15,9 @@
     [User Profile]
     - preferences: {"tone": "brief"}
 
-The block never exceeds ``max_tokens`` (counted with :func:`agentx_memory.tokens.count_tokens`): items are taken
-best-score first across all kinds until the first one that does not fit, so the lowest-scored items are the ones
+The block never exceeds ``max_tokens`` (counted with :func:`agentx_memory.tokens.count_tokens`): rules (control
+memories, seed 001) are taken first, then items best-score first across all kinds until the first one that does not
+fit, so the lowest-scored items are the ones
 dropped (a better-scored item is never left out for a worse one that happens to be shorter); goals and the profile
 come after the scored memories and are dropped first when space runs out. Each line is clipped to 600
 characters so one long turn cannot crowd out the rest.
@@ -56,6 +59,7 @@ class PromptItem(Protocol):
 
 
 SECTION_TITLES = {
+    "control": "[Control Memory -- Rules to Follow]",
     "turn": "[Episodic Memory -- Relevant Past Conversations]",
     "fact": "[Semantic Memory -- Known Facts]",
     "entity": "[Entities]",
@@ -63,7 +67,7 @@ SECTION_TITLES = {
     "goal": "[Active Goals]",
     "profile": "[User Profile]",
 }
-_ORDER = ["turn", "fact", "entity", "strategy", "goal", "profile"]
+_ORDER = ["control", "turn", "fact", "entity", "strategy", "goal", "profile"]
 _MAX_LINE_CHARS = 600
 
 
@@ -84,6 +88,9 @@ def _line(kind: str, scored: PromptItem) -> str:
         desc = f": {_clip(item.description, 200)}" if item.description else ""
         aliases = f" (also: {', '.join(item.aliases[:5])})" if item.aliases else ""
         return f"- {item.name} ({item.type}){aliases}{desc}"
+    if kind == "control":
+        pattern = f" [guards against: {_clip(item.error_pattern, 100)}]" if item.error_pattern else ""
+        return f"- ({item.severity}) {_clip(item.content)}{pattern}"
     tools = f" -- tools: {', '.join(item.tool_sequence)}" if item.tool_sequence else ""
     return f"- (success rate: {item.success_rate:.2f}) {_clip(item.description)}{tools}"
 
@@ -105,7 +112,8 @@ def render_prompt(scored: Iterable[tuple[str, PromptItem]], goals: Sequence[Goal
                   max_tokens: int) -> str:
     """The memories as text of at most ``max_tokens`` tokens (empty string if nothing fits).
 
-    ``scored`` are ``(kind, item)`` pairs, best first (kind: ``turn``, ``fact``, ``entity`` or ``strategy``).
+    ``scored`` are ``(kind, item)`` pairs, in the order to take them (kind: ``control``, ``turn``, ``fact``,
+    ``entity`` or ``strategy``).
     """
     return compose_prompt(scored, goals, profile, max_tokens)[0]
 

@@ -28,27 +28,34 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from ..context import MemoryContext
+from ..control import SEVERITY_WEIGHT, ControlStore
 from ..errors import StorageUnavailableError, ValidationError
 from ..goals import GoalMemory
-from ..models import GLOBAL_CHANNEL
+from ..models import GLOBAL_CHANNEL, ControlMemory
 from ..procedural import ProceduralMemory
 from ..profiles import ProfileStore
 from ..providers.llm import LLM, make_llm
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings
 from ..validation import check_channel, check_channels, check_datetime, check_id, check_int, check_text
-from .bundle import MemoryBundle, RecallMetrics, TechniqueMetric
+from .bundle import MemoryBundle, RecallMetrics, ScoredControl, TechniqueMetric
 from .plan import SearchPlan, utc, window_from_hours
 from .query import QueryAnalysis, analyze
 from .retriever import MemoryRetriever
 
-__all__ = ["RecallLayer"]
+__all__ = ["CONTROLS_SHOWN", "MEMORY_TYPES", "RecallLayer"]
+
+#: The memory kinds ``remember(memory_types=...)`` filters by (seed 001's four types).
+MEMORY_TYPES: Final = ("episodic", "semantic", "procedural", "control")
+#: Rules (control memories) a recall returns at most: the closest to the question, most severe first among equals.
+CONTROLS_SHOWN: Final = 5
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +69,8 @@ _HYDE_SYSTEM = (
 )
 _SELF_QUERY_SYSTEM = (
     "Extract search filters from the user's question. Answer with JSON only: "
-    '{"entities": [names], "memory_types": subset of ["episodic","semantic","procedural"], "channel": null or a name}'
+    '{"entities": [names], "memory_types": subset of ["episodic","semantic","procedural","control"] (empty: all), '
+    '"channel": null or a name}'
 )
 
 
@@ -70,9 +78,10 @@ class RecallLayer:
     """Question in, :class:`MemoryBundle` out."""
 
     def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: ProceduralMemory, goals: GoalMemory,
-                 profiles: ProfileStore, llm: LLM | None = None):
+                 profiles: ProfileStore, controls: ControlStore, llm: LLM | None = None):
         self.ctx = ctx
         self.semantic = semantic
+        self.controls = controls
         self.goals = goals
         self.profiles = profiles
         self.retriever = MemoryRetriever(ctx, semantic, procedural)
@@ -94,10 +103,13 @@ class RecallLayer:
                        time_window_hours: float | None = None, include_episodic: bool = True,
                        include_semantic: bool = True, include_procedural: bool = True,
                        reference_time: datetime | None = None,
-                       recall: RecallSettings | dict[str, Any] | None = None) -> MemoryBundle:
-        """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``)."""
+                       recall: RecallSettings | dict[str, Any] | None = None,
+                       memory_types: Sequence[str] | None = None) -> MemoryBundle:
+        """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``); ``memory_types``
+        (of :data:`MEMORY_TYPES`) keeps only those kinds (the LLM self-query's types when not given)."""
         started = time.perf_counter()
         self._check(query, user_id, channel, top_k, time_window_hours)
+        kinds = _memory_types(memory_types, "memory_types")
         if reference_time is not None:  # time phrases reach years around it ("last year"): keep a margin
             check_datetime(reference_time, "reference_time", low=_REFERENCE_RANGE[0], high=_REFERENCE_RANGE[1])
         settings = self._recall_settings(recall)
@@ -110,6 +122,12 @@ class RecallLayer:
         texts = _texts_to_embed(query, analysis, settings, metrics)
         hyde_text = await self._hyde(query, settings, metrics)
         vectors = await self._embed(texts, hyde_text, metrics)
+        if kinds is None and filters.get("memory_types"):
+            kinds = set(filters["memory_types"])
+        if kinds is not None:
+            include_episodic = include_episodic and "episodic" in kinds
+            include_semantic = include_semantic and "semantic" in kinds
+            include_procedural = include_procedural and "procedural" in kinds
         names = list(analysis.names) + list(filters.get("entities", []))
         if analysis.about:
             names.append(analysis.about)
@@ -124,16 +142,30 @@ class RecallLayer:
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
         )
         turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
+        controls = [] if kinds is not None and "control" not in kinds else await self.retriever.graph_or_skip(
+            "controls", self._controls(plan), [], metrics)
         goals, profile = await asyncio.gather(
             self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),
                                          [], metrics),
             self.profiles.get_profile(user_id))
         metrics.total_ms = (time.perf_counter() - started) * 1000
         bundle = MemoryBundle(query=query, user_id=user_id, channels=channels, turns=turns, facts=facts,
-                              entities=entities, strategies=strategies, goals=goals, user_context=profile,
-                              metrics=metrics, filters=filters)
+                              entities=entities, strategies=strategies, controls=controls, goals=goals,
+                              user_context=profile, metrics=metrics, filters=filters)
         self._after(bundle, channel)
         return bundle
+
+    async def _controls(self, plan: SearchPlan) -> list[ScoredControl]:
+        """The rules closest to the question (at most :data:`CONTROLS_SHOWN`), as scored items."""
+        found = await self.controls.search(plan.user_id, plan.channels, plan.query_vector().tolist(), CONTROLS_SHOWN)
+        out = []
+        for match in found:
+            scored = ScoredControl(item=ControlMemory(**match.model_dump(exclude={"similarity"})),
+                                   cosine=match.similarity)
+            scored.add("vector", match.similarity, 1.0, "cosine similarity to the question")
+            scored.add("severity", SEVERITY_WEIGHT[match.severity], 1.0, f"severity {match.severity}")
+            out.append(scored)
+        return out
 
     def _check(self, query: str, user_id: str, channel: str, top_k: int, time_window_hours: float | None) -> None:
         """Refuse invalid arguments (:class:`ValidationError`) before any work."""
@@ -206,8 +238,9 @@ class RecallLayer:
         finally:
             metric.latency_ms += (time.perf_counter() - started) * 1000
         entities = [str(e) for e in parsed.get("entities") or [] if str(e).strip()][:10]
+        kinds = [str(k) for k in parsed.get("memory_types") or [] if str(k) in MEMORY_TYPES]
         metric.detail["llm"] = parsed
-        return {"entities": entities}
+        return {"entities": entities, "memory_types": kinds} if kinds else {"entities": entities}
 
     def _after(self, bundle: MemoryBundle, active_channel: str) -> None:
         """Reinforce and audit after the result is built, without delaying the caller."""
@@ -263,3 +296,15 @@ def _keywords(query: str, analysis: QueryAnalysis, settings: RecallSettings) -> 
     for time_range in analysis.time_ranges:
         query = query.replace(time_range.phrase, " ")
     return query
+
+
+def _memory_types(value: Sequence[str] | None, field: str) -> set[str] | None:
+    """The memory kinds asked for, checked against :data:`MEMORY_TYPES` (None: every kind)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise ValidationError(field, f"must be a list of memory types ({', '.join(MEMORY_TYPES)})")
+    unknown = sorted(set(value) - set(MEMORY_TYPES))
+    if unknown or not value:
+        raise ValidationError(field, f"unknown memory types {unknown}; choose from {', '.join(MEMORY_TYPES)}")
+    return set(value)

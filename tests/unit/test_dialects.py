@@ -144,7 +144,7 @@ def test_a_marker_with_the_wrong_arguments_is_a_value_error(dialect, template):
 
 
 def test_whitelists_cover_the_spec_indexes():
-    assert set(VECTOR_LABELS) == {"Turn", "Entity", "Fact", "Strategy", "Goal"}
+    assert set(VECTOR_LABELS) == {"Turn", "Entity", "Fact", "Strategy", "Goal", "Control"}  # Control: seed 001
     assert FULLTEXT_LABELS == {
         "Turn": ("content",), "Fact": ("claim",), "Entity": ("name", "description"),
         "Strategy": ("description",), "Goal": ("description",),
