@@ -142,9 +142,8 @@ class RecallLayer:
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
         )
         turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
-        controls = [] if kinds is not None and "control" not in kinds else await self.retriever.graph_or_skip(
-            "controls", self._controls(plan), [], metrics)
-        goals, profile = await asyncio.gather(
+        controls, goals, profile = await asyncio.gather(
+            self._controls(plan, metrics) if kinds is None or "control" in kinds else _nothing(),
             self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),
                                          [], metrics),
             self.profiles.get_profile(user_id))
@@ -155,9 +154,10 @@ class RecallLayer:
         self._after(bundle, channel)
         return bundle
 
-    async def _controls(self, plan: SearchPlan) -> list[ScoredControl]:
+    async def _controls(self, plan: SearchPlan, metrics: RecallMetrics) -> list[ScoredControl]:
         """The rules closest to the question (at most :data:`CONTROLS_SHOWN`), as scored items."""
-        found = await self.controls.search(plan.user_id, plan.channels, plan.query_vector().tolist(), CONTROLS_SHOWN)
+        found = await self.retriever.graph_or_skip("controls", self.controls.search(
+            plan.user_id, plan.channels, plan.query_vector().tolist(), CONTROLS_SHOWN), [], metrics)
         out = []
         for match in found:
             scored = ScoredControl(item=ControlMemory(**match.model_dump(exclude={"similarity"})),
@@ -308,3 +308,7 @@ def _memory_types(value: Sequence[str] | None, field: str) -> set[str] | None:
     if unknown or not value:
         raise ValidationError(field, f"unknown memory types {unknown}; choose from {', '.join(MEMORY_TYPES)}")
     return set(value)
+
+
+async def _nothing() -> list[ScoredControl]:
+    return []
