@@ -431,10 +431,19 @@ class AsyncAgentMemory:
 
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True,
-                             channel: str = GLOBAL_CHANNEL, user_id: str | None = None) -> Strategy:
-        """Record a strategy, or reinforce it if the user already has the same one in the channel."""
+                             channel: str = GLOBAL_CHANNEL, user_id: str | None = None, *,
+                             steps: Sequence[str] = (), trigger_conditions: Sequence[str] = ()) -> Strategy:
+        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``),
+        or reinforce it if the user already has the same one in the channel."""
         return await self.procedural.learn_strategy(description, context_pattern, tool_sequence, from_conversation_id,
-                                                    success, channel, user_id=self._user(user_id))
+                                                    success, channel, user_id=self._user(user_id), steps=steps,
+                                                    trigger_conditions=trigger_conditions)
+
+    async def find_procedures(self, situation: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
+                              user_id: str | None = None) -> list[StrategyMatch]:
+        """Procedures whose trigger conditions (and description) match ``situation`` (seed 001's "procedures
+        matching a trigger"): :meth:`find_strategies` over vectors that include each strategy's triggers."""
+        return await self.procedural.find_strategies(situation, channels, top_k, user_id=self._user(user_id))
 
     async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
                               user_id: str | None = None) -> list[StrategyMatch]:
@@ -1109,10 +1118,19 @@ class AgentMemory:
 
     def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                        from_conversation_id: str | None = None, success: bool = True, channel: str = GLOBAL_CHANNEL,
-                       user_id: str | None = None) -> Strategy:
-        """Record a strategy, or reinforce it if the user already has the same one in the channel."""
+                       user_id: str | None = None, *, steps: Sequence[str] = (),
+                       trigger_conditions: Sequence[str] = ()) -> Strategy:
+        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``),
+        or reinforce it if the user already has the same one in the channel."""
         return self._portal.run(self._core.learn_strategy(description, context_pattern, tool_sequence,
-                                                          from_conversation_id, success, channel, user_id))
+                                                          from_conversation_id, success, channel, user_id, steps=steps,
+                                                          trigger_conditions=trigger_conditions))
+
+    def find_procedures(self, situation: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
+                        user_id: str | None = None) -> list[StrategyMatch]:
+        """Procedures whose trigger conditions (and description) match ``situation`` (seed 001's "procedures
+        matching a trigger"): :meth:`find_strategies` over vectors that include each strategy's triggers."""
+        return self._portal.run(self._core.find_procedures(situation, channels, top_k, user_id))
 
     def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
                         user_id: str | None = None) -> list[StrategyMatch]:

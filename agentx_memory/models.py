@@ -207,6 +207,9 @@ class Strategy(_Model):
     created_at: datetime = Field(default_factory=utcnow)
     last_used: datetime | None = None
     from_conversation_id: str | None = None
+    steps: list[str] = Field(default_factory=list, description="the procedure's ordered steps (seed 001)")
+    trigger_conditions: list[str] = Field(
+        default_factory=list, description="when to apply it (seed 001); part of its vector, so a situation finds it")
     embedding: list[float] | None = None
 
     @property

@@ -159,12 +159,14 @@ class ProceduralMemory:
 
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True, channel: str = "_global",
-                             *, user_id: str) -> Strategy:
+                             *, user_id: str, steps: Sequence[str] = (),
+                             trigger_conditions: Sequence[str] = ()) -> Strategy:
         """Record a strategy (or reinforce the same one learned before); return it as stored.
 
         Learning the same strategy again (same user, channel and description) counts one more success or failure;
-        a non-empty ``context_pattern`` or ``tool_sequence`` replaces the stored one (the tools' USES_TOOL edges
-        too), an empty one keeps it."""
+        a non-empty ``context_pattern``, ``tool_sequence``, ``steps`` or ``trigger_conditions`` replaces the stored
+        one (the tools' USES_TOOL edges too), an empty one keeps it. The vector is made from the description, the
+        context pattern and the trigger conditions, so a situation like a trigger finds the strategy."""
         check_channel(channel)
         check_id(user_id, "user_id")
         if from_conversation_id is not None:
@@ -173,13 +175,17 @@ class ProceduralMemory:
         if context_pattern != "":  # "" means "keep the stored one"; anything else must be storable text
             check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_text_bytes)
         tools = check_ids(tool_sequence, "tool_sequence")
+        step_list = _check_lines(steps, "steps")
+        triggers = _check_lines(trigger_conditions, "trigger_conditions")
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
-        embedding = (await self.ctx.embedder.embed_documents([f"{description}\n{context_pattern}".strip()]))[0].tolist()
+        text = "\n".join(part for part in (description, context_pattern, "; ".join(triggers)) if part)
+        embedding = (await self.ctx.embedder.embed_documents([text]))[0].tolist()
         rows = await self.ctx.graph.write(cypher.UPSERT_STRATEGY, {
             "key": hashlib.sha256(key_raw.encode()).hexdigest(),
             "id": Strategy(user_id=user_id, description=description).id,
             "user_id": user_id, "channel": channel, "description": description, "context_pattern": context_pattern,
-            "tool_sequence": tools, "embedding": embedding, "now": now_ms(), "success": bool(success),
+            "tool_sequence": tools, "steps": step_list, "trigger_conditions": triggers,
+            "embedding": embedding, "now": now_ms(), "success": bool(success),
             "conversation_id": from_conversation_id,
         })
         strategy = strategy_from_row(rows[0]["strategy"])
@@ -251,3 +257,20 @@ def _graph_params(row: dict[str, Any]) -> dict[str, Any]:
         "task_type": row["task_type"], "success": row["success"], "latency_ms": row["latency_ms"],
         "timestamp": to_ms(row["timestamp"]),
     }
+
+
+#: Most steps or trigger conditions a strategy holds, and the longest one (UTF-8 bytes).
+MAX_LINES = 50
+MAX_LINE_BYTES = 1000
+
+
+def _check_lines(values: Sequence[str], field: str) -> list[str]:
+    """A list of non-empty strings (steps, trigger conditions), at most :data:`MAX_LINES` of at most
+    :data:`MAX_LINE_BYTES` each."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise ValidationError(field, f"must be a list of strings, got {type(values).__name__}")
+    if len(values) > MAX_LINES:
+        raise ValidationError(field, f"at most {MAX_LINES} entries, got {len(values)}")
+    for value in values:
+        check_text(value, field, max_bytes=MAX_LINE_BYTES)
+    return list(values)

@@ -86,4 +86,5 @@ def strategy_from_row(row: dict[str, Any]) -> Strategy:
         context_pattern=row.get("context_pattern") or "", tool_sequence=list(row.get("tool_sequence") or []),
         success_count=row.get("success_count") or 0, failure_count=row.get("failure_count") or 0,
         created_at=from_ms(row.get("created_at")), last_used=from_ms(row.get("last_used")),
+        steps=list(row.get("steps") or []), trigger_conditions=list(row.get("trigger_conditions") or []),
     )

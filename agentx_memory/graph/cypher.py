@@ -567,17 +567,21 @@ MERGE (ti)-[:INVOKED]->(tool)
 RETURN ti.id AS id
 """
 
-# Learning a strategy again: an empty context pattern or tool sequence means "not given" and keeps the stored one
-# (and the vector made with the stored pattern); a new tool sequence replaces the old one, USES_TOOL edges included.
+# Learning a strategy again: an empty context pattern, tool sequence, step list or trigger list means "not given" and
+# keeps the stored one (and the vector made with the stored pattern and triggers); a new tool sequence replaces the old
+# one, USES_TOOL edges included.
 UPSERT_STRATEGY: Final[LiteralString] = """
 MERGE (s:Strategy {key: $key})
 ON CREATE SET s.id = $id, s.user_id = $user_id, s.channel = $channel, s.description = $description,
               s.created_at = $now, s.success_count = 0, s.failure_count = 0, s.context_pattern = '',
               s.tool_sequence = []
-SET s.embedding = CASE WHEN $context_pattern = '' AND s.embedding IS NOT NULL THEN s.embedding
-                       ELSE @vec($embedding) END,
+SET s.embedding = CASE WHEN $context_pattern = '' AND size($trigger_conditions) = 0 AND s.embedding IS NOT NULL
+                       THEN s.embedding ELSE @vec($embedding) END,
     s.context_pattern = CASE WHEN $context_pattern = '' THEN s.context_pattern ELSE $context_pattern END,
     s.tool_sequence = CASE WHEN size($tool_sequence) = 0 THEN s.tool_sequence ELSE $tool_sequence END,
+    s.steps = CASE WHEN size($steps) = 0 THEN coalesce(s.steps, []) ELSE $steps END,
+    s.trigger_conditions = CASE WHEN size($trigger_conditions) = 0 THEN coalesce(s.trigger_conditions, [])
+                                ELSE $trigger_conditions END,
     s.last_used = $now,
     s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
     s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END
@@ -595,13 +599,13 @@ WITH DISTINCT s
 OPTIONAL MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
 FOREACH (_ IN CASE WHEN c IS NULL OR NOT $success THEN [] ELSE [1] END | MERGE (s)-[:SUCCEEDED_IN]->(c))
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used} AS strategy
+          .created_at, .last_used, .steps, .trigger_conditions} AS strategy
 """
 
 GET_STRATEGY: Final[LiteralString] = """
 MATCH (s:Strategy {id: $id, user_id: $user_id})
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used} AS strategy
+          .created_at, .last_used, .steps, .trigger_conditions} AS strategy
 """
 
 REINFORCE_STRATEGY: Final[LiteralString] = """
@@ -610,7 +614,7 @@ SET s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
     s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END,
     s.last_used = $now
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used} AS strategy
+          .created_at, .last_used, .steps, .trigger_conditions} AS strategy
 """
 
 # Exact cosine over the user's own nodes (tenant-correct: the user filter is applied before ranking).
@@ -622,7 +626,7 @@ WITH s, @cosine(s.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH s, similarity ORDER BY similarity DESC, s.id LIMIT $k
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used} AS strategy, similarity
+          .created_at, .last_used, .steps, .trigger_conditions} AS strategy, similarity
 """
 
 # --- goals ---------------------------------------------------------------------------------------------------------

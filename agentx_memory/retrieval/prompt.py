@@ -92,7 +92,8 @@ def _line(kind: str, scored: PromptItem) -> str:
         pattern = f" [guards against: {_clip(item.error_pattern, 100)}]" if item.error_pattern else ""
         return f"- ({item.severity}) {_clip(item.content)}{pattern}"
     tools = f" -- tools: {', '.join(item.tool_sequence)}" if item.tool_sequence else ""
-    return f"- (success rate: {item.success_rate:.2f}) {_clip(item.description)}{tools}"
+    steps = f" -- steps: {_clip('; '.join(item.steps), 300)}" if item.steps else ""
+    return f"- (success rate: {item.success_rate:.2f}) {_clip(item.description)}{tools}{steps}"
 
 
 def _profile_lines(profile: UserProfile | None) -> list[tuple[str, str, str]]:

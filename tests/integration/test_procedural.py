@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentx_memory import ToolInvocation, Turn
+from agentx_memory import AgentMemory, ToolInvocation, Turn
 from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
 from tests.conftest import gread, sql
 
@@ -215,3 +215,24 @@ def test_a_strategy_without_a_vector_is_not_ranked(memory):
         "description: 'write unit tests', success_count: 1, failure_count: 0})"))
     found = memory.find_strategies("write unit tests", top_k=5)
     assert [s.description for s in found] == ["write unit tests first"]
+
+
+def test_procedures_keep_steps_and_triggers_and_a_situation_finds_them(settings):
+    with AgentMemory(settings(), user_id="alice") as memory:
+        paging = memory.learn_strategy("Cursor pagination", tool_sequence=["http_get"],
+                                       steps=["Initialize cursor", "Fetch page", "Check has_more flag"],
+                                       trigger_conditions=["API returns paginated results"])
+        memory.learn_strategy("Retry with backoff", trigger_conditions=["the server answers 429 or 503"])
+        memory.learn_strategy("Summarize long threads", context_pattern="a chat thread is over 200 messages")
+        assert paging.steps == ["Initialize cursor", "Fetch page", "Check has_more flag"]
+        again = memory.learn_strategy("Cursor pagination", success=False)  # nothing given: steps and triggers stay
+        assert again.trigger_conditions == ["API returns paginated results"] and again.steps == paging.steps
+        assert (again.success_count, again.failure_count) == (1, 1)
+        found = memory.find_procedures("the API returns paginated results", top_k=3)
+        assert found[0].id == paging.id and found[0].steps == paging.steps
+        prompt = memory.remember("How do I read every page of the API results?").to_prompt(600)
+        assert "steps: Initialize cursor; Fetch page; Check has_more flag" in prompt
+        for bad in ({"steps": "one string"}, {"trigger_conditions": ["x"] * 51}, {"steps": [""]}):
+            with pytest.raises(ValidationError) as refused:
+                memory.learn_strategy("Bad", **bad)
+            assert refused.value.field in bad
