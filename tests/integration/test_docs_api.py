@@ -1,4 +1,4 @@
-"""The Python examples of the README and docs/api.md run against the embedded servers, so the docs cannot lie."""
+"""The Python examples of the README and the docs pages run against the embedded servers, so the docs cannot lie."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from tests.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "api.md", ROOT / "docs" / "extraction.md", ROOT / "README.md"]
+DOCS = [ROOT / "docs" / name for name in ("api.md", "extraction.md", "typed-memories.md", "working-memory.md",
+                                          "context-window.md", "retention.md")] + [ROOT / "README.md"]
 
 
 def _python_blocks() -> list[tuple[Path, str]]:
