@@ -40,6 +40,7 @@ from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationErro
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
+from .forget import ForgetReceipt, forget_user
 from .goals import GoalMemory
 from .models import (
     GLOBAL_CHANNEL,
@@ -506,6 +507,15 @@ class AsyncAgentMemory:
         return await self.recall.remember(query, self._user(user_id), channel, top_k, time_window_hours,
                                           include_episodic, include_semantic, include_procedural, reference_time,
                                           recall, memory_types)
+
+    async def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
+        """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
+        profile, summaries, run records, working memory — and strip their audit entries of content; return the
+        receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
+        ``requested_by``. Idempotent."""
+        check_id(user_id, "user_id")
+        check_text(requested_by, "requested_by", max_bytes=200)
+        return await forget_user(self.ctx, user_id, requested_by=requested_by)
 
     async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
@@ -1188,6 +1198,13 @@ class AgentMemory:
         return self._portal.run(self._core.remember(query, user_id, channel, top_k, time_window_hours, include_episodic,
                                                     include_semantic, include_procedural, reference_time, recall,
                                                     memory_types))
+
+    def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
+        """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
+        profile, summaries, run records, working memory — and strip their audit entries of content; return the
+        receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
+        ``requested_by``. Idempotent."""
+        return self._portal.run(self._core.forget_user(user_id, requested_by=requested_by))
 
     def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or

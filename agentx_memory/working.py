@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import re
 import sys
 import time
 import uuid
@@ -182,6 +183,24 @@ class WorkingStore:
             raise StorageUnavailableError(f"Redis unreachable: {exc}") from exc
         except redis.exceptions.RedisError as exc:
             raise StorageError(f"Redis refused a working-memory operation: {exc}") from exc
+
+    async def forget_user(self, user_id: str) -> int:
+        """Delete every working-memory key of the user (every channel and conversation); return how many went."""
+        tag = re.sub(r"([*?\[\]\\])", r"\\\1", key_segment(user_id))  # a glob-safe prefix of the hash tag
+
+        async def scan_and_delete() -> int:
+            deleted = 0
+            batch: list[Any] = []
+            async for key in self.client.scan_iter(match=f"{self.prefix}working:{{{tag}:*", count=500):
+                batch.append(key)
+                if len(batch) >= 500:
+                    deleted += int(await self.client.delete(*batch))
+                    batch = []
+            if batch:
+                deleted += int(await self.client.delete(*batch))
+            return deleted
+
+        return int(await self._call(scan_and_delete()))
 
     def session(self, user_id: str, conversation_id: str, channel: str = "_global") -> WorkingMemory:
         """A :class:`WorkingMemory` view of one user's session in one channel."""

@@ -1049,3 +1049,24 @@ MATCH (c:Control {id: $id, user_id: $user_id})
 DETACH DELETE c
 RETURN count(*) AS deleted
 """
+
+# --- forgetting a user ---------------------------------------------------------------------------------------------
+
+#: Every label whose nodes carry a ``user_id`` (the user's own data), deleted in pages of ``$limit``.
+USER_LABELS: Final[tuple[LiteralString, ...]] = (
+    "Turn", "Conversation", "Entity", "EntityRedirect", "Fact", "Goal", "Strategy", "ToolInvocation", "Control")
+
+
+def _forget_nodes(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + " {user_id: $user_id}) WITH n LIMIT $limit DETACH DELETE n "
+            "RETURN count(*) AS deleted")
+
+
+#: One page of the user's nodes of a label deleted with their edges, by label.
+FORGET_NODES: Final[dict[str, LiteralString]] = {label: _forget_nodes(label) for label in USER_LABELS}
+
+FORGET_USER_NODE: Final[LiteralString] = """
+MATCH (u:User {id: $user_id})
+DETACH DELETE u
+RETURN count(*) AS deleted
+"""

@@ -10,6 +10,7 @@
 ``search``            retrieval queries (full text and pgvector) over turns and the timeline
 ``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
 ``summaries``         ``episodic_summaries``: one summary per conversation, searched by vector
+``forget``            one user's rows out of every table, their audit entries stripped of content
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from .audit_log import AuditLog
 from .conversation_log import ConversationLog
+from .forget import UserRows
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
 from .search import TurnSearch
@@ -39,6 +41,7 @@ __all__ = [
     "TimelineEntry",
     "ToolInvocationLog",
     "TurnSearch",
+    "UserRows",
     "WorkerRuns",
     "migrate",
     "schema_dir",
@@ -56,10 +59,11 @@ class Repositories:
     search: TurnSearch
     runs: WorkerRuns
     summaries: SummaryRows
+    users: UserRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
-                   summaries=SummaryRows(store))
+                   summaries=SummaryRows(store), users=UserRows(store))
