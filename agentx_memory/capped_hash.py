@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import redis.asyncio as aioredis
 
-__all__ = ["delete_fields", "merge", "read", "size_of"]
+__all__ = ["delete_fields", "merge", "read", "read_field", "size_of"]
 
 #: KEYS[1] the hash; ARGV[1] the cap, ARGV[2] the expiry (s), then field, value pairs. Returns {written (1/0), size}.
 _MERGE: Final = """
@@ -58,6 +58,16 @@ async def read(client: aioredis.Redis, key: str, *, ttl_seconds: int) -> dict[st
         pipe.expire(key, ttl_seconds)
         raw, _ = await pipe.execute()
     return {_text(k): _text(v) for k, v in raw.items()}
+
+
+async def read_field(client: aioredis.Redis, key: str, field: str, *, ttl_seconds: int) -> str | None:
+    """One field of the hash at ``key`` (None when absent), refreshing the hash's expiry when it exists: one field
+    read, not the whole hash."""
+    async with client.pipeline(transaction=True) as pipe:
+        pipe.hget(key, field)
+        pipe.expire(key, ttl_seconds)
+        raw, _ = await pipe.execute()
+    return None if raw is None else _text(raw)
 
 
 async def delete_fields(client: aioredis.Redis, key: str, fields: Sequence[str] | None, *, ttl_seconds: int) -> int:

@@ -423,7 +423,8 @@ class WorkingMemory:
     async def get_field(self, name: str) -> Any:
         """One field of the conversation's working memory, or None; refreshes its expiry."""
         check_id(name, "name", max_len=_KEY_MAX)
-        return (await self.get_fields()).get(name)
+        return _load(await self.store._call(capped_hash.read_field(
+            self.store.client, self._key("memory"), name, ttl_seconds=self._conversation_ttl)))
 
     async def delete_fields(self, names: Sequence[str] | None = None) -> int:
         """Delete these fields of the conversation's working memory, or all of it when ``names`` is None; return how
@@ -470,7 +471,8 @@ class WorkingMemory:
     async def ledger_has(self, item_key: str) -> bool:
         """Whether ``item_key`` (e.g. ``fact:<id>``, ``skill:<id>``) was injected in this conversation."""
         check_id(item_key, "item_key", max_len=_KEY_MAX)
-        return item_key in await self.ledger_get()
+        return await self.store._call(capped_hash.read_field(
+            self.store.client, self._key("ledger"), item_key, ttl_seconds=self._conversation_ttl)) is not None
 
     async def ledger_mark(self, item_key: str, value: str = "1") -> None:
         """Record that ``item_key`` was injected (``value``: a marker such as ``"injected"``)."""
