@@ -4,6 +4,7 @@ merged, reversibly.
 ``entities``  entities with name evidence and close vectors merge into one (the duplicate is deleted, a redirect
               keeps its name)
 ``facts``     facts with the same content words and close vectors: the duplicate is hidden behind the survivor
+``driver``    one pass over one kind: read, pair, plan, merge (what differs is each kind's :class:`DedupKind`)
 ``report``    :class:`DedupReport`
 
 :func:`dedup` runs both for every user (or one), never across users or channels, at most
@@ -17,8 +18,9 @@ from typing import Any
 from ..graph import cypher
 from ..semantic import SemanticMemory
 from ..settings import DedupSettings
-from .entities import dedup_entities, name_evidence, undo_entity_merge
-from .facts import content_words, dedup_facts, undo_fact_merge
+from .driver import dedup_kind
+from .entities import ENTITIES, name_evidence, undo_entity_merge
+from .facts import FACTS, content_words, undo_fact_merge
 from .report import DedupReport
 
 __all__ = ["DedupReport", "content_words", "dedup", "name_evidence", "undo_dedup"]
@@ -31,8 +33,8 @@ async def dedup(semantic: SemanticMemory, settings: DedupSettings, *, user_id: s
     report = report if report is not None else DedupReport()
     users = [user_id] if user_id is not None else sorted(
         {r["user_id"] for r in await semantic.ctx.graph.read(cypher.DEDUP_USERS)})
-    await dedup_entities(semantic, settings, users, report)
-    await dedup_facts(semantic, settings, users, report)
+    for kind in (ENTITIES, FACTS):
+        await dedup_kind(semantic, settings, users, report, kind)
     return report
 
 

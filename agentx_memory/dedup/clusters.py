@@ -1,11 +1,14 @@
-"""Which merges a dedup run makes from the duplicate pairs it found: each cluster merges into its best member."""
+"""Which merges a dedup run makes from the duplicate pairs it found (each cluster merges into its best member), and
+the unit vectors pairs are compared with."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["plan_merges"]
+import numpy as np
+
+__all__ = ["plan_merges", "unit_rows"]
 
 
 def plan_merges(pairs: Sequence[tuple[float, int, int]], standing: Sequence[Any]
@@ -44,3 +47,9 @@ def plan_merges(pairs: Sequence[tuple[float, int, int]], standing: Sequence[Any]
                 merges.append((survivor, member, found))
     merges.sort(key=lambda m: (-m[2], standing[m[1]]))
     return merges, left_out
+
+
+def unit_rows(items: Sequence[dict[str, Any]]) -> np.ndarray:
+    """The items' ``embedding`` vectors as unit rows (a zero vector stays zero), so a dot product is the cosine."""
+    vectors = np.asarray([item["embedding"] for item in items], dtype=np.float64)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

@@ -30,17 +30,15 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import numpy as np
-
 from ..graph import cypher
 from ..semantic import SemanticMemory, normalize_name
-from ..settings import DedupSettings
 from ..sql.timeline import TimelineEntry
 from ..timeutil import from_ms
-from .clusters import plan_merges
+from .clusters import unit_rows
+from .driver import DedupKind
 from .report import DedupReport
 
-__all__ = ["dedup_entities", "name_evidence", "undo_entity_merge"]
+__all__ = ["ENTITIES", "name_evidence", "undo_entity_merge"]
 
 #: Entity types that say nothing about what the entity is: they are compatible with any type.
 GENERIC_TYPES: Final = frozenset({"", "concept", "entity", "thing", "other", "unknown"})
@@ -85,8 +83,7 @@ def _pairs(entities: list[dict[str, Any]], threshold: float) -> tuple[list[tuple
         for x, i in enumerate(members):
             for j in members[x + 1:]:
                 candidates.add((min(i, j), max(i, j)))
-    vectors = np.asarray([e["embedding"] for e in entities], dtype=np.float64)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = unit_rows(entities)
     found, compared = [], 0
     for i, j in sorted(candidates):
         a, b = entities[i], entities[j]
@@ -101,33 +98,6 @@ def _pairs(entities: list[dict[str, Any]], threshold: float) -> tuple[list[tuple
 
 def _standing(e: dict[str, Any]) -> tuple[Any, ...]:
     return (-int(e["accesses"] or 0), -float(e["salience"] or 0), e["first_seen"] or 0, e["id"])
-
-
-async def dedup_entities(semantic: SemanticMemory, settings: DedupSettings, users: list[str],
-                         report: DedupReport) -> None:
-    """Merge the duplicate entities of these users into ``report`` (see the module docstring), while the run has
-    merges left of ``dedup.max_merges_per_run``."""
-    graph = semantic.ctx.graph
-    for user in users:
-        entities = await graph.read(cypher.DEDUP_ENTITIES, {"user_id": user})
-        report.entities_examined += len(entities)
-        if len(entities) < 2:
-            continue
-        pairs, compared = _pairs(entities, settings.similarity)
-        report.pairs_compared += compared
-        merges, left_out = plan_merges(pairs, [_standing(x) for x in entities])
-        report.skipped += left_out
-        for s, x, cosine in merges:
-            if report.entities_merged + report.facts_merged >= settings.max_merges_per_run:
-                return
-            survivor, loser = entities[s], entities[x]
-            report.entities_merged += 1
-            if report.dry_run:
-                report.changes.append({"kind": "entity", "user_id": user, "survivor_id": survivor["id"],
-                                       "loser_id": loser["id"], "names": [survivor["name"], loser["name"]],
-                                       "similarity": cosine})
-                continue
-            await _merge(semantic, report, user, survivor["id"], loser["id"], cosine)
 
 
 async def _snapshot(semantic: SemanticMemory, entity_id: str, user_id: str) -> dict[str, Any]:
@@ -163,20 +133,18 @@ def _merged_values(survivor: dict[str, Any], loser: dict[str, Any]) -> dict[str,
     }
 
 
-async def _merge(semantic: SemanticMemory, report: DedupReport, user: str, survivor_id: str, loser_id: str,
-                 cosine: float) -> None:
+async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str, Any]) -> bool:
     graph, run_id = semantic.ctx.graph, report.run_id
+    user, survivor_id, loser_id = change["user_id"], change["survivor_id"], change["loser_id"]
+    cosine = change["similarity"]
     loser = await _snapshot(semantic, loser_id, user)
-    survivor = (await _snapshot(semantic, survivor_id, user))["node"]
+    survivor = (await graph.read(cypher.SURVIVOR_STATE, {"id": survivor_id, "user_id": user}))[0]["node"]
     kinds = {(d, t) for d, t, _ in cypher.ENTITY_LINKS}
     unknown = sorted({e["type"] for e in loser["edges"] if (e["direction"], e["type"]) not in kinds})
     if unknown:  # an edge this job does not know how to move: leave the pair alone rather than lose it
-        report.entities_merged -= 1
-        report.skipped += 1
-        return
+        return False
     # recorded before the first write: a merge cut short is undone like a whole one
-    report.changes.append({"kind": "entity", "user_id": user, "survivor_id": survivor_id, "loser": loser,
-                           "similarity": cosine,
+    report.changes.append({**change, "loser": loser,
                            "survivor_before": {k: survivor.get(k) for k in _SURVIVOR_FIELDS}})
     params = {"loser_id": loser_id, "survivor_id": survivor_id, "user_id": user, "run_id": run_id}
     for kind in sorted({(e["direction"], e["type"]) for e in loser["edges"]}):
@@ -191,6 +159,13 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, user: str, survi
         "merge", "semantic", loser["node"].get("channel"), [survivor_id, loser_id],
         {"kind": "entity", "survivor": survivor_id, "merged": loser["node"]["name"], "similarity": cosine,
          "edges_moved": len(loser["edges"])}, user_id=user)
+    return True
+
+
+#: Entities in a dedup pass (:mod:`agentx_memory.dedup.driver`).
+ENTITIES = DedupKind(
+    name="entity", read=cypher.DEDUP_ENTITIES, pairs=_pairs, standing=_standing,
+    describe=lambda survivor, loser: {"names": [survivor["name"], loser["name"]]}, merge=_merge)
 
 
 async def undo_entity_merge(semantic: SemanticMemory, run_id: str, change: dict[str, Any]) -> None:

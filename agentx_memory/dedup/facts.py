@@ -21,17 +21,15 @@ import re
 from collections import defaultdict
 from typing import Any, Final
 
-import numpy as np
-
 from ..graph import cypher
 from ..semantic import SemanticMemory
-from ..settings import DedupSettings
 from ..stopwords import STOP_WORDS
 from ..timeutil import now_ms
-from .clusters import plan_merges
+from .clusters import unit_rows
+from .driver import DedupKind
 from .report import DedupReport
 
-__all__ = ["content_words", "dedup_facts", "undo_fact_merge"]
+__all__ = ["FACTS", "content_words", "undo_fact_merge"]
 
 #: Words that turn a claim around: never left out when comparing claims.
 NEGATIONS: Final = frozenset({"no", "nor", "not", "t", "don", "never", "none", "nothing"})
@@ -54,8 +52,7 @@ def _pairs(facts: list[dict[str, Any]], threshold: float) -> tuple[list[tuple[fl
         words = content_words(f["claim"])
         if words:
             groups[(f["channel"], words)].append(i)
-    vectors = np.asarray([f["embedding"] for f in facts], dtype=np.float64)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = unit_rows(facts)
     found, compared = [], 0
     for members in groups.values():
         for x, i in enumerate(members):
@@ -70,34 +67,7 @@ def _pairs(facts: list[dict[str, Any]], threshold: float) -> tuple[list[tuple[fl
     return found, compared
 
 
-async def dedup_facts(semantic: SemanticMemory, settings: DedupSettings, users: list[str],
-                      report: DedupReport) -> None:
-    """Merge the duplicate facts of these users into ``report`` (see the module docstring), while the run has
-    merges left of ``dedup.max_merges_per_run``."""
-    graph = semantic.ctx.graph
-    for user in users:
-        facts = await graph.read(cypher.DEDUP_FACTS, {"user_id": user})
-        report.facts_examined += len(facts)
-        if len(facts) < 2:
-            continue
-        pairs, compared = _pairs(facts, settings.similarity)
-        report.pairs_compared += compared
-        merges, left_out = plan_merges(pairs, [_standing(x) for x in facts])
-        report.skipped += left_out
-        for s, x, cosine in merges:
-            if report.entities_merged + report.facts_merged >= settings.max_merges_per_run:
-                return
-            survivor, loser = facts[s], facts[x]
-            report.facts_merged += 1
-            change = {"kind": "fact", "user_id": user, "survivor_id": survivor["id"], "loser_id": loser["id"],
-                      "claims": [survivor["claim"], loser["claim"]], "similarity": cosine}
-            if report.dry_run:
-                report.changes.append(change)
-                continue
-            await _merge(semantic, report, change)
-
-
-async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str, Any]) -> None:
+async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str, Any]) -> bool:
     graph = semantic.ctx.graph
     params = {"survivor_id": change["survivor_id"], "loser_id": change["loser_id"], "user_id": change["user_id"],
               "run_id": report.run_id}
@@ -111,6 +81,13 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str
         "merge", "semantic", None, [change["survivor_id"], change["loser_id"]],
         {"kind": "fact", "survivor": change["survivor_id"], "merged": change["claims"][1],
          "similarity": change["similarity"]}, user_id=change["user_id"])
+    return True
+
+
+#: Facts in a dedup pass (:mod:`agentx_memory.dedup.driver`).
+FACTS = DedupKind(
+    name="fact", read=cypher.DEDUP_FACTS, pairs=_pairs, standing=_standing,
+    describe=lambda survivor, loser: {"claims": [survivor["claim"], loser["claim"]]}, merge=_merge)
 
 
 async def undo_fact_merge(semantic: SemanticMemory, run_id: str, change: dict[str, Any]) -> None:

@@ -22,6 +22,20 @@ class DedupReport(JobReport):
     facts_merged: int = 0
     skipped: int = 0
 
+    @property
+    def merged_total(self) -> int:
+        """Merges of both kinds so far (the run's budget counts them together)."""
+        return self.entities_merged + self.facts_merged
+
+    def count(self, kind: str, *, examined: int = 0, merged: int = 0) -> None:
+        """Add to the counters of ``kind`` (``entity`` or ``fact``)."""
+        if kind == "entity":
+            self.entities_examined += examined
+            self.entities_merged += merged
+        else:
+            self.facts_examined += examined
+            self.facts_merged += merged
+
     def counts(self) -> dict[str, Any]:
         """Entities and facts examined, pairs with evidence compared by vector, merges made (or, dry, that would be)
         and pairs skipped (one side merged already in this run, or an edge the job cannot move)."""

@@ -851,6 +851,13 @@ RETURN e {.id, .user_id, .channel, .name, .type, .key, .normalized_name, .aliase
           .decayed_at, .merged_from} AS node, e.embedding AS embedding, outgoing + incoming AS edges
 """
 
+#: What a merge changes on the survivor (and keeps for undo), without its edges.
+SURVIVOR_STATE: Final[LiteralString] = """
+MATCH (e:Entity {id: $id, user_id: $user_id})
+RETURN e {.id, .name, .aliases, .description, .salience, .salience_base, .access_count, .first_seen, .last_accessed,
+          .properties, .merged_from} AS node
+"""
+
 UPDATE_SURVIVOR: Final[LiteralString] = """
 MATCH (s:Entity {id: $id, user_id: $user_id})
 SET s += $values, s.version = coalesce(s.version, 0) + 1
