@@ -11,6 +11,8 @@ so callers never have to import a driver to catch a failure::
      │    └── WorkingMemoryFullError  a conversation's working memory would pass its size cap (413): nothing written
      ├── NotFoundError               an id that does not exist for this user (also a KeyError)
      ├── ConflictError               a write that collides with stored state (unique key, concurrent update)
+     │    └── StaleVersionError      a versioned write (a shared pool) was based on an older version: nothing written
+     ├── PermissionDeniedError       an agent asked for an access its grants do not give (also a PermissionError)
      ├── ClosedError                 a call on a memory after its close() (also a RuntimeError)
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
@@ -43,7 +45,9 @@ __all__ = [
     "LLMUnavailableError",
     "NotFoundError",
     "PaidCallRefusedError",
+    "PermissionDeniedError",
     "RuntimeServerError",
+    "StaleVersionError",
     "StorageError",
     "StorageUnavailableError",
     "ValidationError",
@@ -100,6 +104,35 @@ class NotFoundError(AgentXMemoryError, KeyError):
 
 class ConflictError(AgentXMemoryError):
     """A write collided with stored state (a unique key, or a concurrent update that could not be retried)."""
+
+
+class StaleVersionError(ConflictError):
+    """A versioned write named a version older than the stored one (optimistic concurrency): nothing was written.
+    ``expected`` is the version the writer read, ``current`` the stored one; ``status`` is HTTP's 409."""
+
+    status = 409
+
+    def __init__(self, kind: str, ident: str, *, expected: int, current: int):
+        self.kind = kind
+        self.ident = ident
+        self.expected = expected
+        self.current = current
+        super().__init__(f"{kind} {ident!r} is at version {current}, the write was based on version {expected}; "
+                         "nothing was written (read it again and retry)")
+
+
+class PermissionDeniedError(AgentXMemoryError, PermissionError):
+    """An agent asked for an access (``read``, ``write`` or ``admin``) to a resource its grants do not give; the
+    denial is audited. ``status`` is HTTP's 403."""
+
+    status = 403
+
+    def __init__(self, agent_id: str, action: str, kind: str, ident: str):
+        self.agent_id = agent_id
+        self.action = action
+        self.kind = kind
+        self.ident = ident
+        super().__init__(f"agent {agent_id!r} may not {action} {kind} {ident!r}")
 
 
 class ClosedError(AgentXMemoryError, RuntimeError):

@@ -34,6 +34,7 @@ __all__ = [
     "GraphSettings",
     "LLMSettings",
     "LimitsSettings",
+    "PoolSettings",
     "PostgresSettings",
     "PromotionSettings",
     "RecallSettings",
@@ -41,6 +42,7 @@ __all__ = [
     "RetentionSettings",
     "RetrievalSettings",
     "Settings",
+    "ShortTermSettings",
     "WorkerSettings",
     "WorkingMemorySettings",
     "load_settings",
@@ -416,6 +418,28 @@ class WorkingMemorySettings(_Section):
     )
 
 
+class ShortTermSettings(_Section):
+    """The short-term tier (seed 002): per-session entries with a TTL, promoted to long-term memory when used often."""
+
+    default_ttl_seconds: int = Field(
+        3600, ge=1, le=30 * 86400, description="default expiry of a short-term entry (seed 002: 1 h)",
+        json_schema_extra=not_used_yet(16))
+    promote_access_count: int = Field(
+        3, ge=1, le=1_000_000, description="consolidation promotes an entry read at least this often to long-term "
+        "memory (seed 002: 3); expired entries read less are dropped", json_schema_extra=not_used_yet(16))
+    max_entries_per_session: int = Field(10_000, ge=1, le=10_000_000, description="largest number of entries of one "
+                                         "session", json_schema_extra=not_used_yet(16))
+
+
+class PoolSettings(_Section):
+    """Shared memory pools (seed 002): data shared between agents under an access control list, versioned."""
+
+    max_data_bytes: int = Field(1024 * 1024, ge=2, le=256 * 1024 * 1024, description="largest data of one pool (JSON "
+                                "bytes); a write past it is refused whole", json_schema_extra=not_used_yet(16))
+    max_pools_per_user: int = Field(10_000, ge=1, le=10_000_000, description="pools one user may hold",
+                                    json_schema_extra=not_used_yet(16))
+
+
 class AuditSettings(_Section):
     """Audit log level: off, writes (default), reads, verbose."""
 
@@ -446,6 +470,8 @@ class WorkerSettings(_Section):
     promote_minutes: int = Field(60, ge=1, le=100_000, description="promote_prominent_facts")
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
+    short_term_minutes: int = Field(60, ge=1, le=100_000, description="consolidate the short-term tier (promote "
+                                    "entries read often, drop expired ones)", json_schema_extra=not_used_yet(16))
     undo_days: float = Field(
         30.0, gt=0, le=3650, description="a recorded run can be undone for this long; then its change records are "
         "dropped (run records themselves are kept for retention.audit_days)"
@@ -498,6 +524,8 @@ class Settings(BaseSettings):
     dedup: DedupSettings = Field(default_factory=DedupSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     working: WorkingMemorySettings = Field(default_factory=WorkingMemorySettings)
+    short_term: ShortTermSettings = Field(default_factory=ShortTermSettings)
+    pools: PoolSettings = Field(default_factory=PoolSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
