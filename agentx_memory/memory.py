@@ -40,7 +40,7 @@ from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationErro
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
-from .forget import ForgetReceipt, forget_user
+from .forget import ForgetFilter, ForgetReceipt, forget_memories, forget_user, forget_where
 from .goals import GoalMemory
 from .models import (
     GLOBAL_CHANNEL,
@@ -66,7 +66,7 @@ from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
 from .settings import RecallSettings, Settings, load_settings
 from .summaries import similar_conversations, summarize_conversation
-from .validation import check_channel, check_id, check_ids, check_int, check_text
+from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
 
 __all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncWorkingMemory"]
@@ -516,6 +516,38 @@ class AsyncAgentMemory:
         check_id(user_id, "user_id")
         check_text(requested_by, "requested_by", max_bytes=200)
         return await forget_user(self.ctx, user_id, requested_by=requested_by)
+
+    async def forget(self, ids: Sequence[str] = (), user_id: str | None = None, *, conversation_id: str | None = None,
+                     channel: str | None = None, before: datetime | None = None, after: datetime | None = None,
+                     memory_types: Sequence[str] | None = None, cascade: bool = True,
+                     requested_by: str = "api") -> ForgetReceipt:
+        """Remove chosen memories of the user from every store and return the receipt per store
+        (:mod:`agentx_memory.forget`).
+
+        Either ``ids`` (turn, fact, entity, goal, strategy, control or tool-invocation ids, or conversation ids: all
+        their turns) or a filter: ``conversation_id``, ``channel``, ``before`` (exclusive) / ``after`` (inclusive)
+        the memory's own time, ``memory_types`` (episodic, semantic, procedural, control, goal); every criterion
+        given must hold. With ``cascade`` (default) what is derived goes too: facts whose every source turn goes,
+        the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
+        working memory and the content of audit entries and run records naming them go; one audit entry keeps who
+        asked (``requested_by``), the ids and the counts. Idempotent.
+        """
+        user = self._user(user_id)
+        check_text(requested_by, "requested_by", max_bytes=200)
+        where = ForgetFilter(
+            conversation_id=None if conversation_id is None else check_id(conversation_id, "conversation_id"),
+            channel=None if channel is None else check_channel(channel),
+            before=None if before is None else check_datetime(before, "before"),
+            after=None if after is None else check_datetime(after, "after"),
+            memory_types=None if memory_types is None else tuple(check_ids(memory_types, "memory_types")))
+        if ids:
+            if where != ForgetFilter():
+                raise ValidationError("ids", "give ids or a filter (conversation_id, channel, before, after, "
+                                             "memory_types), not both")
+            wanted = check_ids(ids, "ids")
+            check_int(len(wanted), "ids", low=1, high=self.settings.limits.max_batch_turns)
+            return await forget_memories(self.ctx, user, wanted, requested_by=requested_by, cascade=cascade)
+        return await forget_where(self.ctx, user, where, requested_by=requested_by, cascade=cascade)
 
     async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
@@ -1205,6 +1237,25 @@ class AgentMemory:
         receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
         ``requested_by``. Idempotent."""
         return self._portal.run(self._core.forget_user(user_id, requested_by=requested_by))
+
+    def forget(self, ids: Sequence[str] = (), user_id: str | None = None, *, conversation_id: str | None = None,
+               channel: str | None = None, before: datetime | None = None, after: datetime | None = None,
+               memory_types: Sequence[str] | None = None, cascade: bool = True,
+               requested_by: str = "api") -> ForgetReceipt:
+        """Remove chosen memories of the user from every store and return the receipt per store
+        (:mod:`agentx_memory.forget`).
+
+        Either ``ids`` (turn, fact, entity, goal, strategy, control or tool-invocation ids, or conversation ids: all
+        their turns) or a filter: ``conversation_id``, ``channel``, ``before`` (exclusive) / ``after`` (inclusive)
+        the memory's own time, ``memory_types`` (episodic, semantic, procedural, control, goal); every criterion
+        given must hold. With ``cascade`` (default) what is derived goes too: facts whose every source turn goes,
+        the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
+        working memory and the content of audit entries and run records naming them go; one audit entry keeps who
+        asked (``requested_by``), the ids and the counts. Idempotent.
+        """
+        return self._portal.run(self._core.forget(ids, user_id, conversation_id=conversation_id, channel=channel,
+                                                  before=before, after=after, memory_types=memory_types,
+                                                  cascade=cascade, requested_by=requested_by))
 
     def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or

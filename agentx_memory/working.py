@@ -184,14 +184,17 @@ class WorkingStore:
         except redis.exceptions.RedisError as exc:
             raise StorageError(f"Redis refused a working-memory operation: {exc}") from exc
 
+    def _user_keys(self, user_id: str) -> str:
+        """The SCAN pattern of every working-memory key of the user (a glob-safe prefix of their hash tags)."""
+        tag = re.sub(r"([*?\[\]\\])", r"\\\1", key_segment(user_id))
+        return f"{self.prefix}working:{{{tag}:*"
+
     async def forget_user(self, user_id: str) -> int:
         """Delete every working-memory key of the user (every channel and conversation); return how many went."""
-        tag = re.sub(r"([*?\[\]\\])", r"\\\1", key_segment(user_id))  # a glob-safe prefix of the hash tag
-
         async def scan_and_delete() -> int:
             deleted = 0
             batch: list[Any] = []
-            async for key in self.client.scan_iter(match=f"{self.prefix}working:{{{tag}:*", count=500):
+            async for key in self.client.scan_iter(match=self._user_keys(user_id), count=500):
                 batch.append(key)
                 if len(batch) >= 500:
                     deleted += int(await self.client.delete(*batch))
@@ -201,6 +204,29 @@ class WorkingStore:
             return deleted
 
         return int(await self._call(scan_and_delete()))
+
+    async def forget_items(self, user_id: str, ids: Sequence[str]) -> int:
+        """Remove the memories ``ids`` from every working-memory cache of the user: cached recent turns with one of
+        those ids, and injection-ledger entries (``kind:id``) naming one; return how many entries went."""
+        wanted = set(ids)
+        ttl = self.settings.conversation_ttl_seconds
+
+        async def scan_and_remove() -> int:
+            removed = 0
+            async for key in self.client.scan_iter(match=self._user_keys(user_id), count=500):
+                if key.endswith("}:turns"):  # the client decodes responses: keys and items are str
+                    for item in await self.client.lrange(key, 0, -1):
+                        cached = _load(item)
+                        if isinstance(cached, dict) and cached.get("id") in wanted:
+                            removed += int(await self.client.lrem(key, 0, str(item)))
+                elif key.endswith("}:ledger"):
+                    fields = [f for f in await capped_hash.read(self.client, key, ttl_seconds=ttl)
+                              if f.partition(":")[2] in wanted]
+                    if fields:
+                        removed += await capped_hash.delete_fields(self.client, key, fields, ttl_seconds=ttl)
+            return removed
+
+        return int(await self._call(scan_and_remove()))
 
     def session(self, user_id: str, conversation_id: str, channel: str = "_global") -> WorkingMemory:
         """A :class:`WorkingMemory` view of one user's session in one channel."""

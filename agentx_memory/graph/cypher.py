@@ -1077,3 +1077,82 @@ MATCH (u:User {id: $user_id})
 DETACH DELETE u
 RETURN count(*) AS deleted
 """
+
+# --- forgetting chosen memories ------------------------------------------------------------------------------------
+# ``forget(ids)`` and ``forget(where)``: first the targets are found (by id, or by filter), then derived memories are
+# added (facts whose every source turn goes, the redirects to an entity that goes), then all go in one statement per
+# label. Conversation nodes go when no turn or tool call of theirs is left.
+
+
+def _find_by_id(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id "
+            "RETURN n.id AS id, n.conversation_id AS conversation_id, n.channel AS channel")
+
+
+def _find_where(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + " {user_id: $user_id}) "
+            "WHERE ($conversation_id IS NULL OR n.conversation_id = $conversation_id)"
+            " AND ($channel IS NULL OR n.channel = $channel)"
+            " AND ($before IS NULL OR coalesce(n.timestamp, n.created_at, n.first_seen) < $before)"
+            " AND ($after IS NULL OR coalesce(n.timestamp, n.created_at, n.first_seen) >= $after) "
+            "RETURN n.id AS id, n.conversation_id AS conversation_id, n.channel AS channel")
+
+
+def _delete_by_id(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id DETACH DELETE n "
+            "RETURN count(*) AS deleted")
+
+
+#: Labels ``forget`` reaches by id or filter (a conversation's id reaches the conversation: all its turns).
+FORGETTABLE_LABELS: Final[tuple[LiteralString, ...]] = (
+    "Turn", "Fact", "Entity", "Goal", "Strategy", "Control", "ToolInvocation")
+
+#: The user's nodes of a label with one of ``$ids``, by label.
+FORGET_FIND_BY_ID: Final[dict[str, LiteralString]] = {label: _find_by_id(label) for label in FORGETTABLE_LABELS}
+
+#: The user's nodes of a label that match the filter (each ``$param`` null means "any"; times in epoch ms against
+#: the node's own time: a turn's or invocation's timestamp, a fact's, goal's, strategy's or control's creation, an
+#: entity's first sighting), by label.
+FORGET_FIND_WHERE: Final[dict[str, LiteralString]] = {label: _find_where(label) for label in FORGETTABLE_LABELS}
+
+#: The user's nodes of a label with one of ``$ids`` deleted with their edges, by label.
+FORGET_BY_ID: Final[dict[str, LiteralString]] = {label: _delete_by_id(label) for label in FORGETTABLE_LABELS}
+
+#: Conversations among ``$ids`` of this user (forgetting a conversation forgets all its turns).
+FORGET_CONVERSATION_TURNS: Final[LiteralString] = """
+MATCH (c:Conversation {user_id: $user_id})-[:HAS_TURN]->(t:Turn)
+WHERE c.id IN $ids
+RETURN t.id AS id, t.conversation_id AS conversation_id, t.channel AS channel
+"""
+
+#: Facts derived from the turns in ``$ids`` and from no other turn (derived knowledge goes with its source).
+FORGET_DERIVED_FACTS: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id})-[:DERIVED_FROM]->(t:Turn)
+WHERE t.id IN $ids
+WITH DISTINCT f
+OPTIONAL MATCH (f)-[:DERIVED_FROM]->(o:Turn)
+WITH f, collect(o.id) AS sources
+WHERE all(s IN sources WHERE s IN $ids)
+RETURN f.id AS id, f.conversation_id AS conversation_id, f.channel AS channel
+"""
+
+#: The redirects (dedup's merged names) that lead to the entities in ``$ids``.
+FORGET_REDIRECTS: Final[LiteralString] = """
+MATCH (r:EntityRedirect {user_id: $user_id})-[:REDIRECTS_TO]->(e:Entity)
+WHERE e.id IN $ids
+DETACH DELETE r
+RETURN count(*) AS deleted
+"""
+
+#: The user's conversations among ``$conversation_ids`` left without a turn or tool call, deleted.
+FORGET_EMPTY_CONVERSATIONS: Final[LiteralString] = """
+MATCH (c:Conversation {user_id: $user_id})
+WHERE c.id IN $conversation_ids
+OPTIONAL MATCH (c)-[:HAS_TURN]->(t:Turn)
+WITH c, count(t) AS turns
+OPTIONAL MATCH (c)-[:USED_TOOL]->(ti:ToolInvocation)
+WITH c, turns, count(ti) AS calls
+WHERE turns = 0 AND calls = 0
+DETACH DELETE c
+RETURN count(*) AS deleted
+"""

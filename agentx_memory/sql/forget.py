@@ -1,14 +1,25 @@
-"""Forgetting a user in PostgreSQL: every row of theirs goes, and the audit log keeps only that things happened.
+"""Forgetting in PostgreSQL: a user's rows, or chosen memories of theirs; the audit log keeps only that things happened.
+
+**A user** (:meth:`UserRows.forget`):
 
 One transaction: the user's rows of ``conversation_logs``, ``memory_timeline``, ``tool_invocations``,
 ``user_profiles``, ``episodic_summaries`` and ``worker_runs`` are deleted; their entries in the change records of
 runs over every user are cut out; and their audit entries lose every content field (query text, metadata,
 error message), keeping operation, memory type, time and counts. Returns the rows touched per table.
+
+**Chosen memories** (:meth:`UserRows.forget_memories`), also one transaction: their log rows (turns by id), timeline
+rows and tool-log rows go, the summaries of the conversations that lost a turn go (a summary is made of its turns),
+and every run change record and audit entry of the user that names one of them loses its content the same way.
+:meth:`UserRows.matching_turns` finds the logged turns a filter reaches (the log is the source of truth: a turn not
+yet projected into the graph is still found).
 """
 
 from __future__ import annotations
 
-from typing import Final, LiteralString
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Final, LiteralString
 
 from .errors import pg_errors
 from .postgres import PostgresStore
@@ -39,6 +50,41 @@ SCRUB_AUDIT: Final[LiteralString] = (
     " AND NOT (metadata = jsonb_build_object('forgotten', true))")
 
 
+#: table → the statement deleting chosen memories of one user.
+MEMORY_DELETES: Final[dict[str, LiteralString]] = {
+    "conversation_logs": "DELETE FROM conversation_logs WHERE user_id = %(user_id)s AND turn_id = ANY(%(turn_ids)s)",
+    "memory_timeline": "DELETE FROM memory_timeline WHERE user_id = %(user_id)s AND neo4j_node_id = ANY(%(ids)s)",
+    "tool_invocations":
+        "DELETE FROM tool_invocations WHERE user_id = %(user_id)s AND invocation_id = ANY(%(ids)s)",
+    "episodic_summaries":
+        "DELETE FROM episodic_summaries WHERE user_id = %(user_id)s AND conversation_id = ANY(%(conversation_ids)s)",
+}
+
+#: A JSON path that holds when any string anywhere in the document is one of ``$ids``.
+_NAMES_ANY: Final[LiteralString] = "'$.** ? (@ == $ids[*])', jsonb_build_object('ids', %(ids_json)s::jsonb)"
+
+SCRUB_MEMORY_RUN_CHANGES: Final[LiteralString] = (
+    "UPDATE worker_runs SET changes = coalesce((SELECT jsonb_agg(c) FROM jsonb_array_elements(changes) AS c"
+    "   WHERE NOT jsonb_path_exists(c, " + _NAMES_ANY + ")), '[]'::jsonb)"
+    " WHERE (user_id = %(user_id)s OR user_id IS NULL) AND jsonb_path_exists(changes, " + _NAMES_ANY + ")")
+
+SCRUB_MEMORY_AUDIT: Final[LiteralString] = (
+    "UPDATE memory_audit_log SET query_text = NULL, error_message = NULL, config_snapshot = '{}'::jsonb,"
+    " metadata = jsonb_build_object('forgotten', true) WHERE user_id = %(user_id)s AND operation <> 'forget'"
+    " AND jsonb_path_exists(metadata, " + _NAMES_ANY + ")")
+
+MATCHING_TURNS: Final[LiteralString] = (
+    "SELECT turn_id, conversation_id, channel FROM conversation_logs WHERE user_id = %(user_id)s"
+    " AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s)"
+    " AND (%(channel)s::text IS NULL OR channel = %(channel)s)"
+    " AND (%(before)s::timestamptz IS NULL OR timestamp < %(before)s)"
+    " AND (%(after)s::timestamptz IS NULL OR timestamp >= %(after)s)")
+
+TURNS_NAMED: Final[LiteralString] = (
+    "SELECT turn_id, conversation_id, channel FROM conversation_logs WHERE user_id = %(user_id)s"
+    " AND (turn_id = ANY(%(ids)s) OR conversation_id = ANY(%(ids)s))")
+
+
 class UserRows:
     """Deletes and scrubs one user's rows in every table (see the module docstring)."""
 
@@ -56,3 +102,31 @@ class UserRows:
             counts["worker_runs.changes"] = (await conn.execute(SCRUB_RUN_CHANGES, params)).rowcount
             counts["memory_audit_log"] = (await conn.execute(SCRUB_AUDIT, params)).rowcount
         return counts
+
+    async def forget_memories(self, user_id: str, ids: Sequence[str], *, turn_ids: Sequence[str],
+                              conversation_ids: Sequence[str]) -> dict[str, int]:
+        """Remove the chosen memories' rows in one transaction (see the module docstring); return the rows touched
+        per table (``worker_runs.changes`` and ``memory_audit_log`` count the rows scrubbed)."""
+        params: dict[str, Any] = {"user_id": user_id, "ids": list(ids), "turn_ids": list(turn_ids),
+                                  "conversation_ids": list(conversation_ids), "ids_json": json.dumps(list(ids))}
+        counts: dict[str, int] = {}
+        async with pg_errors("forgetting memories"), self.store.connection() as conn, conn.transaction():
+            for table, statement in MEMORY_DELETES.items():
+                counts[table] = (await conn.execute(statement, params)).rowcount
+            counts["worker_runs.changes"] = (await conn.execute(SCRUB_MEMORY_RUN_CHANGES, params)).rowcount
+            counts["memory_audit_log"] = (await conn.execute(SCRUB_MEMORY_AUDIT, params)).rowcount
+        return counts
+
+    async def matching_turns(self, user_id: str, *, conversation_id: str | None, channel: str | None,
+                             before: datetime | None, after: datetime | None) -> list[dict[str, Any]]:
+        """The user's logged turns that the filter reaches (a None criterion matches all): turn id, conversation and
+        channel of each."""
+        params = {"user_id": user_id, "conversation_id": conversation_id, "channel": channel, "before": before,
+                  "after": after}
+        return await self.store.fetch(MATCHING_TURNS, params, what="finding turns to forget")
+
+    async def turns_named(self, user_id: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The user's logged turns whose id, or whose conversation's id, is one of ``ids``: turn id, conversation
+        and channel of each."""
+        return await self.store.fetch(TURNS_NAMED, {"user_id": user_id, "ids": list(ids)},
+                                      what="finding turns to forget")
