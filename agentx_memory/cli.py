@@ -11,8 +11,8 @@ import asyncio
 import json
 import math
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 from rich.console import Console
@@ -24,6 +24,8 @@ from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
 
 if TYPE_CHECKING:
     from .runtime import EmbeddedStack
+
+T = TypeVar("T")
 
 __all__ = ["COMMANDS", "ArgumentAdder", "Handler", "build_parser", "json_safe", "main", "status_report"]
 
@@ -451,6 +453,50 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if not report.skipped else 1
 
 
+def _with_progress(settings: Settings, label: str,
+                   work: Callable[[Any, Callable[[str, int], None]], Awaitable[T]]) -> T:
+    """Open a memory, run ``work(memory, progress)`` under a live progress line, close the memory."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .memory import AsyncAgentMemory
+
+    async def run() -> T:
+        memory = await AsyncAgentMemory.open(settings)
+        columns = (SpinnerColumn(), TextColumn(label + ": {task.description} {task.completed}"), TimeElapsedColumn())
+        try:
+            with Progress(*columns, console=console, transient=True) as bar:
+                task = bar.add_task("", total=None)
+                return await work(memory, lambda stage, done: bar.update(task, description=stage, completed=done))
+        finally:
+            await memory.close()
+
+    return asyncio.run(run())
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    """Write a user's memory to a portable snapshot file (JSON lines, gzip when the name ends in .gz)."""
+    from pathlib import Path
+
+    out = Path(args.out or f"{args.user}.jsonl.gz")
+    info = _with_progress(settings, "export", lambda memory, progress: memory.export_memory(
+        out, user_id=args.user, progress=progress))
+    console.print(f"exported {escape(args.user)} to {escape(str(info.path))}: "
+                  + ", ".join(f"{n} {what}" for what, n in info.counts.items() if what != "header"))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    """Load a snapshot file into a user who has no memory yet (default: the file's user)."""
+    from pathlib import Path
+
+    if not Path(args.file).is_file():  # say so before any server is started
+        raise ValidationError("file", f"{args.file} does not exist or is not a file; pass a snapshot file")
+    counts = _with_progress(settings, "import", lambda memory, progress: memory.import_memory(
+        Path(args.file), user_id=args.user, progress=progress))
+    console.print("imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    return 0
+
+
 def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
     """Extract entities, facts and relationships from one conversation and print what was (or would be) written,
     with the usage; exit 1 when the run stopped early (budget, LLM failure)."""
@@ -644,6 +690,16 @@ def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+def _export_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("user", help="the user whose memory is exported")
+    p.add_argument("--out", "-o", help="the file to write (default: USER.jsonl.gz)")
+
+
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a snapshot file written by export")
+    p.add_argument("--user", help="load it as this user (default: the user in the file)")
+
+
 def _worker_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=("run", "undo", "status"),
                    help="run JOB now | undo RUN_ID | status of recorded runs (none: run the scheduler)")
@@ -674,6 +730,8 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "extract": (cmd_extract, "extract entities, facts and relationships from a conversation", _extract_args),
     "review": (cmd_review, "list facts flagged as contradicting each other", _review_args),
     "worker": (cmd_worker, "run the background jobs (docs/worker.md)", _worker_args),
+    "export": (cmd_export, "write a user's memory to a portable snapshot file", _export_args),
+    "import": (cmd_import, "load a snapshot file into a user with no memory yet", _import_args),
 }
 
 

@@ -11,7 +11,8 @@
 
 Then one audit entry (operation ``forget``) records that it happened, who asked (``requested_by``) and the counts,
 with no content. The engine keeps no other copy: there is no embedding cache outside these stores (the benchmarks'
-disk cache is theirs), and snapshots and pools do not exist yet. Forgetting is idempotent: a second call removes
+disk cache is theirs). The snapshots the engine kept of the user (:mod:`agentx_memory.snapshots`) are deleted too;
+a snapshot file exported elsewhere is the exporter's to delete. Forgetting is idempotent: a second call removes
 nothing and says so.
 
 :func:`forget_memories` removes chosen memories of a user by id (a turn, fact, entity, goal, strategy, control or
@@ -38,7 +39,9 @@ from typing import Any, Final
 from .context import MemoryContext
 from .errors import ValidationError
 from .graph import cypher
+from .snapshots import delete_user_snapshots
 from .timeutil import to_ms
+from .wipe import wipe_user
 
 __all__ = ["FORGET_MEMORY_TYPES", "ForgetFilter", "ForgetReceipt", "forget_memories", "forget_user", "forget_where"]
 
@@ -99,6 +102,8 @@ class ForgetReceipt:
     graph: dict[str, int] = field(default_factory=dict)
     postgres: dict[str, int] = field(default_factory=dict)
     redis_keys: int = 0
+    #: forget_user: the snapshots of the user the engine kept (files deleted).
+    snapshots: int = 0
     #: forget_memories / forget_where: the ids removed (cascaded ones included) and the asked-for ids that named
     #: nothing of this user.
     ids: list[str] = field(default_factory=list)
@@ -107,30 +112,21 @@ class ForgetReceipt:
     @property
     def total(self) -> int:
         """Everything removed or scrubbed."""
-        return sum(self.graph.values()) + sum(self.postgres.values()) + self.redis_keys
+        return sum(self.graph.values()) + sum(self.postgres.values()) + self.redis_keys + self.snapshots
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for the audit entry and the CLI)."""
         return {"user_id": self.user_id, "graph": self.graph, "postgres": self.postgres,
-                "redis_keys": self.redis_keys, "ids": self.ids, "not_found": self.not_found}
+                "redis_keys": self.redis_keys, "snapshots": self.snapshots, "ids": self.ids,
+                "not_found": self.not_found}
 
 
 async def forget_user(ctx: MemoryContext, user_id: str, *, requested_by: str) -> ForgetReceipt:
-    """Remove the user's data from every store (see the module docstring) and return the receipt."""
-    receipt = ForgetReceipt(user_id=user_id)
-    for label, statement in cypher.FORGET_NODES.items():
-        deleted = 0
-        while True:
-            rows = await ctx.graph.write(statement, {"user_id": user_id, "limit": PAGE})
-            page = rows[0]["deleted"] if rows else 0
-            deleted += page
-            if page < PAGE:
-                break
-        receipt.graph[label] = deleted
-    rows = await ctx.graph.write(cypher.FORGET_USER_NODE, {"user_id": user_id})
-    receipt.graph["User"] = rows[0]["deleted"] if rows else 0
-    receipt.postgres = await ctx.sql.users.forget(user_id)
-    receipt.redis_keys = await ctx.working.forget_user(user_id)
+    """Remove the user's data from every store and their kept snapshots (see the module docstring); return the
+    receipt."""
+    wiped = await wipe_user(ctx, user_id)
+    receipt = ForgetReceipt(user_id=user_id, graph=wiped.graph, postgres=wiped.postgres, redis_keys=wiped.redis_keys,
+                            snapshots=delete_user_snapshots(ctx, user_id))
     await ctx.audit.log_write("forget", "user", None, [user_id],
                               {"requested_by": requested_by, **receipt.as_dict()}, user_id=user_id)
     return receipt

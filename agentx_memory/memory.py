@@ -22,6 +22,7 @@ import inspect
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pydantic
@@ -65,6 +66,15 @@ from .retrieval.recall import RecallLayer
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
 from .settings import RecallSettings, Settings, load_settings
+from .snapshots import (
+    Progress,
+    SnapshotInfo,
+    create_snapshot,
+    list_snapshots,
+    load_snapshot,
+    restore_snapshot,
+    write_snapshot,
+)
 from .summaries import similar_conversations, summarize_conversation
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
@@ -74,6 +84,10 @@ __all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncWorkingM
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
 R = TypeVar("R", bound=JobReport)
+
+def _no_progress(stage: str, done: int) -> None:
+    """A progress callback that says nothing."""
+
 
 _CLOSED_MESSAGE = "this memory is closed (close() was called); open a new AgentMemory / AsyncAgentMemory"
 
@@ -548,6 +562,36 @@ class AsyncAgentMemory:
             check_int(len(wanted), "ids", low=1, high=self.settings.limits.max_batch_turns)
             return await forget_memories(self.ctx, user, wanted, requested_by=requested_by, cascade=cascade)
         return await forget_where(self.ctx, user, where, requested_by=requested_by, cascade=cascade)
+
+    async def create_snapshot(self, user_id: str | None = None) -> SnapshotInfo:
+        """Snapshot the user's memory — graph, PostgreSQL memory tables, working memory — at this moment into the
+        engine's snapshot directory (``snapshots.dir``); its ``snapshot_id`` restores it (docs/snapshots.md)."""
+        return await create_snapshot(self.ctx, self._user(user_id))
+
+    async def list_snapshots(self, user_id: str | None = None) -> list[SnapshotInfo]:
+        """The user's kept snapshots, oldest first."""
+        return list_snapshots(self.ctx, self._user(user_id))
+
+    async def restore_from_snapshot(self, snapshot_id: str, user_id: str | None = None) -> dict[str, int]:
+        """Put the user's memory back as the kept snapshot ``snapshot_id`` holds it (what they have now is replaced;
+        their kept snapshots stay); return the records written per store. Audited."""
+        check_id(snapshot_id, "snapshot_id")
+        return await restore_snapshot(self.ctx, self._user(user_id), snapshot_id)
+
+    async def export_memory(self, path: str | Path, user_id: str | None = None, *,
+                            progress: Progress | None = None) -> SnapshotInfo:
+        """Write the user's memory to a portable snapshot file at ``path`` (JSON lines; gzip when it ends in
+        ``.gz``), for :meth:`import_memory` here or on another installation. ``progress(stage, count)`` is called
+        as it goes."""
+        return await write_snapshot(self.ctx, self._user(user_id), Path(path), progress=progress or _no_progress)
+
+    async def import_memory(self, path: str | Path, user_id: str | None = None, *,
+                            progress: Progress | None = None) -> dict[str, int]:
+        """Load a snapshot file into ``user_id`` (default: the file's user), who must have no memory yet; return the
+        records written per store. Refused before any write for another format, another embedding model, a user
+        with memory (``ConflictError``) or ids another user holds; a failed load removes what it wrote."""
+        user = None if user_id is None else check_id(user_id, "user_id")
+        return await load_snapshot(self.ctx, Path(path), user_id=user, progress=progress or _no_progress)
 
     async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
@@ -1256,6 +1300,34 @@ class AgentMemory:
         return self._portal.run(self._core.forget(ids, user_id, conversation_id=conversation_id, channel=channel,
                                                   before=before, after=after, memory_types=memory_types,
                                                   cascade=cascade, requested_by=requested_by))
+
+    def create_snapshot(self, user_id: str | None = None) -> SnapshotInfo:
+        """Snapshot the user's memory — graph, PostgreSQL memory tables, working memory — at this moment into the
+        engine's snapshot directory (``snapshots.dir``); its ``snapshot_id`` restores it (docs/snapshots.md)."""
+        return self._portal.run(self._core.create_snapshot(user_id))
+
+    def list_snapshots(self, user_id: str | None = None) -> list[SnapshotInfo]:
+        """The user's kept snapshots, oldest first."""
+        return self._portal.run(self._core.list_snapshots(user_id))
+
+    def restore_from_snapshot(self, snapshot_id: str, user_id: str | None = None) -> dict[str, int]:
+        """Put the user's memory back as the kept snapshot ``snapshot_id`` holds it (what they have now is replaced;
+        their kept snapshots stay); return the records written per store. Audited."""
+        return self._portal.run(self._core.restore_from_snapshot(snapshot_id, user_id))
+
+    def export_memory(self, path: str | Path, user_id: str | None = None, *,
+                      progress: Progress | None = None) -> SnapshotInfo:
+        """Write the user's memory to a portable snapshot file at ``path`` (JSON lines; gzip when it ends in
+        ``.gz``), for :meth:`import_memory` here or on another installation. ``progress(stage, count)`` is called
+        as it goes."""
+        return self._portal.run(self._core.export_memory(path, user_id, progress=progress))
+
+    def import_memory(self, path: str | Path, user_id: str | None = None, *,
+                      progress: Progress | None = None) -> dict[str, int]:
+        """Load a snapshot file into ``user_id`` (default: the file's user), who must have no memory yet; return the
+        records written per store. Refused before any write for another format, another embedding model, a user
+        with memory (``ConflictError``) or ids another user holds; a failed load removes what it wrote."""
+        return self._portal.run(self._core.import_memory(path, user_id, progress=progress))
 
     def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or

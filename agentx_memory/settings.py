@@ -43,6 +43,7 @@ __all__ = [
     "RetrievalSettings",
     "Settings",
     "ShortTermSettings",
+    "SnapshotSettings",
     "WorkerSettings",
     "WorkingMemorySettings",
     "load_settings",
@@ -440,6 +441,13 @@ class PoolSettings(_Section):
                                     json_schema_extra=not_used_yet(16))
 
 
+class SnapshotSettings(_Section):
+    """Snapshots the engine keeps (``create_snapshot``): portable JSON-lines files, one directory per user."""
+
+    dir: Path | None = Field(None, description="where snapshots are kept (empty: <embedded.home>/snapshots); each "
+                             "namespace (PostgreSQL schema) and user gets its own directory")
+
+
 class AuditSettings(_Section):
     """Audit log level: off, writes (default), reads, verbose."""
 
@@ -526,6 +534,7 @@ class Settings(BaseSettings):
     working: WorkingMemorySettings = Field(default_factory=WorkingMemorySettings)
     short_term: ShortTermSettings = Field(default_factory=ShortTermSettings)
     pools: PoolSettings = Field(default_factory=PoolSettings)
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)

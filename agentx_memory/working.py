@@ -228,6 +228,52 @@ class WorkingStore:
 
         return int(await self._call(scan_and_remove()))
 
+    async def export_user(self, user_id: str) -> list[dict[str, Any]]:
+        """Every working-memory key of the user as plain values: the key without this installation's prefix, its
+        Redis type (hash, list, string), its value and its remaining time to live in ms (None: no expiry)."""
+        async def read_all() -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            async for key in self.client.scan_iter(match=self._user_keys(user_id), count=500):
+                kind = await self.client.type(key)
+                if kind == "hash":
+                    value: Any = await self.client.hgetall(key)
+                elif kind == "list":
+                    value = await self.client.lrange(key, 0, -1)
+                elif kind == "string":
+                    value = await self.client.get(key)
+                else:
+                    continue  # expired between SCAN and TYPE ("none"), or not ours
+                ttl = await self.client.pttl(key)
+                out.append({"key": key[len(self.prefix):], "type": kind, "value": value,
+                            "ttl_ms": ttl if ttl > 0 else None})
+            return sorted(out, key=lambda r: r["key"])
+
+        return list(await self._call(read_all()))
+
+    async def import_user(self, user_id: str, entries: Sequence[Mapping[str, Any]]) -> int:
+        """Write back keys read by :meth:`export_user` under this installation's prefix, with their expiry; each key
+        must belong to ``user_id`` (a :class:`~agentx_memory.errors.ValidationError` otherwise, before any write).
+        Return how many keys were written."""
+        own = f"working:{{{key_segment(user_id)}:"
+        for entry in entries:
+            if not str(entry.get("key", "")).startswith(own) or entry.get("type") not in ("hash", "list", "string"):
+                raise ValidationError("redis", f"key {entry.get('key')!r} ({entry.get('type')}) is not a working-"
+                                               f"memory key of user {user_id!r}")
+        async with self.client.pipeline(transaction=True) as pipe:
+            for entry in entries:
+                key = self.prefix + entry["key"]
+                pipe.delete(key)
+                if entry["type"] == "hash" and entry["value"]:
+                    pipe.hset(key, mapping=entry["value"])
+                elif entry["type"] == "list" and entry["value"]:
+                    pipe.rpush(key, *entry["value"])
+                elif entry["type"] == "string":
+                    pipe.set(key, entry["value"])
+                if entry.get("ttl_ms"):
+                    pipe.pexpire(key, int(entry["ttl_ms"]))
+            await self._call(pipe.execute())
+        return len(entries)
+
     def session(self, user_id: str, conversation_id: str, channel: str = "_global") -> WorkingMemory:
         """A :class:`WorkingMemory` view of one user's session in one channel."""
         return WorkingMemory(self, user_id=user_id, conversation_id=conversation_id, channel=channel)

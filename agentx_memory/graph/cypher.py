@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Final, LiteralString
 
 from ..errors import EmbeddingDimensionMismatchError
+from .port import VECTOR_LABELS
 
 if TYPE_CHECKING:
     from .port import GraphStore
@@ -1156,3 +1157,85 @@ WHERE turns = 0 AND calls = 0
 DETACH DELETE c
 RETURN count(*) AS deleted
 """
+
+# --- snapshots: a user's subgraph out and back in ------------------------------------------------------------------
+# A snapshot holds each node of the user with all its properties (the vector apart) and each edge leaving one of
+# them. Restoring writes nodes by key, then edges by the keys of their ends, only among the user's own nodes (and
+# the shared Tool nodes): a snapshot can never link into another user's data.
+
+
+
+def _snapshot_key(label: LiteralString, ident: LiteralString) -> LiteralString:
+    """How a node of ``label`` is found again from the id ``ident``: the user's own labels by id within the user,
+    the user by ``$user_id``, the shared Tool nodes by name."""
+    if label == "User":
+        return "{id: $user_id}"
+    if label == "Tool":
+        return "{name: " + ident + "}"
+    return "{id: " + ident + ", user_id: $user_id}"
+
+#: The edges a snapshot may hold: (source label, type, target label).
+SNAPSHOT_EDGES: Final[tuple[tuple[LiteralString, LiteralString, LiteralString], ...]] = (
+    ("Conversation", "HAS_TURN", "Turn"), ("Conversation", "MENTIONS", "Entity"),
+    ("Conversation", "USED_TOOL", "ToolInvocation"), ("Turn", "FOLLOWED_BY", "Turn"),
+    ("Fact", "DERIVED_FROM", "Turn"), ("Fact", "ABOUT", "Entity"), ("Fact", "PROMOTED_FROM", "Fact"),
+    ("Fact", "SUPERSEDES", "Fact"), ("Goal", "BLOCKED_BY", "Goal"), ("Goal", "SUBGOAL_OF", "Goal"),
+    ("User", "HAS_GOAL", "Goal"), ("EntityRedirect", "REDIRECTS_TO", "Entity"), ("Strategy", "USES_TOOL", "Tool"),
+    ("Strategy", "SUCCEEDED_IN", "Conversation"), ("ToolInvocation", "INVOKED", "Tool"),
+    *(("Entity", rel, "Entity") for rel in CREATE_RELATIONSHIP))
+
+
+def _snapshot_nodes(label: LiteralString) -> LiteralString:
+    match = "MATCH (n:User {id: $user_id})" if label == "User" else "MATCH (n:" + label + " {user_id: $user_id})"
+    return (match + " WHERE n.id > $after WITH n ORDER BY n.id LIMIT $limit "
+            "RETURN n.id AS id, properties(n) AS props")
+
+
+def _snapshot_edges(label: LiteralString) -> LiteralString:
+    match = "MATCH (a:User {id: $user_id})" if label == "User" else "MATCH (a:" + label + " {user_id: $user_id})"
+    return (match + " WHERE a.id > $after WITH a ORDER BY a.id LIMIT $limit MATCH (a)-[r]->(b) "
+            "RETURN a.id AS source, type(r) AS type, labels(b)[0] AS target_label, coalesce(b.id, b.name) AS target, "
+            "properties(r) AS props")
+
+
+def _snapshot_restore_nodes(label: LiteralString) -> LiteralString:
+    return ("UNWIND $rows AS row MERGE (n:" + label + " " + _snapshot_key(label, "row.id") + ") SET n += row.props "
+            "RETURN count(n) AS restored")
+
+
+def _snapshot_restore_vectors(label: LiteralString) -> LiteralString:
+    return ("UNWIND $rows AS row MATCH (n:" + label + " " + _snapshot_key(label, "row.id") + ") "
+            "SET n.embedding = @vec(row.embedding) RETURN count(n) AS restored")
+
+
+def _snapshot_restore_edges(source: LiteralString, rel: LiteralString, target: LiteralString) -> LiteralString:
+    return ("UNWIND $rows AS row MATCH (a:" + source + " " + _snapshot_key(source, "row.source")
+            + ") MATCH (b:" + target + " " + _snapshot_key(target, "row.target") + ") "
+            "MERGE (a)-[r:" + rel + "]->(b) SET r += row.props RETURN count(r) AS restored")
+
+
+#: The labels a snapshot holds, in restore order.
+SNAPSHOT_LABELS: Final[tuple[LiteralString, ...]] = ("User", *USER_LABELS)
+
+#: One page (ids after ``$after``) of the user's nodes of a label with their properties, by label.
+SNAPSHOT_NODES: Final[dict[str, LiteralString]] = {label: _snapshot_nodes(label) for label in SNAPSHOT_LABELS}
+
+#: The edges leaving one page of the user's nodes of a label, by label.
+SNAPSHOT_EDGES_FROM: Final[dict[str, LiteralString]] = {label: _snapshot_edges(label) for label in SNAPSHOT_LABELS}
+
+#: Nodes of a label written back (``$rows``: id and props), by label; Tool nodes are shared and merged by name.
+SNAPSHOT_RESTORE_NODES: Final[dict[str, LiteralString]] = {
+    label: _snapshot_restore_nodes(label) for label in (*SNAPSHOT_LABELS, "Tool")}
+
+#: Vectors of nodes of a label written back (``$rows``: id and embedding), by label.
+SNAPSHOT_RESTORE_VECTORS: Final[dict[str, LiteralString]] = {
+    label: _snapshot_restore_vectors(label) for label in VECTOR_LABELS}
+
+#: Edges written back between the user's nodes (``$rows``: source, target, props), by (source label, type, target).
+SNAPSHOT_RESTORE_EDGES: Final[dict[tuple[str, str, str], LiteralString]] = {
+    edge: _snapshot_restore_edges(*edge) for edge in SNAPSHOT_EDGES}
+
+#: The ids among ``$ids`` that another user's nodes of a label hold (a restore would collide with them), by label.
+SNAPSHOT_COLLISIONS: Final[dict[str, LiteralString]] = {
+    label: "MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id <> $user_id RETURN n.id AS id LIMIT 5"
+    for label in USER_LABELS}

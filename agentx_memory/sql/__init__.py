@@ -11,6 +11,7 @@
 ``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
 ``summaries``         ``episodic_summaries``: one summary per conversation, searched by vector
 ``forget``            one user's rows out of every table, their audit entries stripped of content
+``snapshots``         a user's rows of every memory table out as JSON and back in
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -25,6 +26,7 @@ from .forget import UserRows
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
 from .search import TurnSearch
+from .snapshots import SnapshotRows
 from .summaries import SummaryRows
 from .timeline import Timeline, TimelineEntry
 from .tool_invocations import ToolInvocationLog
@@ -36,6 +38,7 @@ __all__ = [
     "PostgresStore",
     "ProfileRows",
     "Repositories",
+    "SnapshotRows",
     "SummaryRows",
     "Timeline",
     "TimelineEntry",
@@ -60,10 +63,11 @@ class Repositories:
     runs: WorkerRuns
     summaries: SummaryRows
     users: UserRows
+    snapshots: SnapshotRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
-                   summaries=SummaryRows(store), users=UserRows(store))
+                   summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store))

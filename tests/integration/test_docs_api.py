@@ -10,8 +10,10 @@ import pytest
 from tests.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / name for name in ("api.md", "extraction.md", "typed-memories.md", "working-memory.md",
-                                          "context-window.md", "retention.md", "forget.md")] + [ROOT / "README.md"]
+DOCS = [ROOT / "docs" / name for name in (
+    "api.md", "extraction.md", "typed-memories.md", "working-memory.md", "context-window.md", "retention.md",
+    "forget.md", "snapshots.md",
+)] + [ROOT / "README.md"]
 
 
 def _python_blocks() -> list[tuple[Path, str]]:

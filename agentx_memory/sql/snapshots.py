@@ -1,0 +1,94 @@
+"""A user's rows of every memory table, out as JSON and back in (the PostgreSQL half of a snapshot).
+
+Rows travel as ``to_jsonb`` of the row, so every column keeps its PostgreSQL text form (a vector as ``[0.1,...]``,
+a time in ISO 8601) and goes back through ``jsonb_populate_recordset`` into the same types: nothing is converted on
+the way. Generated columns (the full-text vectors) and serial ids are left out and made again by the database.
+The audit log and the run records are not memory: a snapshot leaves them where they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Final, LiteralString
+
+from psycopg import sql
+
+from ..errors import ValidationError
+from .errors import pg_errors
+from .postgres import PostgresStore
+
+__all__ = ["SNAPSHOT_TABLES", "SnapshotRows"]
+
+#: The memory tables a snapshot holds, each with the order its rows are read in.
+SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
+    "conversation_logs": "conversation_id, turn_index",
+    "memory_timeline": "event_time, id",
+    "tool_invocations": "timestamp, id",
+    "user_profiles": "user_id",
+    "episodic_summaries": "conversation_id",
+}
+
+PAGE: Final = 500
+
+#: The columns a row is restored through: not generated, not a serial id.
+_PORTABLE_COLUMNS: Final[LiteralString] = (
+    "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s"
+    " AND is_generated = 'NEVER' AND coalesce(column_default, '') NOT LIKE 'nextval(%%' ORDER BY ordinal_position")
+
+
+class SnapshotRows:
+    """Reads a user's rows of :data:`SNAPSHOT_TABLES` and writes such rows back under a user."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+        self._columns: dict[str, list[str]] = {}
+
+    async def columns(self, table: str) -> list[str]:
+        """The portable columns of ``table`` (see the module docstring)."""
+        if table not in SNAPSHOT_TABLES:
+            raise ValidationError("table", f"must be one of {sorted(SNAPSHOT_TABLES)}, got {table!r}")
+        if table not in self._columns:
+            rows = await self.store.fetch(_PORTABLE_COLUMNS, (table,), what="reading the snapshot columns")
+            self._columns[table] = [r["column_name"] for r in rows]
+        return self._columns[table]
+
+    async def read(self, table: str, user_id: str) -> AsyncIterator[dict[str, Any]]:
+        """The user's rows of ``table`` (portable columns only), in pages."""
+        columns = await self.columns(table)
+        query = sql.SQL("SELECT jsonb_build_object({pairs}) AS row FROM {table} WHERE user_id = %(user_id)s"
+                        " ORDER BY {order} LIMIT %(limit)s OFFSET %(offset)s").format(
+            pairs=sql.SQL(", ").join(sql.SQL("{}, to_jsonb({})").format(sql.Literal(c), sql.Identifier(c))
+                                     for c in columns),
+            table=sql.Identifier(table), order=sql.SQL(SNAPSHOT_TABLES[table]))
+        offset = 0
+        while True:
+            rows = await self.store.fetch(query, {"user_id": user_id, "limit": PAGE, "offset": offset},
+                                          what="reading a snapshot")
+            for row in rows:
+                yield row["row"]
+            if len(rows) < PAGE:
+                return
+            offset += PAGE
+
+    async def write(self, user_id: str, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, int]:
+        """Insert rows (table → rows) for ``user_id`` in one transaction, each row's ``user_id`` replaced by it;
+        return the rows written per table. A row that collides with a stored one (a turn id another user holds)
+        fails the whole write."""
+        counts: dict[str, int] = {}
+        async with pg_errors("restoring a snapshot"), self.store.connection() as conn, conn.transaction():
+            for table, table_rows in rows.items():
+                columns = await self.columns(table)
+                unknown = sorted({k for r in table_rows for k in r} - set(columns))
+                if unknown:
+                    raise ValidationError(f"{table}", f"unknown columns {unknown}: the snapshot is from another "
+                                                      "schema version")
+                names = sql.SQL(", ").join(map(sql.Identifier, columns))
+                statement = sql.SQL("INSERT INTO {table} ({names}) SELECT {names} FROM jsonb_populate_recordset("
+                                    "NULL::{table}, %(rows)s::jsonb)").format(table=sql.Identifier(table), names=names)
+                written = 0
+                for start in range(0, len(table_rows), PAGE):
+                    page = [{**r, "user_id": user_id} for r in table_rows[start:start + PAGE]]
+                    written += (await conn.execute(statement, {"rows": json.dumps(page)})).rowcount
+                counts[table] = written
+        return counts

@@ -1,0 +1,149 @@
+"""Snapshots, export and import (issue 16) on both graph backends: a snapshot restores every store exactly as it was,
+an exported file loads into another installation equal, and a file that cannot be loaded whole is refused before
+anything is written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from agentx_memory import AgentMemory, ConflictError, NotFoundError, Turn, ValidationError
+from agentx_memory.sql.snapshots import SNAPSHOT_TABLES
+from tests.conftest import cli_env, gread
+from tests.integration.test_forget import _fill
+from tests.integration.test_recall_cli import agentx
+
+GENERATED = ("id", "content_tsv", "summary_tsv")
+
+
+def _state(memory: AgentMemory, user: str) -> dict:
+    """Everything of the user in every store, in a comparable form (serial ids and TTLs left out)."""
+    nodes = gread(memory, "MATCH (n) WHERE n.user_id = $u OR (n:User AND n.id = $u) "
+                          "RETURN labels(n)[0] AS label, properties(n) AS props", {"u": user})
+    edges = gread(memory, "MATCH (a)-[r]->(b) WHERE a.user_id = $u OR (a:User AND a.id = $u) "
+                          "RETURN labels(a)[0] AS a, a.id AS source, type(r) AS type, labels(b)[0] AS b, "
+                          "coalesce(b.id, b.name) AS target, properties(r) AS props", {"u": user})
+    rows = {}
+    for table in SNAPSHOT_TABLES:
+        found = memory._portal.run(memory.core.ctx.postgres.fetch(
+            f"SELECT to_jsonb(t) AS row FROM {table} t WHERE user_id = %s", (user,)))
+        rows[table] = sorted(json.dumps({k: v for k, v in r["row"].items() if k not in GENERATED}, sort_keys=True)
+                             for r in found)
+    redis = memory._portal.run(memory.core.ctx.working.export_user(user))
+
+    def canon(items: list) -> list:
+        return sorted(json.dumps(i, sort_keys=True, default=lambda v: [float(x) for x in v]) for i in items)
+
+    return {"nodes": canon(nodes), "edges": canon(edges), "postgres": rows,
+            "redis": canon([{k: v for k, v in e.items() if k != "ttl_ms"} for e in redis])}
+
+
+def test_a_snapshot_restores_every_store_as_it_was(settings):
+    with AgentMemory(settings(), user_id="alice") as memory:
+        _fill(memory, "alice")
+        _fill(memory, "bob")
+        memory.drain()
+        before, bob = _state(memory, "alice"), _state(memory, "bob")
+        assert all(before["postgres"].values()) and before["nodes"] and before["edges"] and before["redis"]
+
+        snapshot = memory.create_snapshot()
+        assert [s.snapshot_id for s in memory.list_snapshots()] == [snapshot.snapshot_id]
+        assert snapshot.counts["graph nodes"] == len(before["nodes"])
+        # the user's memory moves on: a new turn, a forgotten conversation, a new working-memory value
+        memory.store_turn(Turn(conversation_id="later", user_id="alice", content="We moved to Lisbon."))
+        memory.forget(["alice-c1"])
+        memory.working("alice", "alice-c1").set("k", 2)
+        assert _state(memory, "alice") != before
+
+        counts = memory.restore_from_snapshot(snapshot.snapshot_id)
+        assert counts["graph nodes"] == snapshot.counts["graph nodes"]
+        assert _state(memory, "alice") == before
+        assert _state(memory, "bob") == bob  # another user is untouched
+        # recall works on the restored vectors and text indexes
+        assert any("Porto" in t.item.content for t in memory.remember("Where does alice live? Porto").turns)
+        assert memory.get_conversation("alice-c1")[0].content == "alice lives in Porto."
+
+        with pytest.raises(NotFoundError):
+            memory.restore_from_snapshot("no-such-snapshot")
+        receipt = memory.forget_user("alice")
+        assert receipt.snapshots == 1 and memory.list_snapshots() == []
+
+
+def test_an_exported_file_loads_into_another_installation_equal(settings, tmp_path):
+    path = tmp_path / "alice.jsonl.gz"
+    with AgentMemory(settings(), user_id="alice") as source:
+        _fill(source, "alice")
+        source.drain()
+        before = _state(source, "alice")
+        stages: list[str] = []
+        info = source.export_memory(path, progress=lambda stage, done: stages.append(stage))
+        assert info.counts["postgres rows"] == sum(len(r) for r in before["postgres"].values())
+        assert {"graph", "postgres"} <= set(stages)
+        source.forget_user("alice")  # Neo4j Community has one database: both "installations" share its graph
+
+    with AgentMemory(settings(), user_id="alice") as target:  # another namespace: another installation
+        counts = target.import_memory(path, progress=lambda stage, done: None)
+        assert counts["redis keys"] == len(before["redis"])
+        assert _state(target, "alice") == before
+        with pytest.raises(ConflictError, match="already has memory"):
+            target.import_memory(path)  # alice has memory now: nothing is merged over it
+        assert _state(target, "alice") == before
+        assert target.remember("Porto").turns
+
+
+def test_a_snapshot_that_cannot_load_whole_is_refused_before_any_write(settings, tmp_path):
+    with AgentMemory(settings(), user_id="alice") as memory:
+        _fill(memory, "alice")
+        memory.drain()
+        path = memory.export_memory(tmp_path / "alice.jsonl").path
+        lines = path.read_text().splitlines()
+
+        cut = tmp_path / "cut.jsonl"
+        cut.write_text("\n".join(lines[:-3]) + "\n")  # no end line: cut short
+        with pytest.raises(ValidationError, match="cut short"):
+            memory.import_memory(cut, user_id="dave")
+        other_model = tmp_path / "model.jsonl"
+        header = json.loads(lines[0]) | {"embedding": {"model": "local:other", "dimension": 384}}
+        other_model.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+        with pytest.raises(ValidationError) as err:
+            memory.import_memory(other_model, user_id="dave")
+        assert err.value.field == "snapshot.embedding"
+        newer = tmp_path / "newer.jsonl.gz"
+        with gzip.open(newer, "wt") as out:
+            out.write(json.dumps(json.loads(lines[0]) | {"version": 99}) + "\n")
+        with pytest.raises(ValidationError) as err:
+            memory.import_memory(newer, user_id="dave")
+        assert err.value.field == "snapshot.version"
+        with pytest.raises(ValidationError):
+            memory.import_memory(Path(tmp_path / "missing.jsonl"), user_id="dave")
+        # the same installation under another user: the turn ids are alice's, so nothing may be written
+        with pytest.raises(ConflictError, match="another user"):
+            memory.import_memory(path, user_id="dave")
+        nothing = {"nodes": [], "edges": [], "postgres": {table: [] for table in SNAPSHOT_TABLES}, "redis": []}
+        assert _state(memory, "dave") == nothing
+
+
+def test_export_and_import_from_the_command_line(settings, embedded_home, tmp_path):
+    source, target = settings(), settings()
+    with AgentMemory(source, user_id="alice") as memory:
+        _fill(memory, "alice")
+        memory.drain()
+        before = _state(memory, "alice")
+    out = tmp_path / "alice.jsonl.gz"
+    done = agentx("export", "alice", "--out", str(out), env=cli_env(source, COLUMNS="200"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "exported alice" in done.stdout and out.is_file()
+    with AgentMemory(source, user_id="alice") as memory:
+        memory.forget_user("alice")  # Neo4j Community: both namespaces share one graph
+
+    done = agentx("import", str(out), env=cli_env(target, COLUMNS="200"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    with AgentMemory(target, user_id="alice") as memory:
+        assert _state(memory, "alice") == before
+    again = agentx("import", str(out), env=cli_env(target, COLUMNS="200"))
+    assert again.returncode == 2 and "already has memory" in again.stdout
+    missing = agentx("import", str(tmp_path / "nope.jsonl"), env=cli_env(target, COLUMNS="200"))
+    assert missing.returncode == 2 and "file:" in missing.stdout
