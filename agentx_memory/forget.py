@@ -5,14 +5,14 @@
 * **graph**: every node carrying their ``user_id`` (turns, conversations, entities and their redirects, facts,
   goals, strategies, tool invocations, control memories) with its edges, in pages, and their ``User`` node;
 * **PostgreSQL**: their rows of the conversation log, the timeline, the tool log, the profile, the episodic
-  summaries and the run records, and their entries in the change records of runs over every user
+  summaries, the run records and their memory pools, and their entries in the change records of runs over every user
   (:mod:`agentx_memory.sql.forget`); their audit entries lose every content field;
 * **Redis**: every working-memory key of theirs (session keys, the conversation hash, the ledger).
 
 Then one audit entry (operation ``forget``) records that it happened, who asked (``requested_by``) and the counts,
 with no content. The engine keeps no other copy: there is no embedding cache outside these stores (the benchmarks'
-disk cache is theirs), and snapshots and pools do not exist yet. Forgetting is idempotent: a second call removes
-nothing and says so.
+disk cache is theirs), and snapshots do not exist yet. Forgetting is idempotent: a second call removes nothing and
+says so.
 """
 
 from __future__ import annotations
