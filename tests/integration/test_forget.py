@@ -12,7 +12,8 @@ from agentx_memory import AgentMemory, ControlMemory, Entity, Fact, Goal, Turn
 from agentx_memory.errors import NotFoundError
 from tests.conftest import gread
 
-TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries")
+TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
+          "memory_pools")
 
 
 def _fill(memory: AgentMemory, user: str) -> None:
@@ -26,6 +27,7 @@ def _fill(memory: AgentMemory, user: str) -> None:
     memory.add_control(ControlMemory(user_id=user, content="Never share the address"))
     memory.record_invocation(f"{user}-c1", None, "maps", {"q": "Porto"}, {"ok": True}, True, 5, user_id=user)
     memory.update_profile(user, preferences={"units": "metric"})
+    memory.create_pool("trip", agent_id="planner", data={"city": "Porto"}, user_id=user)
     memory.summarize_conversation(f"{user}-c1", user_id=user)
     wm = memory.working(user, f"{user}-c1")
     wm.set("k", 1)
@@ -76,6 +78,8 @@ def test_forgetting_a_user_removes_them_from_every_store_and_leaves_others(setti
         assert memory.find_strategies("Book early") == [] and memory.list_controls() == []
         assert memory.working("alice", "alice-c1").get_context()["values"] == {}
         assert memory.similar_conversations("Porto") == []
+        with pytest.raises(NotFoundError):
+            memory.read_pool_data("trip", agent_id="planner")
         runs = memory.worker_runs()
         assert all(c["user_id"] != "alice" for c in memory._portal.run(memory.core.ctx.sql.runs.get(
             decay.run_id))["changes"]) and runs
