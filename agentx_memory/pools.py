@@ -42,7 +42,7 @@ from .goals import GoalMemory
 from .procedural import ProceduralMemory
 from .runs import JobReport
 from .semantic import SemanticMemory
-from .validation import INT32_MAX, check_id, check_int, check_json
+from .validation import INT32_MAX, check_datetime, check_id, check_int, check_json
 
 __all__ = [
     "LEVELS",
@@ -481,6 +481,8 @@ class PoolStore:
                      user_id: str | None = None) -> PoolSweepReport:
         """Delete the pools expired as of ``now`` (default: the database's clock), of every user or only
         ``user_id``, each audited (operation ``expire``); a dry run lists them and deletes nothing."""
+        if now is not None:
+            now = check_datetime(now, "now")
         rows = (await self.ctx.sql.pools.expired(now=now, user_id=user_id) if report.dry_run
                 else await self.ctx.sql.pools.sweep(now=now, user_id=user_id))
         for row in rows:
