@@ -40,6 +40,7 @@ from .models import (
     Turn,
     UserProfile,
 )
+from .pools import Pool, PoolStatistics
 from .procedural import StrategyMatch
 from .providers.embeddings import Embedder, make_embedder
 from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
@@ -71,6 +72,8 @@ __all__ = [
     "MemoryBundle",
     "NotFoundError",
     "PermissionDeniedError",
+    "Pool",
+    "PoolStatistics",
     "PruneStrategy",
     "QuarantinedTurn",
     "RecallMetrics",

@@ -5,15 +5,15 @@
 * **graph**: every node carrying their ``user_id`` (turns, conversations, entities and their redirects, facts,
   goals, strategies, tool invocations, control memories) with its edges, in pages, and their ``User`` node;
 * **PostgreSQL**: their rows of the conversation log, the timeline, the tool log, the profile, the episodic
-  summaries and the run records, and their entries in the change records of runs over every user
+  summaries, the run records and their memory pools, and their entries in the change records of runs over every user
   (:mod:`agentx_memory.sql.forget`); their audit entries lose every content field;
 * **Redis**: every working-memory key of theirs (session keys, the conversation hash, the ledger).
 
 Then one audit entry (operation ``forget``) records that it happened, who asked (``requested_by``) and the counts,
 with no content. The engine keeps no other copy: there is no embedding cache outside these stores (the benchmarks'
-disk cache is theirs). The snapshots the engine kept of the user (:mod:`agentx_memory.snapshots`) are deleted too;
-a snapshot file exported elsewhere is the exporter's to delete. Forgetting is idempotent: a second call removes
-nothing and says so.
+disk cache is theirs). The user's shared pools go with their other tables, and the snapshots the engine kept of the
+user (:mod:`agentx_memory.snapshots`) are deleted too; a snapshot file exported elsewhere is the exporter's to
+delete. Forgetting is idempotent: a second call removes nothing and says so.
 
 :func:`forget_memories` removes chosen memories of a user by id (a turn, fact, entity, goal, strategy, control or
 tool invocation id, or a conversation id: all its turns), and :func:`forget_where` those a filter reaches

@@ -57,6 +57,7 @@ from .models import (
     UserProfile,
 )
 from .patterns import PatternReport, detect_patterns
+from .pools import Pool, PoolStatistics, PoolStore, PoolSweepReport
 from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .promotion import PromotionReport, promote_prominent, unpromote
@@ -164,6 +165,7 @@ class AsyncAgentMemory:
         self.goals = GoalMemory(self.ctx)
         self.profiles = ProfileStore(self.ctx)
         self.controls = ControlStore(self.ctx)
+        self.pools = PoolStore(self.ctx, self.semantic, self.procedural, self.goals, self.controls)
         self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles, self.controls)
 
     @classmethod
@@ -524,8 +526,8 @@ class AsyncAgentMemory:
 
     async def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
-        profile, summaries, run records, working memory — and strip their audit entries of content; return the
-        receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
+        profile, summaries, run records, memory pools, working memory — and strip their audit entries of content;
+        return the receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
         ``requested_by``. Idempotent."""
         check_id(user_id, "user_id")
         check_text(requested_by, "requested_by", max_bytes=200)
@@ -622,6 +624,89 @@ class AsyncAgentMemory:
     async def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
         """Delete one of the user's control memories; True when it existed."""
         return await self.controls.delete(control_id, self._user(user_id))
+
+    # --- shared memory pools (seed 002; agentx_memory.pools) ----------------------------------------------------
+
+    async def create_pool(self, pool_id: str, *, agent_id: str, pool_type: str = "shared", scope: str = "account",
+                          ttl_seconds: int | None = None, public_read: bool = False,
+                          data: dict[str, Any] | None = None, user_id: str | None = None) -> Pool:
+        """Create a pool of the user owned by ``agent_id`` (read, write, grant), at version 1, holding ``data``;
+        ``pool_type``: shared, agent_private, team_shared or task_scoped; ``scope``: global, account, team, agent or
+        task; it expires after ``ttl_seconds`` (never when None); ``public_read`` lets every agent of the user read.
+        An id in use is a ConflictError (:mod:`agentx_memory.pools`)."""
+        return await self.pools.create_pool(self._user(user_id), pool_id, agent_id=agent_id, pool_type=pool_type,
+                                            scope=scope, ttl_seconds=ttl_seconds, public_read=public_read, data=data)
+
+    async def get_pool(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> Pool:
+        """The pool (without its data) when ``agent_id`` may read it; PermissionDeniedError (audited) when not,
+        NotFoundError when the user has no such live pool."""
+        return await self.pools.get_pool(self._user(user_id), pool_id, agent_id=agent_id)
+
+    async def list_pools(self, *, agent_id: str, user_id: str | None = None, limit: int = 1000) -> list[Pool]:
+        """The user's live pools ``agent_id`` may read (owned, granted or public_read), by id."""
+        return await self.pools.list_pools(self._user(user_id), agent_id=agent_id, limit=limit)
+
+    async def grant_pool_access(self, pool_id: str, agent_id: str, level: str, *, by_agent: str,
+                                user_id: str | None = None) -> Pool:
+        """Set ``agent_id``'s access to ``level`` (``read``, or ``write`` which implies read); only the owner
+        ``by_agent`` grants, and an agent_private pool refuses (PermissionDeniedError). Returns the pool after."""
+        return await self.pools.grant_access(self._user(user_id), pool_id, agent_id, level, by_agent=by_agent)
+
+    async def revoke_pool_access(self, pool_id: str, agent_id: str, *, by_agent: str,
+                                 user_id: str | None = None) -> Pool:
+        """Take ``agent_id``'s read and write grants away (owner ``by_agent`` only); returns the pool after."""
+        return await self.pools.revoke_access(self._user(user_id), pool_id, agent_id, by_agent=by_agent)
+
+    async def pool_accessible_by(self, pool_id: str, agent_id: str, level: str = "read", *,
+                                 user_id: str | None = None) -> bool:
+        """Whether ``agent_id`` may ``read`` or ``write`` the pool now (a question, not an access: not audited)."""
+        return await self.pools.accessible_by(self._user(user_id), pool_id, agent_id, level)
+
+    async def read_pool_data(self, pool_id: str, *, agent_id: str,
+                             user_id: str | None = None) -> tuple[dict[str, Any], int]:
+        """``(data, version)`` of the pool when ``agent_id`` may read it; pass the version to the next write."""
+        return await self.pools.read_data(self._user(user_id), pool_id, agent_id=agent_id)
+
+    async def write_pool_data(self, pool_id: str, data: dict[str, Any], *, agent_id: str, expected_version: int,
+                              user_id: str | None = None) -> int:
+        """Replace the pool's data (a JSON object of at most ``pools.max_data_bytes``) when ``agent_id`` may write
+        and the pool is still at ``expected_version``; returns the new version. A stale version is
+        StaleVersionError (409) and nothing is written."""
+        return await self.pools.write_data(self._user(user_id), pool_id, data, agent_id=agent_id,
+                                           expected_version=expected_version)
+
+    async def merge_pool_data(self, pool_id: str, patch: dict[str, Any], *, agent_id: str, expected_version: int,
+                              user_id: str | None = None) -> int:
+        """Merge ``patch`` into the pool's data key by key (a ``None`` value removes the key), versioned as
+        :meth:`write_pool_data`; returns the new version."""
+        return await self.pools.merge_data(self._user(user_id), pool_id, patch, agent_id=agent_id,
+                                           expected_version=expected_version)
+
+    async def share_memory(self, pool_id: str, memory_id: str, *, agent_id: str, expected_version: int,
+                           memory_type: str | None = None, user_id: str | None = None) -> int:
+        """Copy one of the user's facts, entities, controls, strategies or goals into the pool's data under
+        ``"memory:<memory_id>"`` (type, text, source id, channel, who shared it and when), versioned as
+        :meth:`write_pool_data`; returns the new version."""
+        return await self.pools.share_memory(self._user(user_id), pool_id, memory_id, agent_id=agent_id,
+                                             expected_version=expected_version, memory_type=memory_type)
+
+    async def pool_statistics(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> PoolStatistics:
+        """Entries, bytes, version, reads, writes, last access and grants of the pool, when ``agent_id`` may
+        read it."""
+        return await self.pools.pool_statistics(self._user(user_id), pool_id, agent_id=agent_id)
+
+    async def delete_pool(self, pool_id: str, *, by_agent: str, user_id: str | None = None) -> bool:
+        """Delete the pool (its owner ``by_agent`` only); True when it did, False when there is no such live
+        pool."""
+        return await self.pools.delete_pool(self._user(user_id), pool_id, by_agent=by_agent)
+
+    async def expire_pools(self, *, now: datetime | None = None, dry_run: bool = False,
+                           user_id: str | None = None) -> PoolSweepReport:
+        """Delete the pools (of every user, or only ``user_id``) past their expiry as of ``now`` (default: the
+        database's clock), each audited; part of the worker's ``cleanup`` job (a recorded run, not undoable);
+        ``dry_run`` lists them."""
+        return await self._run_job("expire_pools", PoolSweepReport(dry_run=dry_run), user_id,
+                                   lambda report: self.pools.expire(report, now=now, user_id=user_id))
 
     async def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""
@@ -1277,8 +1362,8 @@ class AgentMemory:
 
     def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
-        profile, summaries, run records, working memory — and strip their audit entries of content; return the
-        receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
+        profile, summaries, run records, memory pools, working memory — and strip their audit entries of content;
+        return the receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
         ``requested_by``. Idempotent."""
         return self._portal.run(self._core.forget_user(user_id, requested_by=requested_by))
 
@@ -1352,6 +1437,87 @@ class AgentMemory:
     def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
         """Delete one of the user's control memories; True when it existed."""
         return self._portal.run(self._core.delete_control(control_id, user_id))
+
+    def create_pool(self, pool_id: str, *, agent_id: str, pool_type: str = "shared", scope: str = "account",
+                    ttl_seconds: int | None = None, public_read: bool = False, data: dict[str, Any] | None = None,
+                    user_id: str | None = None) -> Pool:
+        """Create a pool of the user owned by ``agent_id`` (read, write, grant), at version 1, holding ``data``;
+        ``pool_type``: shared, agent_private, team_shared or task_scoped; ``scope``: global, account, team, agent or
+        task; it expires after ``ttl_seconds`` (never when None); ``public_read`` lets every agent of the user read.
+        An id in use is a ConflictError (:mod:`agentx_memory.pools`)."""
+        return self._portal.run(self._core.create_pool(pool_id, agent_id=agent_id, pool_type=pool_type, scope=scope,
+                                                       ttl_seconds=ttl_seconds, public_read=public_read, data=data,
+                                                       user_id=user_id))
+
+    def get_pool(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> Pool:
+        """The pool (without its data) when ``agent_id`` may read it; PermissionDeniedError (audited) when not,
+        NotFoundError when the user has no such live pool."""
+        return self._portal.run(self._core.get_pool(pool_id, agent_id=agent_id, user_id=user_id))
+
+    def list_pools(self, *, agent_id: str, user_id: str | None = None, limit: int = 1000) -> list[Pool]:
+        """The user's live pools ``agent_id`` may read (owned, granted or public_read), by id."""
+        return self._portal.run(self._core.list_pools(agent_id=agent_id, user_id=user_id, limit=limit))
+
+    def grant_pool_access(self, pool_id: str, agent_id: str, level: str, *, by_agent: str,
+                          user_id: str | None = None) -> Pool:
+        """Set ``agent_id``'s access to ``level`` (``read``, or ``write`` which implies read); only the owner
+        ``by_agent`` grants, and an agent_private pool refuses (PermissionDeniedError). Returns the pool after."""
+        return self._portal.run(self._core.grant_pool_access(pool_id, agent_id, level, by_agent=by_agent,
+                                                             user_id=user_id))
+
+    def revoke_pool_access(self, pool_id: str, agent_id: str, *, by_agent: str, user_id: str | None = None) -> Pool:
+        """Take ``agent_id``'s read and write grants away (owner ``by_agent`` only); returns the pool after."""
+        return self._portal.run(self._core.revoke_pool_access(pool_id, agent_id, by_agent=by_agent, user_id=user_id))
+
+    def pool_accessible_by(self, pool_id: str, agent_id: str, level: str = "read", *,
+                           user_id: str | None = None) -> bool:
+        """Whether ``agent_id`` may ``read`` or ``write`` the pool now (a question, not an access: not audited)."""
+        return self._portal.run(self._core.pool_accessible_by(pool_id, agent_id, level, user_id=user_id))
+
+    def read_pool_data(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> tuple[dict[str, Any], int]:
+        """``(data, version)`` of the pool when ``agent_id`` may read it; pass the version to the next write."""
+        return self._portal.run(self._core.read_pool_data(pool_id, agent_id=agent_id, user_id=user_id))
+
+    def write_pool_data(self, pool_id: str, data: dict[str, Any], *, agent_id: str, expected_version: int,
+                        user_id: str | None = None) -> int:
+        """Replace the pool's data (a JSON object of at most ``pools.max_data_bytes``) when ``agent_id`` may write
+        and the pool is still at ``expected_version``; returns the new version. A stale version is
+        StaleVersionError (409) and nothing is written."""
+        return self._portal.run(self._core.write_pool_data(pool_id, data, agent_id=agent_id,
+                                                           expected_version=expected_version, user_id=user_id))
+
+    def merge_pool_data(self, pool_id: str, patch: dict[str, Any], *, agent_id: str, expected_version: int,
+                        user_id: str | None = None) -> int:
+        """Merge ``patch`` into the pool's data key by key (a ``None`` value removes the key), versioned as
+        :meth:`write_pool_data`; returns the new version."""
+        return self._portal.run(self._core.merge_pool_data(pool_id, patch, agent_id=agent_id,
+                                                           expected_version=expected_version, user_id=user_id))
+
+    def share_memory(self, pool_id: str, memory_id: str, *, agent_id: str, expected_version: int,
+                     memory_type: str | None = None, user_id: str | None = None) -> int:
+        """Copy one of the user's facts, entities, controls, strategies or goals into the pool's data under
+        ``"memory:<memory_id>"`` (type, text, source id, channel, who shared it and when), versioned as
+        :meth:`write_pool_data`; returns the new version."""
+        return self._portal.run(self._core.share_memory(pool_id, memory_id, agent_id=agent_id,
+                                                        expected_version=expected_version, memory_type=memory_type,
+                                                        user_id=user_id))
+
+    def pool_statistics(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> PoolStatistics:
+        """Entries, bytes, version, reads, writes, last access and grants of the pool, when ``agent_id`` may
+        read it."""
+        return self._portal.run(self._core.pool_statistics(pool_id, agent_id=agent_id, user_id=user_id))
+
+    def delete_pool(self, pool_id: str, *, by_agent: str, user_id: str | None = None) -> bool:
+        """Delete the pool (its owner ``by_agent`` only); True when it did, False when there is no such live
+        pool."""
+        return self._portal.run(self._core.delete_pool(pool_id, by_agent=by_agent, user_id=user_id))
+
+    def expire_pools(self, *, now: datetime | None = None, dry_run: bool = False,
+                     user_id: str | None = None) -> PoolSweepReport:
+        """Delete the pools (of every user, or only ``user_id``) past their expiry as of ``now`` (default: the
+        database's clock), each audited; part of the worker's ``cleanup`` job (a recorded run, not undoable);
+        ``dry_run`` lists them."""
+        return self._portal.run(self._core.expire_pools(now=now, dry_run=dry_run, user_id=user_id))
 
     def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""

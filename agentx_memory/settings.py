@@ -436,9 +436,8 @@ class PoolSettings(_Section):
     """Shared memory pools (seed 002): data shared between agents under an access control list, versioned."""
 
     max_data_bytes: int = Field(1024 * 1024, ge=2, le=256 * 1024 * 1024, description="largest data of one pool (JSON "
-                                "bytes); a write past it is refused whole", json_schema_extra=not_used_yet(16))
-    max_pools_per_user: int = Field(10_000, ge=1, le=10_000_000, description="pools one user may hold",
-                                    json_schema_extra=not_used_yet(16))
+                                "bytes); a write past it is refused whole")
+    max_pools_per_user: int = Field(10_000, ge=1, le=10_000_000, description="pools one user may hold")
 
 
 class SnapshotSettings(_Section):

@@ -10,6 +10,7 @@
 ``search``            retrieval queries (full text and pgvector) over turns and the timeline
 ``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
 ``summaries``         ``episodic_summaries``: one summary per conversation, searched by vector
+``pools``             ``memory_pools``: shared pools, their versioned data and access lists
 ``forget``            one user's rows out of every table, their audit entries stripped of content
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from .audit_log import AuditLog
 from .conversation_log import ConversationLog
 from .forget import UserRows
+from .pools import PoolRows
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
 from .search import TurnSearch
@@ -35,6 +37,7 @@ from .worker_runs import WorkerRuns
 __all__ = [
     "AuditLog",
     "ConversationLog",
+    "PoolRows",
     "PostgresStore",
     "ProfileRows",
     "Repositories",
@@ -64,10 +67,12 @@ class Repositories:
     summaries: SummaryRows
     users: UserRows
     snapshots: SnapshotRows
+    pools: PoolRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
-                   summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store))
+                   summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
+                   pools=PoolRows(store))

@@ -3,13 +3,15 @@
 **A user** (:meth:`UserRows.forget`):
 
 One transaction: the user's rows of ``conversation_logs``, ``memory_timeline``, ``tool_invocations``,
-``user_profiles``, ``episodic_summaries`` and ``worker_runs`` are deleted; their entries in the change records of
-runs over every user are cut out; and their audit entries lose every content field (query text, metadata,
-error message), keeping operation, memory type, time and counts. Returns the rows touched per table.
+``user_profiles``, ``episodic_summaries``, ``worker_runs`` and ``memory_pools`` are deleted; their entries in the
+change records of runs over every user are cut out; and their audit entries lose every content field (query text,
+metadata, error message), keeping operation, memory type, time and counts. Returns the rows touched per table.
 
 **Chosen memories** (:meth:`UserRows.forget_memories`), also one transaction: their log rows (turns by id), timeline
 rows and tool-log rows go, the summaries of the conversations that lost a turn go (a summary is made of its turns),
 and every run change record and audit entry of the user that names one of them loses its content the same way.
+Copies shared into the user's pools (``memory:<id>`` keys of their data) are cut out, each such pool's version going
+up by one (a writer holding the old version must read again).
 :meth:`UserRows.matching_turns` finds the logged turns a filter reaches (the log is the source of truth: a turn not
 yet projected into the graph is still found).
 """
@@ -22,6 +24,7 @@ from datetime import datetime
 from typing import Any, Final, LiteralString
 
 from .errors import pg_errors
+from .pools import SHARED_KEY_PREFIX
 from .postgres import PostgresStore
 
 __all__ = ["UserRows"]
@@ -34,6 +37,7 @@ DELETES: Final[dict[str, LiteralString]] = {
     "user_profiles": "DELETE FROM user_profiles WHERE user_id = %(user_id)s",
     "episodic_summaries": "DELETE FROM episodic_summaries WHERE user_id = %(user_id)s",
     "worker_runs": "DELETE FROM worker_runs WHERE user_id = %(user_id)s",
+    "memory_pools": "DELETE FROM memory_pools WHERE user_id = %(user_id)s",
 }
 
 #: The user's entries cut out of the change records of runs over every user (an entry names its user directly, or
@@ -62,6 +66,10 @@ MEMORY_DELETES: Final[dict[str, LiteralString]] = {
 
 #: A JSON path that holds when any string anywhere in the document is one of ``$ids``.
 _NAMES_ANY: Final[LiteralString] = "'$.** ? (@ == $ids[*])', jsonb_build_object('ids', %(ids_json)s::jsonb)"
+
+SCRUB_POOL_COPIES: Final[LiteralString] = (
+    "UPDATE memory_pools SET data = data - %(pool_keys)s::text[], version = version + 1, updated_at = NOW()"
+    " WHERE user_id = %(user_id)s AND data ?| %(pool_keys)s::text[]")
 
 SCRUB_MEMORY_RUN_CHANGES: Final[LiteralString] = (
     "UPDATE worker_runs SET changes = coalesce((SELECT jsonb_agg(c) FROM jsonb_array_elements(changes) AS c"
@@ -108,11 +116,13 @@ class UserRows:
         """Remove the chosen memories' rows in one transaction (see the module docstring); return the rows touched
         per table (``worker_runs.changes`` and ``memory_audit_log`` count the rows scrubbed)."""
         params: dict[str, Any] = {"user_id": user_id, "ids": list(ids), "turn_ids": list(turn_ids),
-                                  "conversation_ids": list(conversation_ids), "ids_json": json.dumps(list(ids))}
+                                  "conversation_ids": list(conversation_ids), "ids_json": json.dumps(list(ids)),
+                                  "pool_keys": [SHARED_KEY_PREFIX + i for i in ids]}
         counts: dict[str, int] = {}
         async with pg_errors("forgetting memories"), self.store.connection() as conn, conn.transaction():
             for table, statement in MEMORY_DELETES.items():
                 counts[table] = (await conn.execute(statement, params)).rowcount
+            counts["memory_pools.data"] = (await conn.execute(SCRUB_POOL_COPIES, params)).rowcount
             counts["worker_runs.changes"] = (await conn.execute(SCRUB_MEMORY_RUN_CHANGES, params)).rowcount
             counts["memory_audit_log"] = (await conn.execute(SCRUB_MEMORY_AUDIT, params)).rowcount
         return counts

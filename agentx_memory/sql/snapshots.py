@@ -27,6 +27,7 @@ SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
     "tool_invocations": "timestamp, id",
     "user_profiles": "user_id",
     "episodic_summaries": "conversation_id",
+    "memory_pools": "pool_id",
 }
 
 PAGE: Final = 500

@@ -12,7 +12,8 @@ from agentx_memory import AgentMemory, ControlMemory, Entity, Fact, Goal, Turn
 from agentx_memory.errors import NotFoundError, ValidationError
 from tests.conftest import gread
 
-TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries")
+TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
+          "memory_pools")
 
 
 def _fill(memory: AgentMemory, user: str) -> None:
@@ -26,6 +27,7 @@ def _fill(memory: AgentMemory, user: str) -> None:
     memory.add_control(ControlMemory(user_id=user, content="Never share the address"))
     memory.record_invocation(f"{user}-c1", None, "maps", {"q": "Porto"}, {"ok": True}, True, 5, user_id=user)
     memory.update_profile(user, preferences={"units": "metric"})
+    memory.create_pool("trip", agent_id="planner", data={"city": "Porto"}, user_id=user)
     memory.summarize_conversation(f"{user}-c1", user_id=user)
     wm = memory.working(user, f"{user}-c1")
     wm.set("k", 1)
@@ -76,6 +78,8 @@ def test_forgetting_a_user_removes_them_from_every_store_and_leaves_others(setti
         assert memory.find_strategies("Book early") == [] and memory.list_controls() == []
         assert memory.working("alice", "alice-c1").get_context()["values"] == {}
         assert memory.similar_conversations("Porto") == []
+        with pytest.raises(NotFoundError):
+            memory.read_pool_data("trip", agent_id="planner")
         runs = memory.worker_runs()
         assert all(c["user_id"] != "alice" for c in memory._portal.run(memory.core.ctx.sql.runs.get(
             decay.run_id))["changes"]) and runs
@@ -193,3 +197,17 @@ def test_a_forget_request_that_is_unclear_is_refused_naming_the_field(memory, kw
         memory.forget(**kwargs)
     assert err.value.field.startswith(field)
     assert len(memory.get_conversation("c1")) == 1
+
+
+def test_forgetting_a_memory_cuts_its_copies_out_of_shared_pools(memory):
+    fact = memory.learn_fact(Fact(user_id="alice", claim="alice's door code is 2580"))
+    kept = memory.learn_fact(Fact(user_id="alice", claim="alice likes tea"))
+    memory.create_pool("team", agent_id="planner")
+    version = memory.share_memory("team", fact.id, agent_id="planner", expected_version=1)
+    version = memory.share_memory("team", kept.id, agent_id="planner", expected_version=version)
+
+    receipt = memory.forget([fact.id])
+    assert receipt.postgres["memory_pools.data"] == 1
+    data, now = memory.read_pool_data("team", agent_id="planner")
+    assert set(data) == {f"memory:{kept.id}"} and now == version + 1  # a writer holding the old version reads again
+    assert "2580" not in str(data)
