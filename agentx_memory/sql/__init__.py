@@ -10,6 +10,7 @@
 ``search``            retrieval queries (full text and pgvector) over turns and the timeline
 ``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
 ``summaries``         ``episodic_summaries``: one summary per conversation, searched by vector
+``short_term``        ``short_term_memory``: per-session entries with a TTL and an access count, and their sweep
 ``forget``            one user's rows out of every table, their audit entries stripped of content
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
@@ -25,6 +26,7 @@ from .forget import UserRows
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
 from .search import TurnSearch
+from .short_term import ShortTermRows
 from .summaries import SummaryRows
 from .timeline import Timeline, TimelineEntry
 from .tool_invocations import ToolInvocationLog
@@ -36,6 +38,7 @@ __all__ = [
     "PostgresStore",
     "ProfileRows",
     "Repositories",
+    "ShortTermRows",
     "SummaryRows",
     "Timeline",
     "TimelineEntry",
@@ -60,10 +63,11 @@ class Repositories:
     runs: WorkerRuns
     summaries: SummaryRows
     users: UserRows
+    short_term: ShortTermRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
-                   summaries=SummaryRows(store), users=UserRows(store))
+                   summaries=SummaryRows(store), users=UserRows(store), short_term=ShortTermRows(store))

@@ -1,9 +1,9 @@
 """Forgetting a user in PostgreSQL: every row of theirs goes, and the audit log keeps only that things happened.
 
 One transaction: the user's rows of ``conversation_logs``, ``memory_timeline``, ``tool_invocations``,
-``user_profiles``, ``episodic_summaries`` and ``worker_runs`` are deleted; their entries in the change records of
-runs over every user are cut out; and their audit entries lose every content field (query text, metadata,
-error message), keeping operation, memory type, time and counts. Returns the rows touched per table.
+``user_profiles``, ``episodic_summaries``, ``worker_runs`` and ``short_term_memory`` are deleted; their entries in
+the change records of runs over every user are cut out; and their audit entries lose every content field (query
+text, metadata, error message), keeping operation, memory type, time and counts. Returns the rows touched per table.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ DELETES: Final[dict[str, LiteralString]] = {
     "user_profiles": "DELETE FROM user_profiles WHERE user_id = %(user_id)s",
     "episodic_summaries": "DELETE FROM episodic_summaries WHERE user_id = %(user_id)s",
     "worker_runs": "DELETE FROM worker_runs WHERE user_id = %(user_id)s",
+    "short_term_memory": "DELETE FROM short_term_memory WHERE user_id = %(user_id)s",
 }
 
 #: The user's entries cut out of the change records of runs over every user (an entry names its user directly, or
