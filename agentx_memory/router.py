@@ -22,7 +22,7 @@ from .errors import NotFoundError, ValidationError
 from .graph import cypher
 from .models import ShortTermEntry
 from .semantic import SemanticMemory
-from .short_term import ShortTermStore, fact_id_for, fact_value, promoted_fact
+from .short_term import ShortTermStore, check_memory_type, fact_id_for, fact_value, promoted_fact
 from .validation import check_id, check_json
 from .working import WorkingMemory
 
@@ -90,6 +90,7 @@ class MemoryRouter:
                                          ttl_seconds=ttl_seconds, agent_id=self.agent_id)
         else:
             check_id(key, "key", max_len=200)
+            check_memory_type(memory_type)
             check_json(value, "value", max_bytes=self._semantic.ctx.settings.limits.max_metadata_bytes)
             entry = ShortTermEntry(user_id=self.user_id, session_id=self.session_id, key=key, value=value,
                                    memory_type=memory_type, agent_id=self.agent_id, ttl_seconds=1,

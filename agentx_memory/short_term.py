@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "SHORT_TERM_SOURCE",
     "ShortTermStore",
+    "check_memory_type",
     "check_ttl",
     "fact_id_for",
     "fact_value",
@@ -56,6 +57,14 @@ def _now(now: datetime | None) -> datetime:
 def check_ttl(ttl_seconds: Any) -> int:
     """A TTL: a whole number of seconds from 1 to :data:`MAX_TTL_SECONDS`."""
     return check_int(ttl_seconds, "ttl_seconds", low=1, high=MAX_TTL_SECONDS)
+
+
+def check_memory_type(memory_type: Any) -> str:
+    """One of :data:`SHORT_TERM_TYPES`."""
+    if memory_type not in SHORT_TERM_TYPES:
+        raise ValidationError("memory_type", f"{memory_type!r} is not a short-term memory type; use one of "
+                                             f"{', '.join(SHORT_TERM_TYPES)}")
+    return str(memory_type)
 
 
 def fact_id_for(user_id: str, session_id: str, key: str) -> str:
@@ -118,9 +127,7 @@ class ShortTermStore:
         ``value`` past ``limits.max_metadata_bytes`` as JSON, and ``session_id`` when the key is new and the session
         holds ``short_term.max_entries_per_session`` live entries. Nothing is written then."""
         self._check_key(user_id, session_id, key)
-        if memory_type not in SHORT_TERM_TYPES:
-            raise ValidationError("memory_type", f"{memory_type!r} is not a short-term memory type; use one of "
-                                                 f"{', '.join(SHORT_TERM_TYPES)}")
+        check_memory_type(memory_type)
         settings = self.ctx.settings.short_term
         ttl = check_ttl(settings.default_ttl_seconds if ttl_seconds is None else ttl_seconds)
         if agent_id is not None:

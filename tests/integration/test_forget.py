@@ -12,7 +12,8 @@ from agentx_memory import AgentMemory, ControlMemory, Entity, Fact, Goal, Turn
 from agentx_memory.errors import NotFoundError
 from tests.conftest import gread
 
-TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries")
+TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
+          "short_term_memory")
 
 
 def _fill(memory: AgentMemory, user: str) -> None:
@@ -26,6 +27,7 @@ def _fill(memory: AgentMemory, user: str) -> None:
     memory.add_control(ControlMemory(user_id=user, content="Never share the address"))
     memory.record_invocation(f"{user}-c1", None, "maps", {"q": "Porto"}, {"ok": True}, True, 5, user_id=user)
     memory.update_profile(user, preferences={"units": "metric"})
+    memory.write_short_term(f"{user}-s1", "city", "Porto", memory_type="observation", user_id=user)
     memory.summarize_conversation(f"{user}-c1", user_id=user)
     wm = memory.working(user, f"{user}-c1")
     wm.set("k", 1)
@@ -76,6 +78,7 @@ def test_forgetting_a_user_removes_them_from_every_store_and_leaves_others(setti
         assert memory.find_strategies("Book early") == [] and memory.list_controls() == []
         assert memory.working("alice", "alice-c1").get_context()["values"] == {}
         assert memory.similar_conversations("Porto") == []
+        assert memory.list_short_term("alice-s1") == [] and memory.short_term_statistics()["expired"] == 0
         runs = memory.worker_runs()
         assert all(c["user_id"] != "alice" for c in memory._portal.run(memory.core.ctx.sql.runs.get(
             decay.run_id))["changes"]) and runs
