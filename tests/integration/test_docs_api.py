@@ -11,7 +11,7 @@ from tests.conftest import cli_env
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / name for name in ("api.md", "extraction.md", "typed-memories.md", "working-memory.md",
-                                          "context-window.md", "retention.md")] + [ROOT / "README.md"]
+                                          "context-window.md", "retention.md", "short-term.md")] + [ROOT / "README.md"]
 
 
 def _python_blocks() -> list[tuple[Path, str]]:
