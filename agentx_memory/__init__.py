@@ -26,15 +26,17 @@ from .errors import (
     ValidationError,
     WorkingMemoryFullError,
 )
-from .memory import AgentMemory, AsyncAgentMemory, SyncContextWindow, SyncWorkingMemory
+from .memory import AgentMemory, AsyncAgentMemory, SyncContextWindow, SyncMemoryRouter, SyncWorkingMemory
 from .models import (
     GLOBAL_CHANNEL,
     RELATIONSHIP_TYPES,
+    SHORT_TERM_TYPES,
     ControlMemory,
     Entity,
     Fact,
     Goal,
     Relationship,
+    ShortTermEntry,
     Strategy,
     ToolInvocation,
     Turn,
@@ -44,8 +46,11 @@ from .pools import Pool, PoolStatistics
 from .procedural import StrategyMatch
 from .providers.embeddings import Embedder, make_embedder
 from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
+from .router import TIERS, MemoryRouter
 from .semantic import EntityGraph
 from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
+from .short_term import ShortTermStore
+from .short_term_consolidation import ShortTermReport
 from .working import WorkingMemory
 
 __version__ = "0.1.0"
@@ -53,6 +58,8 @@ __version__ = "0.1.0"
 __all__ = [
     "GLOBAL_CHANNEL",
     "RELATIONSHIP_TYPES",
+    "SHORT_TERM_TYPES",
+    "TIERS",
     "AgentMemory",
     "AgentXMemoryError",
     "AsyncAgentMemory",
@@ -70,6 +77,7 @@ __all__ = [
     "Fact",
     "Goal",
     "MemoryBundle",
+    "MemoryRouter",
     "NotFoundError",
     "PermissionDeniedError",
     "Pool",
@@ -87,6 +95,9 @@ __all__ = [
     "ScoredStrategy",
     "ScoredTurn",
     "Settings",
+    "ShortTermEntry",
+    "ShortTermReport",
+    "ShortTermStore",
     "Signal",
     "StaleVersionError",
     "StorageError",
@@ -94,6 +105,7 @@ __all__ = [
     "Strategy",
     "StrategyMatch",
     "SyncContextWindow",
+    "SyncMemoryRouter",
     "SyncWorkingMemory",
     "ToolInvocation",
     "Turn",

@@ -5,7 +5,8 @@
 * **graph**: every node carrying their ``user_id`` (turns, conversations, entities and their redirects, facts,
   goals, strategies, tool invocations, control memories) with its edges, in pages, and their ``User`` node;
 * **PostgreSQL**: their rows of the conversation log, the timeline, the tool log, the profile, the episodic
-  summaries, the run records and their memory pools, and their entries in the change records of runs over every user
+  summaries, the short-term tier, the run records and their memory pools, and their entries in the change records
+  of runs over every user
   (:mod:`agentx_memory.sql.forget`); their audit entries lose every content field;
 * **Redis**: every working-memory key of theirs (session keys, the conversation hash, the ledger).
 

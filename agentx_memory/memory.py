@@ -3,10 +3,12 @@
 ``AgentMemory`` holds no logic of its own: every public coroutine method of ``AsyncAgentMemory`` has an explicit,
 typed blocking twin that runs the coroutine on a private event loop in a background thread (a "portal"). That also
 makes it usable from code that already runs an event loop, such as a notebook. :class:`SyncWorkingMemory` is the
-blocking twin of :class:`~agentx_memory.working.WorkingMemory` that ``AgentMemory.working`` returns.
+blocking twin of :class:`~agentx_memory.working.WorkingMemory` that ``AgentMemory.working`` returns, and
+:class:`SyncMemoryRouter` that of :class:`~agentx_memory.router.MemoryRouter` (``AgentMemory.tiers``).
 
-The twins are generated, not written: ``python scripts/gen_sync_facade.py`` reads ``AsyncAgentMemory`` and
-``WorkingMemory`` (their ``async def`` methods: parameters, defaults, annotations, docstrings) and rewrites the
+The twins are generated, not written: ``python scripts/gen_sync_facade.py`` reads ``AsyncAgentMemory``,
+``WorkingMemory``, ``ContextWindow`` and ``MemoryRouter`` (their ``async def`` methods: parameters, defaults,
+annotations, docstrings) and rewrites the
 regions between the ``BEGIN GENERATED`` and ``END GENERATED`` markers below. Change the async method, then rerun
 the script; ``tests/unit/test_sync_facade.py`` fails (in CI too) when a region is stale or a signature differs.
 
@@ -51,6 +53,7 @@ from .models import (
     Fact,
     Goal,
     Relationship,
+    ShortTermEntry,
     Strategy,
     ToolInvocation,
     Turn,
@@ -64,9 +67,12 @@ from .promotion import PromotionReport, promote_prominent, unpromote
 from .providers.embeddings import Embedder, make_embedder
 from .retrieval.bundle import MemoryBundle
 from .retrieval.recall import RecallLayer
+from .router import MemoryRouter
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
 from .settings import RecallSettings, Settings, load_settings
+from .short_term import ShortTermStore
+from .short_term_consolidation import ShortTermReport, consolidate_short_term, undo_short_term
 from .snapshots import (
     Progress,
     SnapshotInfo,
@@ -80,7 +86,7 @@ from .summaries import similar_conversations, summarize_conversation
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
 
-__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncWorkingMemory"]
+__all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncMemoryRouter", "SyncWorkingMemory"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
@@ -166,6 +172,7 @@ class AsyncAgentMemory:
         self.profiles = ProfileStore(self.ctx)
         self.controls = ControlStore(self.ctx)
         self.pools = PoolStore(self.ctx, self.semantic, self.procedural, self.goals, self.controls)
+        self.short_term = ShortTermStore(self.ctx)
         self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles, self.controls)
 
     @classmethod
@@ -380,7 +387,8 @@ class AsyncAgentMemory:
                                                    self.settings.worker, now=when, user_id=user_id, report=report))
 
     async def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts`` or ``dedup`` (see
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup`` or
+        ``short_term`` (see
         :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
@@ -391,6 +399,7 @@ class AsyncAgentMemory:
             "archive": lambda changes: restore_archived(self.ctx.sql.conversations, self.ctx.graph, changes),
             "dedup": lambda changes: undo_dedup(self.semantic, run_id, changes),
             "expire_facts": lambda changes: restore_expired(self.ctx.graph, changes),
+            "short_term": lambda changes: undo_short_term(self.semantic, changes),
         }
         return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
 
@@ -747,6 +756,78 @@ class AsyncAgentMemory:
                                            check_int(top_k, "top_k", low=1, high=100),
                                            check_ids(exclude, "exclude", max_len=200))
 
+    # --- the short-term tier and the tier router (seed 002) -------------------------------------------------------
+
+    async def write_short_term(self, session_id: str, key: str, value: Any, *, memory_type: str,
+                               ttl_seconds: int | None = None, agent_id: str | None = None,
+                               user_id: str | None = None, now: datetime | None = None) -> ShortTermEntry:
+        """Store ``value`` (any JSON value, at most ``limits.max_metadata_bytes``) under ``key`` of the user's session
+        in the short-term tier, as ``memory_type`` (``task_context``, ``conversation``, ``tool_result``,
+        ``reflection``, ``observation``), expiring ``ttl_seconds`` (default ``short_term.default_ttl_seconds``, 1 h)
+        after ``now``. Overwriting an entry keeps its access count and starts its expiry again
+        (:mod:`agentx_memory.short_term`). Bad input is a :class:`ValidationError` naming the field; nothing is
+        written then."""
+        return await self.short_term.write(self._user(user_id), session_id, key, value, memory_type=memory_type,
+                                           ttl_seconds=ttl_seconds, agent_id=agent_id, now=now)
+
+    async def read_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
+                              now: datetime | None = None) -> ShortTermEntry | None:
+        """The short-term entry, counting the read (access count + 1, last access); ``None`` when absent or
+        expired."""
+        return await self.short_term.read(self._user(user_id), session_id, key, now=now)
+
+    async def touch_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
+                               now: datetime | None = None) -> int | None:
+        """Count one use of a short-term entry without reading it; its access count after that, or ``None`` when
+        absent or expired."""
+        return await self.short_term.touch(self._user(user_id), session_id, key, now=now)
+
+    async def refresh_short_term_ttl(self, session_id: str, key: str, ttl_seconds: int | None = None,
+                                     user_id: str | None = None, *,
+                                     now: datetime | None = None) -> ShortTermEntry | None:
+        """Let a live short-term entry expire ``ttl_seconds`` (default: its own TTL) from ``now``; ``None`` when
+        absent or already expired."""
+        return await self.short_term.refresh_ttl(self._user(user_id), session_id, key, ttl_seconds, now=now)
+
+    async def delete_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
+                                now: datetime | None = None) -> bool:
+        """Remove a short-term entry; True when a live one was there."""
+        return await self.short_term.delete(self._user(user_id), session_id, key, now=now)
+
+    async def list_short_term(self, session_id: str, user_id: str | None = None, *,
+                              now: datetime | None = None) -> list[ShortTermEntry]:
+        """The live short-term entries of the user's session, by key (reads are not counted)."""
+        return await self.short_term.list_entries(self._user(user_id), session_id, now=now)
+
+    async def short_term_statistics(self, session_id: str | None = None, user_id: str | None = None, *,
+                                    now: datetime | None = None) -> dict[str, Any]:
+        """The short-term tier of one session (or all the user's): ``entries`` (live), ``expired`` (waiting for the
+        ``short_term`` job), ``by_type``, ``mean_access_count`` and ``bytes``."""
+        return await self.short_term.statistics(self._user(user_id), session_id, now=now)
+
+    async def consolidate_short_term(self, *, now: datetime | None = None, dry_run: bool = False,
+                                     user_id: str | None = None) -> ShortTermReport:
+        """Consolidate the short-term tier (of every user, or only ``user_id``) as of ``now``: entries read at least
+        ``short_term.promote_access_count`` (3) times become long-term facts (recallable by :meth:`remember`) and
+        leave the tier; expired entries read less are dropped (:mod:`agentx_memory.short_term_consolidation`).
+        The worker's ``short_term`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run`` lists what
+        would be promoted and dropped."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("short_term", ShortTermReport(dry_run=dry_run), user_id, lambda report:
+                                   consolidate_short_term(self.semantic, now=when, user_id=user_id, report=report))
+
+    def tiers(self, session_id: str, user_id: str | None = None, *, conversation_id: str | None = None,
+              agent_id: str | None = None, channel: str = GLOBAL_CHANNEL) -> MemoryRouter:
+        """The tier router of one user's session (:mod:`agentx_memory.router`): ``read(key, tier=None)`` (working
+        memory of ``conversation_id`` — default: the session id — then short-term, then long-term),
+        ``write(key, value, tier=...)`` and ``stats()`` across the tiers."""
+        check_id(session_id, "session_id", max_len=200)
+        if agent_id is not None:
+            check_id(agent_id, "agent_id")
+        working = self.working(user_id, session_id if conversation_id is None else conversation_id, channel)
+        return MemoryRouter(working=working, short_term=self.short_term, semantic=self.semantic,
+                            session_id=session_id, agent_id=agent_id)
+
     def context_window(self, max_tokens: int = 4096, *, strategy: PruneStrategy | str = PruneStrategy.FIFO,
                        keep_recent: int = 10, goal: str | None = None) -> ContextWindow:
         """A context window (spec 004's short-term memory) of ``max_tokens``, pruned with ``strategy`` (``fifo``,
@@ -1041,6 +1122,53 @@ class SyncWorkingMemory:
     # END GENERATED from WorkingMemory
 
 
+class SyncMemoryRouter:
+    """The tier router of one session with blocking methods: the twin of :class:`~agentx_memory.router.MemoryRouter`
+    that :meth:`AgentMemory.tiers` returns."""
+
+    def __init__(self, core: MemoryRouter, portal: _Portal):
+        self._core = core
+        self._portal = portal
+
+    @property
+    def core(self) -> MemoryRouter:
+        """The async router this view drives."""
+        return self._core
+
+    @property
+    def user_id(self) -> str:
+        """The session's user."""
+        return self._core.user_id
+
+    @property
+    def session_id(self) -> str:
+        """The session."""
+        return self._core.session_id
+
+    # BEGIN GENERATED from MemoryRouter by scripts/gen_sync_facade.py: do not edit, rerun the script
+
+    def read(self, key: str, tier: str | None = None) -> Any:
+        """The value of ``key`` in ``tier``, or — without a tier — in the first tier that has it: working memory,
+        then short-term, then long-term. ``None`` when no tier has it (a stored ``None`` reads the same)."""
+        return self._portal.run(self._core.read(key, tier))
+
+    def write(self, key: str, value: Any, tier: str = "working", *, memory_type: str = "task_context",
+              ttl_seconds: int | None = None) -> None:
+        """Store ``value`` under ``key`` in one tier: ``working`` (expiring after ``ttl_seconds``, default
+        ``working.ttl_seconds``), ``short_term`` (an entry of ``memory_type``, default TTL
+        ``short_term.default_ttl_seconds``) or ``long_term`` (a fact in the global channel, claim ``"key: value"``,
+        the value and the session in its metadata, as a promotion makes it; ``ttl_seconds`` does not apply)."""
+        self._portal.run(self._core.write(key, value, tier, memory_type=memory_type, ttl_seconds=ttl_seconds))
+
+    def stats(self) -> dict[str, Any]:
+        """Figures per tier: ``working_memory`` (``keys``: context values, ``recent_turns``, ``bytes``: the values
+        as JSON plus the conversation hash), ``short_term`` (this session's
+        :meth:`~agentx_memory.short_term.ShortTermStore.statistics`) and ``long_term`` (the user's ``facts``,
+        ``entities`` and ``turns`` in the graph)."""
+        return self._portal.run(self._core.stats())
+    # END GENERATED from MemoryRouter
+
+
 class AgentMemory:
     """The synchronous API: the same methods as :class:`AsyncAgentMemory`, blocking.
 
@@ -1080,6 +1208,12 @@ class AgentMemory:
     def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> SyncWorkingMemory:
         """The working memory of one session, with blocking methods."""
         return SyncWorkingMemory(self._core.working(user_id, conversation_id, channel), self._portal)
+
+    def tiers(self, session_id: str, user_id: str | None = None, *, conversation_id: str | None = None,
+              agent_id: str | None = None, channel: str = GLOBAL_CHANNEL) -> SyncMemoryRouter:
+        """The tier router of one session, with blocking methods (see :meth:`AsyncAgentMemory.tiers`)."""
+        return SyncMemoryRouter(self._core.tiers(session_id, user_id, conversation_id=conversation_id,
+                                                 agent_id=agent_id, channel=channel), self._portal)
 
     def context_window(self, max_tokens: int = 4096, *, strategy: PruneStrategy | str = PruneStrategy.FIFO,
                        keep_recent: int = 10, goal: str | None = None) -> SyncContextWindow:
@@ -1252,7 +1386,8 @@ class AgentMemory:
         return self._portal.run(self._core.detect_patterns(now=now, dry_run=dry_run, user_id=user_id))
 
     def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts`` or ``dedup`` (see
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup`` or
+        ``short_term`` (see
         :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
@@ -1540,6 +1675,62 @@ class AgentMemory:
         ``_global``, best first: ``{"summary": EpisodicSummary, "similarity": float}``; ``exclude`` leaves out
         conversations (the current one)."""
         return self._portal.run(self._core.similar_conversations(query, user_id, channel, top_k, exclude=exclude))
+
+    def write_short_term(self, session_id: str, key: str, value: Any, *, memory_type: str,
+                         ttl_seconds: int | None = None, agent_id: str | None = None, user_id: str | None = None,
+                         now: datetime | None = None) -> ShortTermEntry:
+        """Store ``value`` (any JSON value, at most ``limits.max_metadata_bytes``) under ``key`` of the user's session
+        in the short-term tier, as ``memory_type`` (``task_context``, ``conversation``, ``tool_result``,
+        ``reflection``, ``observation``), expiring ``ttl_seconds`` (default ``short_term.default_ttl_seconds``, 1 h)
+        after ``now``. Overwriting an entry keeps its access count and starts its expiry again
+        (:mod:`agentx_memory.short_term`). Bad input is a :class:`ValidationError` naming the field; nothing is
+        written then."""
+        return self._portal.run(self._core.write_short_term(session_id, key, value, memory_type=memory_type,
+                                                            ttl_seconds=ttl_seconds, agent_id=agent_id, user_id=user_id,
+                                                            now=now))
+
+    def read_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
+                        now: datetime | None = None) -> ShortTermEntry | None:
+        """The short-term entry, counting the read (access count + 1, last access); ``None`` when absent or
+        expired."""
+        return self._portal.run(self._core.read_short_term(session_id, key, user_id, now=now))
+
+    def touch_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
+                         now: datetime | None = None) -> int | None:
+        """Count one use of a short-term entry without reading it; its access count after that, or ``None`` when
+        absent or expired."""
+        return self._portal.run(self._core.touch_short_term(session_id, key, user_id, now=now))
+
+    def refresh_short_term_ttl(self, session_id: str, key: str, ttl_seconds: int | None = None,
+                               user_id: str | None = None, *, now: datetime | None = None) -> ShortTermEntry | None:
+        """Let a live short-term entry expire ``ttl_seconds`` (default: its own TTL) from ``now``; ``None`` when
+        absent or already expired."""
+        return self._portal.run(self._core.refresh_short_term_ttl(session_id, key, ttl_seconds, user_id, now=now))
+
+    def delete_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
+                          now: datetime | None = None) -> bool:
+        """Remove a short-term entry; True when a live one was there."""
+        return self._portal.run(self._core.delete_short_term(session_id, key, user_id, now=now))
+
+    def list_short_term(self, session_id: str, user_id: str | None = None, *,
+                        now: datetime | None = None) -> list[ShortTermEntry]:
+        """The live short-term entries of the user's session, by key (reads are not counted)."""
+        return self._portal.run(self._core.list_short_term(session_id, user_id, now=now))
+
+    def short_term_statistics(self, session_id: str | None = None, user_id: str | None = None, *,
+                              now: datetime | None = None) -> dict[str, Any]:
+        """The short-term tier of one session (or all the user's): ``entries`` (live), ``expired`` (waiting for the
+        ``short_term`` job), ``by_type``, ``mean_access_count`` and ``bytes``."""
+        return self._portal.run(self._core.short_term_statistics(session_id, user_id, now=now))
+
+    def consolidate_short_term(self, *, now: datetime | None = None, dry_run: bool = False,
+                               user_id: str | None = None) -> ShortTermReport:
+        """Consolidate the short-term tier (of every user, or only ``user_id``) as of ``now``: entries read at least
+        ``short_term.promote_access_count`` (3) times become long-term facts (recallable by :meth:`remember`) and
+        leave the tier; expired entries read less are dropped (:mod:`agentx_memory.short_term_consolidation`).
+        The worker's ``short_term`` job: a recorded run that :meth:`undo_run` reverses; ``dry_run`` lists what
+        would be promoted and dropped."""
+        return self._portal.run(self._core.consolidate_short_term(now=now, dry_run=dry_run, user_id=user_id))
 
     def get_profile(self, user_id: str | None = None) -> UserProfile:
         """The user's profile (empty when nothing was stored)."""

@@ -22,12 +22,14 @@ __all__ = [
     "GOAL_STATUSES",
     "RELATIONSHIP_TYPES",
     "SEVERITIES",
+    "SHORT_TERM_TYPES",
     "ControlMemory",
     "Entity",
     "EpisodicSummary",
     "Fact",
     "Goal",
     "Relationship",
+    "ShortTermEntry",
     "Strategy",
     "ToolInvocation",
     "Turn",
@@ -260,3 +262,29 @@ class UserProfile(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+
+#: The kinds of short-term entry (seed 002's ``AgentShortTermMemory::MEMORY_TYPES``).
+SHORT_TERM_TYPES: tuple[str, ...] = ("task_context", "conversation", "tool_result", "reflection", "observation")
+
+
+class ShortTermEntry(_Model):
+    """One entry of the short-term tier (PostgreSQL ``short_term_memory``): a JSON value under a key of a user's
+    session, with its expiry and how often it was read (:mod:`agentx_memory.short_term`)."""
+
+    user_id: str
+    session_id: str
+    key: str
+    value: Any = None
+    memory_type: Literal["task_context", "conversation", "tool_result", "reflection", "observation"]
+    agent_id: str | None = None
+    ttl_seconds: int
+    expires_at: datetime
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """Whether the entry had expired at ``now`` (default: the current time); an expired entry reads as absent."""
+        return self.expires_at <= (now or utcnow())

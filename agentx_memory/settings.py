@@ -423,13 +423,12 @@ class ShortTermSettings(_Section):
     """The short-term tier (seed 002): per-session entries with a TTL, promoted to long-term memory when used often."""
 
     default_ttl_seconds: int = Field(
-        3600, ge=1, le=30 * 86400, description="default expiry of a short-term entry (seed 002: 1 h)",
-        json_schema_extra=not_used_yet(16))
+        3600, ge=1, le=30 * 86400, description="default expiry of a short-term entry (seed 002: 1 h)")
     promote_access_count: int = Field(
         3, ge=1, le=1_000_000, description="consolidation promotes an entry read at least this often to long-term "
-        "memory (seed 002: 3); expired entries read less are dropped", json_schema_extra=not_used_yet(16))
+        "memory (seed 002: 3); expired entries read less are dropped")
     max_entries_per_session: int = Field(10_000, ge=1, le=10_000_000, description="largest number of entries of one "
-                                         "session", json_schema_extra=not_used_yet(16))
+                                         "session (live ones; a new key past it is refused)")
 
 
 class PoolSettings(_Section):
@@ -478,7 +477,7 @@ class WorkerSettings(_Section):
     audit_partitions_minutes: int = Field(1440, ge=1, le=100_000, description="manage_audit_partitions")
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
     short_term_minutes: int = Field(60, ge=1, le=100_000, description="consolidate the short-term tier (promote "
-                                    "entries read often, drop expired ones)", json_schema_extra=not_used_yet(16))
+                                    "entries read often, drop expired ones)")
     undo_days: float = Field(
         30.0, gt=0, le=3650, description="a recorded run can be undone for this long; then its change records are "
         "dropped (run records themselves are kept for retention.audit_days)"

@@ -69,6 +69,7 @@ class Twin:
 TWINS = (
     Twin(PACKAGE / "working.py", "WorkingMemory", "SyncWorkingMemory", "self._core"),
     Twin(PACKAGE / "context_window.py", "ContextWindow", "SyncContextWindow", "self._core"),
+    Twin(PACKAGE / "router.py", "MemoryRouter", "SyncMemoryRouter", "self._core"),
     Twin(PACKAGE / "memory.py", "AsyncAgentMemory", "AgentMemory", "self._core",
          hand_written=frozenset({"open", "close"})),
 )

@@ -2,8 +2,9 @@
 
 Jobs and their intervals come from settings (``worker.*_minutes``): ``reconcile`` (graph projection of the durable
 log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations), ``promote`` (project facts to
-``_global``), ``decay``, ``cleanup`` (archiving past retention, faded entities), ``dedup`` (duplicate entities) and
-``patterns`` (strategies from conversations that used tools).
+``_global``), ``decay``, ``cleanup`` (archiving past retention, faded entities), ``dedup`` (duplicate entities),
+``patterns`` (strategies from conversations that used tools) and ``short_term`` (the short-term tier: promote entries
+read often, drop expired ones).
 
 ``run_worker`` runs every job once at start, then on its interval, until stopped: SIGTERM or SIGINT (or the ``stop``
 event) stops scheduling and lets the jobs in flight finish before the memory closes, so a run is never cut between
@@ -33,6 +34,7 @@ from .jobs import (
     patterns,
     promote,
     reconcile,
+    short_term,
 )
 
 __all__ = ["JOBS", "Job", "JobOptions", "run_job", "run_once", "run_worker"]
@@ -52,6 +54,7 @@ JOBS: dict[str, tuple[Job, str]] = {
     "cleanup": (cleanup.run, "cleanup_minutes"),
     "dedup": (dedup.run, "dedup_minutes"),
     "patterns": (patterns.run, "patterns_minutes"),
+    "short_term": (short_term.run, "short_term_minutes"),
 }
 
 

@@ -421,6 +421,15 @@ DETACH DELETE g
 RETURN count(*) AS deleted
 """
 
+#: A fact the short-term tier promoted, deleted with its edges by the promoting run's undo, only while it still holds
+#: what that run wrote (its metadata names the run) and nothing superseded it.
+UNPROMOTE_SHORT_TERM_FACT: Final[LiteralString] = """
+MATCH (f:Fact {id: $id, user_id: $user_id})
+WHERE f.metadata = $metadata AND coalesce(f.superseded, false) = false
+DETACH DELETE f
+RETURN count(*) AS deleted
+"""
+
 # Retention of facts: an active fact neither stated again nor accessed since ``$before`` expires: hidden from recall
 # like a superseded fact (status 'expired'), valid until ``$now`` for as-of reads; undo puts back what it was.
 EXPIRING_FACTS: Final[LiteralString] = """
@@ -1057,6 +1066,15 @@ MATCH (c:Control {id: $id, user_id: $user_id})
 DETACH DELETE c
 RETURN count(*) AS deleted
 """
+
+# --- the tier router's statistics -----------------------------------------------------------------------------------
+
+#: The user's nodes of a label counted (long-term memory in the tier router's ``stats()``), by label.
+USER_NODE_COUNTS: Final[dict[str, LiteralString]] = {
+    "facts": "MATCH (n:Fact {user_id: $user_id}) RETURN count(n) AS n",
+    "entities": "MATCH (n:Entity {user_id: $user_id}) RETURN count(n) AS n",
+    "turns": "MATCH (n:Turn {user_id: $user_id}) RETURN count(n) AS n",
+}
 
 # --- forgetting a user ---------------------------------------------------------------------------------------------
 

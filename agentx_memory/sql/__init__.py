@@ -11,6 +11,7 @@
 ``worker_runs``       ``worker_runs``: records of maintenance runs, with what undo restores
 ``summaries``         ``episodic_summaries``: one summary per conversation, searched by vector
 ``pools``             ``memory_pools``: shared pools, their versioned data and access lists
+``short_term``        ``short_term_memory``: per-session entries with a TTL and an access count, and their sweep
 ``forget``            one user's rows out of every table, their audit entries stripped of content
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 
@@ -28,6 +29,7 @@ from .pools import PoolRows
 from .postgres import PostgresStore, migrate, schema_dir
 from .profiles import ProfileRows
 from .search import TurnSearch
+from .short_term import ShortTermRows
 from .snapshots import SnapshotRows
 from .summaries import SummaryRows
 from .timeline import Timeline, TimelineEntry
@@ -41,6 +43,7 @@ __all__ = [
     "PostgresStore",
     "ProfileRows",
     "Repositories",
+    "ShortTermRows",
     "SnapshotRows",
     "SummaryRows",
     "Timeline",
@@ -68,6 +71,7 @@ class Repositories:
     users: UserRows
     snapshots: SnapshotRows
     pools: PoolRows
+    short_term: ShortTermRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
@@ -75,4 +79,4 @@ class Repositories:
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
-                   pools=PoolRows(store))
+                   pools=PoolRows(store), short_term=ShortTermRows(store))

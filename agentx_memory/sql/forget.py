@@ -3,9 +3,10 @@
 **A user** (:meth:`UserRows.forget`):
 
 One transaction: the user's rows of ``conversation_logs``, ``memory_timeline``, ``tool_invocations``,
-``user_profiles``, ``episodic_summaries``, ``worker_runs`` and ``memory_pools`` are deleted; their entries in the
-change records of runs over every user are cut out; and their audit entries lose every content field (query text,
-metadata, error message), keeping operation, memory type, time and counts. Returns the rows touched per table.
+``user_profiles``, ``episodic_summaries``, ``worker_runs``, ``memory_pools`` and ``short_term_memory`` are deleted;
+their entries in the change records of runs over every user are cut out; and their audit entries lose every content
+field (query text, metadata, error message), keeping operation, memory type, time and counts. Returns the rows
+touched per table.
 
 **Chosen memories** (:meth:`UserRows.forget_memories`), also one transaction: their log rows (turns by id), timeline
 rows and tool-log rows go, the summaries of the conversations that lost a turn go (a summary is made of its turns),
@@ -38,6 +39,7 @@ DELETES: Final[dict[str, LiteralString]] = {
     "episodic_summaries": "DELETE FROM episodic_summaries WHERE user_id = %(user_id)s",
     "worker_runs": "DELETE FROM worker_runs WHERE user_id = %(user_id)s",
     "memory_pools": "DELETE FROM memory_pools WHERE user_id = %(user_id)s",
+    "short_term_memory": "DELETE FROM short_term_memory WHERE user_id = %(user_id)s",
 }
 
 #: The user's entries cut out of the change records of runs over every user (an entry names its user directly, or

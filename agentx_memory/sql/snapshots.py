@@ -28,6 +28,7 @@ SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
     "user_profiles": "user_id",
     "episodic_summaries": "conversation_id",
     "memory_pools": "pool_id",
+    "short_term_memory": "session_id, memory_key",
 }
 
 PAGE: Final = 500
