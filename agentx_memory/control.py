@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Final
 
+from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
@@ -67,6 +68,7 @@ class ControlStore:
         if control.source_trajectory_id is not None:
             check_id(control.source_trajectory_id, "source_trajectory_id", max_len=200)
         check_datetime(control.created_at, "created_at")
+        control.agent_id, control.scope = resolve_scope("control", control.agent_id, control.scope)
         metadata = check_json(control.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         embedding = (self.ctx.embedder.check(control.embedding) if control.embedding is not None
                      else (await self.ctx.embedder.embed_documents([control.content]))[0].tolist())
@@ -75,7 +77,8 @@ class ControlStore:
                 "id": control.id, "user_id": control.user_id, "channel": control.channel, "content": control.content,
                 "error_pattern": control.error_pattern, "severity": control.severity,
                 "source_trajectory_id": control.source_trajectory_id, "metadata": metadata,
-                "created_at": to_ms(control.created_at), "embedding": embedding})
+                "created_at": to_ms(control.created_at), "embedding": embedding, "agent_id": control.agent_id,
+                "scope": control.scope})
         except ConflictError as exc:
             raise ConflictError(f"control id {control.id!r} is already used by another user's control") from exc
         if not written:
@@ -86,27 +89,31 @@ class ControlStore:
                                        user_id=stored.user_id, latency_ms=int((time.perf_counter() - started) * 1000))
         return stored
 
-    async def get(self, control_id: str, user_id: str) -> ControlMemory:
-        """One of the user's control memories, or :class:`NotFoundError`."""
+    async def get(self, control_id: str, user_id: str, *, agent_id: str | None = None) -> ControlMemory:
+        """One of the user's control memories (that ``agent_id`` may read, when given), or :class:`NotFoundError`."""
         check_id(control_id, "control_id")
-        rows = await self.ctx.graph.read(cypher.GET_CONTROL, {"id": control_id, "user_id": user_id})
+        rows = await self.ctx.graph.read(cypher.GET_CONTROL, {"id": control_id, "user_id": user_id,
+                                                               "agent_id": agent_id})
         if not rows:
             raise NotFoundError("control", control_id)
         return control_from_row(rows[0]["control"])
 
     async def list_controls(self, user_id: str, channels: Sequence[str], *, error_pattern: str | None = None,
-                            limit: int = 100) -> list[ControlMemory]:
-        """The user's control memories in these channels, newest first, optionally of one error pattern."""
+                            limit: int = 100, agent_id: str | None = None) -> list[ControlMemory]:
+        """The user's control memories in these channels (those ``agent_id`` may read, when given), newest first,
+        optionally of one error pattern."""
         rows = await self.ctx.graph.read(cypher.LIST_CONTROLS, {
             "user_id": user_id, "channels": check_channels(channels), "error_pattern": error_pattern,
-            "limit": check_int(limit, "limit", low=1, high=10_000)})
+            "limit": check_int(limit, "limit", low=1, high=10_000), "agent_id": agent_id})
         return [control_from_row(r["control"]) for r in rows]
 
-    async def search(self, user_id: str, channels: Sequence[str], vector: list[float], k: int) -> list[ControlMatch]:
-        """The ``k`` rules closest to ``vector``: by cosine plus :data:`SEVERITY_WEIGHT`, best first."""
+    async def search(self, user_id: str, channels: Sequence[str], vector: list[float], k: int, *,
+                     agent_id: str | None = None) -> list[ControlMatch]:
+        """The ``k`` rules closest to ``vector`` (among those ``agent_id`` may read, when given): by cosine plus
+        :data:`SEVERITY_WEIGHT`, best first."""
         rows = await self.ctx.graph.read_vectors(cypher.SEARCH_CONTROLS, {
             "user_id": user_id, "channels": list(channels), "embedding": vector,
-            "k": self.ctx.settings.retrieval.candidate_pool(k)})
+            "k": self.ctx.settings.retrieval.candidate_pool(k), "agent_id": agent_id})
         found = [ControlMatch(**control_from_row(r["control"]).model_dump(), similarity=float(r["similarity"]))
                  for r in rows]
         found.sort(key=lambda c: (-(c.similarity + SEVERITY_WEIGHT[c.severity]), c.id))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 
+from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConfigurationError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
@@ -126,6 +127,7 @@ class EpisodicMemory:
                        limit_name="limits.max_turn_bytes")
             check_json(turn.metadata, f"{where}metadata", max_bytes=limits.max_metadata_bytes)
             check_datetime(turn.timestamp, f"{where}timestamp")
+            turn.agent_id, turn.scope = resolve_scope("episodic", turn.agent_id, turn.scope)
             if turn.index is not None:
                 check_int(turn.index, f"{where}index", low=0, high=MAX_TURN_INDEX)
             if turn.token_count is not None:
@@ -205,7 +207,7 @@ class EpisodicMemory:
                 "id": t.id, "user_id": t.user_id, "channel": t.channel, "conversation_id": t.conversation_id,
                 "index": t.index, "timestamp": to_ms(t.timestamp), "role": t.role, "content": t.content,
                 "token_count": t.token_count, "metadata": json.dumps(t.metadata, sort_keys=True, ensure_ascii=False),
-                "embedding": list(t.embedding or []),
+                "embedding": list(t.embedding or []), "agent_id": t.agent_id, "scope": t.scope or "global",
             }
             for t in sorted(turns, key=lambda t: (t.conversation_id, _stored_index(t)))
         ]
@@ -283,7 +285,8 @@ class EpisodicMemory:
         await self.ctx.sql.timeline.write([
             TimelineEntry(memory_type="episodic", node_id=t.id, user_id=t.user_id, channel=t.channel,
                           event_time=t.timestamp, summary=t.content, importance=0.5,
-                          metadata={"conversation_id": t.conversation_id, "turn_index": t.index, "role": t.role})
+                          metadata={"conversation_id": t.conversation_id, "turn_index": t.index, "role": t.role},
+                          agent_id=t.agent_id, scope=t.scope or "global")
             for t in turns
         ])
 
@@ -342,24 +345,29 @@ class EpisodicMemory:
         await self.ctx.sql.conversations.mark_projected([t.id for t in turns])
         return len(turns)
 
-    async def get_conversation(self, conversation_id: str, user_id: str, *,
-                               with_embeddings: bool = False) -> list[Turn]:
-        """Every turn of a conversation of this user, in index order. Unknown conversation: NotFoundError."""
+    async def get_conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False,
+                               agent_id: str | None = None) -> list[Turn]:
+        """Every turn of a conversation of this user (that ``agent_id`` may read, when given), in index order.
+        Unknown conversation (or none of it readable): NotFoundError."""
         check_id(conversation_id, "conversation_id", max_len=200)
-        turns = await self.ctx.sql.conversations.conversation(conversation_id, user_id, with_embeddings=with_embeddings)
+        turns = await self.ctx.sql.conversations.conversation(conversation_id, user_id, with_embeddings=with_embeddings,
+                                                              agent_id=agent_id)
         if not turns:
             raise NotFoundError("conversation", conversation_id)
         return turns
 
     async def get_recent_turns(self, user_id: str, channels: Sequence[str] | str | None = None, hours: float = 24,
-                               limit: int = 50, *, reference_time: datetime | None = None) -> list[Turn]:
-        """The user's turns of the last ``hours`` in ``channels`` (plus ``_global``), newest first."""
+                               limit: int = 50, *, reference_time: datetime | None = None,
+                               agent_id: str | None = None) -> list[Turn]:
+        """The user's turns of the last ``hours`` in ``channels`` (plus ``_global``), newest first (those
+        ``agent_id`` may read, when given)."""
         if isinstance(hours, bool) or not isinstance(hours, (int, float)) or not (0 < hours <= 24 * 365 * 100):
             raise ValidationError("hours", f"must be > 0 and at most 100 years, got {hours!r}")
         check_int(limit, "limit", low=1, high=10_000)
         now = reference_time or datetime.now(UTC)
         return await self.ctx.sql.conversations.recent(user_id, check_channels(channels),
-                                                       since=now - timedelta(hours=hours), until=now, limit=limit)
+                                                       since=now - timedelta(hours=hours), until=now, limit=limit,
+                                                       agent_id=agent_id)
 
 
 def _in_context(previous: str | None, content: str, mode: str) -> str:

@@ -18,6 +18,7 @@ Every method scoped to a user takes ``user_id``; a memory opened with ``user_id=
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import functools
 import inspect
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from .agents import check_agent
 from .archive import ArchiveReport, archive_old_conversations, restore_archived
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
@@ -91,6 +93,7 @@ __all__ = ["AgentMemory", "AsyncAgentMemory", "SyncContextWindow", "SyncMemoryRo
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
 R = TypeVar("R", bound=JobReport)
+M = TypeVar("M", bound=pydantic.BaseModel)
 
 def _no_progress(stage: str, done: int) -> None:
     """A progress callback that says nothing."""
@@ -156,11 +159,16 @@ class AsyncAgentMemory:
     ...     await memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I live in Lisbon"))
     """
 
-    def __init__(self, backends: Backends, settings: Settings, embedder: Embedder, *, user_id: str | None = None):
+    def __init__(self, backends: Backends, settings: Settings, embedder: Embedder, *, user_id: str | None = None,
+                 agent_id: str | None = None):
         self.settings = settings
         self.backends = backends
         self.default_user_id = user_id
+        #: The agent this memory acts as (None: the user): what it writes is its own, what it reads is what that
+        #: agent may read (:mod:`agentx_memory.agents`).
+        self.agent_id = check_agent(agent_id)
         self._closed = False
+        self._parent: AsyncAgentMemory | None = None  # set on a view made by for_agent
         self.ctx = MemoryContext(
             settings=settings, graph=backends.graph, postgres=backends.postgres, working=backends.working,
             embedder=embedder, audit=MemoryAuditLogger(backends.postgres, settings),
@@ -177,27 +185,57 @@ class AsyncAgentMemory:
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
-                   embedder: Embedder | None = None) -> AsyncAgentMemory:
-        """Connect to the configured stores (starting the embedded servers when no URI is set) and migrate."""
+                   embedder: Embedder | None = None, agent_id: str | None = None) -> AsyncAgentMemory:
+        """Connect to the configured stores (starting the embedded servers when no URI is set) and migrate;
+        ``agent_id`` makes the memory act as that agent of the user (see :meth:`for_agent`)."""
         settings = settings or load_settings()
         embedder = embedder or make_embedder(settings.embedding)
         backends = await open_backends(settings)
-        return cls(backends, settings, embedder, user_id=user_id)
+        return cls(backends, settings, embedder, user_id=user_id, agent_id=agent_id)
+
+    def for_agent(self, agent_id: str) -> AsyncAgentMemory:
+        """This memory acting as one agent of the user, on the same connections (seeds 001, 002).
+
+        What the view writes is the agent's: a turn is private to it unless it says ``scope="global"``; facts and
+        control memories are global unless they say ``scope="agent"``. What it reads — recall, conversations,
+        recent turns, facts, entity graphs, control memories — is the user's global memory and the agent's own
+        private memory, never another agent's private memory. Closing the view closes only the view.
+        """
+        view = copy.copy(self)
+        view.agent_id = check_id(agent_id, "agent_id")
+        view._closed = False
+        view._parent = self
+        return view
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` was called: every other method then raises
-        :class:`~agentx_memory.errors.ClosedError`."""
-        return self._closed
+        """True once :meth:`close` was called (on this memory, or on the memory a view was made from): every other
+        method then raises :class:`~agentx_memory.errors.ClosedError`."""
+        return self._closed or (self._parent is not None and self._parent.closed)
 
     async def close(self) -> None:
         """Close connections (embedded servers keep running for other processes; ``agentx-memory down`` stops them).
-        Idempotent; any later call raises :class:`~agentx_memory.errors.ClosedError`."""
+        Idempotent; any later call raises :class:`~agentx_memory.errors.ClosedError`. On a view of
+        :meth:`for_agent`, only the view closes."""
         if self._closed:
             return
         self._closed = True
+        if self._parent is not None:
+            return
         await self.recall.drain()
         await self.backends.close()
+
+    def _own(self, memory: M, field: str) -> M:
+        """A memory being written through an agent's view, as that agent's (another agent's id is refused)."""
+        if self.agent_id is None:
+            return memory
+        written_by = getattr(memory, "agent_id", None)
+        if written_by is None:
+            return memory.model_copy(update={"agent_id": self.agent_id})
+        if written_by != self.agent_id:
+            raise ValidationError(f"{field}.agent_id", f"is {written_by!r}; this memory acts as agent "
+                                                       f"{self.agent_id!r} and writes only as it")
+        return memory
 
     async def __aenter__(self) -> AsyncAgentMemory:
         return self
@@ -215,20 +253,22 @@ class AsyncAgentMemory:
 
     async def store_turn(self, turn: Turn, channel: str | None = None) -> Turn:
         """Store one conversation turn: durable log, graph, working memory, timeline, audit. Returns it as stored."""
-        return await self.episodic.store_turn(turn, channel)
+        return await self.episodic.store_turn(self._own(turn, "turn"), channel)
 
     async def store_turns(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
         """Store many turns with one embedding batch and one transaction per store."""
-        return await self.episodic.store_turns(turns, channel)
+        return await self.episodic.store_turns(
+            [self._own(t, "turns") for t in turns] if isinstance(turns, (list, tuple)) else turns, channel)
 
     async def get_conversation(self, conversation_id: str, user_id: str | None = None) -> list[Turn]:
         """Every turn of one of the user's conversations, in order."""
-        return await self.episodic.get_conversation(conversation_id, self._user(user_id))
+        return await self.episodic.get_conversation(conversation_id, self._user(user_id), agent_id=self.agent_id)
 
     async def get_recent_turns(self, user_id: str | None = None, channels: Sequence[str] | str | None = None,
                                hours: float = 24, limit: int = 50) -> list[Turn]:
         """The user's turns of the last ``hours`` in ``channels`` (always with ``_global``), newest first."""
-        return await self.episodic.get_recent_turns(self._user(user_id), channels, hours, limit)
+        return await self.episodic.get_recent_turns(self._user(user_id), channels, hours, limit,
+                                                    agent_id=self.agent_id)
 
     async def reconcile(self) -> ReconcileResult:
         """Project every durable-log turn that the graph (or the timeline) is missing.
@@ -258,15 +298,15 @@ class AsyncAgentMemory:
 
         The graph write is the write: an error means nothing was stored; once it succeeded the fact is returned even
         if PostgreSQL then fails (its timeline row / audit entry is missing and logged at WARNING)."""
-        return await self.semantic.learn_fact(fact, channel)
+        return await self.semantic.learn_fact(self._own(fact, "fact"), channel)
 
     async def store_fact(self, fact: Fact, channel: str | None = None) -> Fact:
         """Same as :meth:`learn_fact` (spec 003's name)."""
-        return await self.semantic.learn_fact(fact, channel)
+        return await self.semantic.learn_fact(self._own(fact, "fact"), channel)
 
     async def get_fact(self, fact_id: str, user_id: str | None = None) -> Fact:
         """One of the user's facts."""
-        return await self.semantic.get_fact(fact_id, self._user(user_id))
+        return await self.semantic.get_fact(fact_id, self._user(user_id), agent_id=self.agent_id)
 
     async def create_relationship(self, source_id: str, target_id: str, rel_type: str,
                                   properties: dict[str, Any] | None = None,
@@ -279,7 +319,8 @@ class AsyncAgentMemory:
                                limit: int | None = None) -> EntityGraph:
         """Entities within ``depth`` (1-3) hops, the edges among them and facts about them; at most ``limit``
         neighbours (default retrieval.graph_expansion_limit)."""
-        return await self.semantic.get_entity_graph(entity_ids, depth, user_id=self._user(user_id), limit=limit)
+        return await self.semantic.get_entity_graph(entity_ids, depth, user_id=self._user(user_id), limit=limit,
+                                                    agent_id=self.agent_id)
 
     async def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:
         """Promote a project fact to ``_global`` (PROMOTED_FROM link + audit entry); returns the global fact."""
@@ -424,7 +465,8 @@ class AsyncAgentMemory:
         not yet replaced (a fact superseded since is returned with its ``status``; a rejected one never held).
         ``entity_ids`` keeps those ABOUT one of them."""
         channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
-        return await self.semantic.facts_as_of(self._user(user_id), at, channels, entity_ids=entity_ids, limit=limit)
+        return await self.semantic.facts_as_of(self._user(user_id), at, channels, entity_ids=entity_ids, limit=limit,
+                                               agent_id=self.agent_id)
 
     async def facts_for_review(self, user_id: str | None = None, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
@@ -531,7 +573,7 @@ class AsyncAgentMemory:
         """
         return await self.recall.remember(query, self._user(user_id), channel, top_k, time_window_hours,
                                           include_episodic, include_semantic, include_procedural, reference_time,
-                                          recall, memory_types)
+                                          recall, memory_types, agent_id=self.agent_id)
 
     async def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
@@ -607,11 +649,11 @@ class AsyncAgentMemory:
     async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
         update it when its id is stored; recall puts the closest rules first in ``to_prompt()``."""
-        return await self.controls.add(control, channel)
+        return await self.controls.add(self._own(control, "control"), channel)
 
     async def get_control(self, control_id: str, user_id: str | None = None) -> ControlMemory:
         """One of the user's control memories, or :class:`NotFoundError`."""
-        return await self.controls.get(control_id, self._user(user_id))
+        return await self.controls.get(control_id, self._user(user_id), agent_id=self.agent_id)
 
     async def list_controls(self, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
                             error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
@@ -619,7 +661,7 @@ class AsyncAgentMemory:
         pattern."""
         channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
         return await self.controls.list_controls(self._user(user_id), channels, error_pattern=error_pattern,
-                                                 limit=limit)
+                                                 limit=limit, agent_id=self.agent_id)
 
     async def find_controls(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
                             top_k: int = 5) -> list[ControlMatch]:
@@ -628,11 +670,18 @@ class AsyncAgentMemory:
         channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
         vector = (await self.ctx.embedder.embed([query], is_query=True))[0].tolist()
         return await self.controls.search(self._user(user_id), channels, vector,
-                                          check_int(top_k, "top_k", low=1, high=200))
+                                          check_int(top_k, "top_k", low=1, high=200), agent_id=self.agent_id)
 
     async def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
-        """Delete one of the user's control memories; True when it existed."""
-        return await self.controls.delete(control_id, self._user(user_id))
+        """Delete one of the user's control memories; True when it existed (an agent deletes only what it may
+        read)."""
+        user = self._user(user_id)
+        if self.agent_id is not None:
+            try:
+                await self.controls.get(control_id, user, agent_id=self.agent_id)
+            except NotFoundError:
+                return False
+        return await self.controls.delete(control_id, user)
 
     # --- shared memory pools (seed 002; agentx_memory.pools) ----------------------------------------------------
 
@@ -1180,10 +1229,12 @@ class AgentMemory:
     """
 
     def __init__(self, settings: Settings | None = None, *, user_id: str | None = None,
-                 embedder: Embedder | None = None):
+                 embedder: Embedder | None = None, agent_id: str | None = None):
         self._portal = _Portal()
+        self._view = False
         try:
-            self._core = self._portal.run(AsyncAgentMemory.open(settings, user_id=user_id, embedder=embedder))
+            self._core = self._portal.run(AsyncAgentMemory.open(settings, user_id=user_id, embedder=embedder,
+                                                                agent_id=agent_id))
         except BaseException:
             self._portal.stop()
             raise
@@ -1191,9 +1242,22 @@ class AgentMemory:
 
     @classmethod
     def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
-             embedder: Embedder | None = None) -> AgentMemory:
+             embedder: Embedder | None = None, agent_id: str | None = None) -> AgentMemory:
         """Open a memory (embedded default when ``settings`` configure no services)."""
-        return cls(settings, user_id=user_id, embedder=embedder)
+        return cls(settings, user_id=user_id, embedder=embedder, agent_id=agent_id)
+
+    def for_agent(self, agent_id: str) -> AgentMemory:
+        """This memory acting as one agent of the user, on the same connections (see
+        :meth:`AsyncAgentMemory.for_agent`). Closing the view closes only the view."""
+        view = copy.copy(self)
+        view._core = self._core.for_agent(agent_id)
+        view._view = True
+        return view
+
+    @property
+    def agent_id(self) -> str | None:
+        """The agent this memory acts as (None: the user)."""
+        return self._core.agent_id
 
     @property
     def core(self) -> AsyncAgentMemory:
@@ -1225,11 +1289,14 @@ class AgentMemory:
     def closed(self) -> bool:
         """True once :meth:`close` was called: every other method then raises
         :class:`~agentx_memory.errors.ClosedError`."""
-        return self._portal.loop.is_closed()
+        return self._portal.loop.is_closed() or self._core.closed
 
     def close(self) -> None:
-        """Close connections and stop the background loop."""
+        """Close connections and stop the background loop (on a view of :meth:`for_agent`: only the view)."""
         if self._portal.loop.is_closed():
+            return
+        if self._view:
+            self._portal.run(self._core.close())
             return
         try:
             self._portal.run(self._core.close())
@@ -1570,7 +1637,8 @@ class AgentMemory:
         return self._portal.run(self._core.find_controls(query, user_id, channel, top_k))
 
     def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
-        """Delete one of the user's control memories; True when it existed."""
+        """Delete one of the user's control memories; True when it existed (an agent deletes only what it may
+        read)."""
         return self._portal.run(self._core.delete_control(control_id, user_id))
 
     def create_pool(self, pool_id: str, *, agent_id: str, pool_type: str = "shared", scope: str = "account",

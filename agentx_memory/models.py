@@ -85,6 +85,10 @@ class Turn(_Model):
     model: str | None = Field(None, description="the LLM that produced an assistant turn, if any")
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
+    agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
+    scope: Literal["agent", "global"] | None = Field(
+        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
+        "(seed 001: a turn an agent writes is private to it, every other memory global)")
     pending_projection: bool = Field(
         False, description="set by the store: durable in the log, not yet in the graph (it was unreachable); "
         "reconcile() projects it. Ignored on input",
@@ -129,6 +133,10 @@ class Fact(_Model):
     access_count: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
     embedding: list[float] | None = None
+    agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
+    scope: Literal["agent", "global"] | None = Field(
+        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
+        "(seed 001: a turn an agent writes is private to it, every other memory global)")
     status: Literal["active", "superseded", "rejected", "review", "duplicate", "expired"] = Field(
         "active", description="set by the store, never by a write: superseded (a newer fact or a correction replaced "
         "it), rejected (an older fact it contradicts was kept), duplicate (dedup merged it into superseded_by) and "
@@ -156,6 +164,10 @@ class ControlMemory(_Model):
     last_accessed: datetime | None = None
     access_count: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
+    scope: Literal["agent", "global"] | None = Field(
+        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
+        "(seed 001: a turn an agent writes is private to it, every other memory global)")
     embedding: list[float] | None = None
 
 
@@ -212,6 +224,10 @@ class Strategy(_Model):
     steps: list[str] = Field(default_factory=list, description="the procedure's ordered steps (seed 001)")
     trigger_conditions: list[str] = Field(
         default_factory=list, description="when to apply it (seed 001); part of its vector, so a situation finds it")
+    agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
+    scope: Literal["agent", "global"] | None = Field(
+        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
+        "(seed 001: a turn an agent writes is private to it, every other memory global)")
     embedding: list[float] | None = None
 
     @property

@@ -28,7 +28,8 @@ def turn_from_row(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
         index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
         token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
         embedding=[float(x) for x in embedding] if (with_embedding and embedding is not None) else None,
-        pending_projection=not row.get("projected", True),
+        pending_projection=not row.get("projected", True), agent_id=row.get("agent_id"),
+        scope=row.get("scope") or "global",
     )
 
 
@@ -53,7 +54,7 @@ def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
         temporal=row.get("temporal"), certainty=row.get("certainty"), created_at=from_ms(row.get("created_at")),
         last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
         metadata=json.loads(row.get("metadata") or "{}"), status=row.get("status") or "active",
-        superseded_by=row.get("superseded_by"),
+        superseded_by=row.get("superseded_by"), agent_id=row.get("agent_id"), scope=row.get("scope") or "global",
     )
 
 
@@ -64,7 +65,8 @@ def control_from_row(row: dict[str, Any]) -> ControlMemory:
         error_pattern=row.get("error_pattern"), severity=row.get("severity") or "medium",
         source_trajectory_id=row.get("source_trajectory_id"), created_at=from_ms(row.get("created_at")),
         last_accessed=from_ms(row.get("last_accessed")), access_count=row.get("access_count") or 0,
-        metadata=json.loads(row.get("metadata") or "{}"),
+        metadata=json.loads(row.get("metadata") or "{}"), agent_id=row.get("agent_id"),
+        scope=row.get("scope") or "global",
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .graph import cypher
@@ -164,9 +165,9 @@ class SemanticMemory:
         return Relationship(source_id=source_id, target_id=target_id, rel_type=rel_type, properties=props)
 
     async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, *, user_id: str,
-                               limit: int | None = None) -> EntityGraph:
-        """The entities within ``depth`` hops (1-3) of ``entity_ids``, their edges and facts; at most ``limit``
-        neighbours (default: retrieval.graph_expansion_limit)."""
+                               limit: int | None = None, agent_id: str | None = None) -> EntityGraph:
+        """The entities within ``depth`` hops (1-3) of ``entity_ids``, their edges and facts (those ``agent_id`` may
+        read, when given); at most ``limit`` neighbours (default: retrieval.graph_expansion_limit)."""
         if isinstance(depth, bool) or not isinstance(depth, int) or depth not in cypher.ENTITY_NEIGHBOURS:
             raise ValidationError("depth", f"must be 1, 2 or 3, got {depth!r}")
         limit = self.ctx.settings.retrieval.graph_expansion_limit if limit is None else limit
@@ -180,7 +181,8 @@ class SemanticMemory:
         all_ids = ids + [r["id"] for r in neighbours]
         entities = await self.get_entities(user_id, all_ids)
         edges = await self.ctx.graph.read(cypher.ENTITY_EDGES, {"ids": all_ids, "user_id": user_id, "limit": limit * 4})
-        facts = await self.ctx.graph.read(cypher.FACTS_ABOUT, {"ids": all_ids, "user_id": user_id, "limit": limit})
+        facts = await self.ctx.graph.read(cypher.FACTS_ABOUT, {"ids": all_ids, "user_id": user_id, "limit": limit,
+                                                                "agent_id": agent_id})
         order = {eid: i for i, eid in enumerate(all_ids)}
         return EntityGraph(
             entities=sorted(entities, key=lambda e: order.get(e.id, len(order))),
@@ -258,6 +260,7 @@ class SemanticMemory:
                    limit_name="limits.max_text_bytes")
         check_range(fact.confidence, "confidence", 0.0, 1.0)
         check_datetime(fact.created_at, "created_at")
+        fact.agent_id, fact.scope = resolve_scope("semantic", fact.agent_id, fact.scope)
         metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         if fact.embedding is not None:
             fact.embedding = self.ctx.embedder.check(fact.embedding)
@@ -286,7 +289,7 @@ class SemanticMemory:
                 "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
                 "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
                 "conversation_id": fact.conversation_id, "temporal": fact.temporal, "certainty": fact.certainty,
-                "metadata": metadata,
+                "metadata": metadata, "agent_id": fact.agent_id, "scope": fact.scope,
                 "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),
             })
         except ConflictError as exc:  # MERGE is keyed by (id, user_id): the id is another user's fact
@@ -298,7 +301,8 @@ class SemanticMemory:
         # the timeline and the audit get what is stored (the higher confidence, the first source), not the caller's;
         # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised (see docstring)
         await self._timeline_after_write("fact", stored.id, stored.user_id, stored.channel, stored.created_at,
-                                         stored.claim, stored.confidence)
+                                         stored.claim, stored.confidence, agent_id=stored.agent_id,
+                                         scope=stored.scope or "global")
         await self.ctx.audit.log_write("store", "semantic", stored.channel, [stored.id], {"kind": "fact"},
                                        user_id=stored.user_id, conversation_id=stored.conversation_id,
                                        latency_ms=_ms(started),
@@ -307,21 +311,22 @@ class SemanticMemory:
 
     store_fact = learn_fact
 
-    async def get_fact(self, fact_id: str, user_id: str) -> Fact:
-        """One fact of the user, or NotFoundError."""
+    async def get_fact(self, fact_id: str, user_id: str, *, agent_id: str | None = None) -> Fact:
+        """One fact of the user (that ``agent_id`` may read, when given), or NotFoundError."""
         check_id(fact_id, "fact_id")
-        rows = await self.ctx.graph.read(cypher.GET_FACT, {"id": fact_id, "user_id": user_id})
+        rows = await self.ctx.graph.read(cypher.GET_FACT, {"id": fact_id, "user_id": user_id, "agent_id": agent_id})
         if not rows or rows[0]["fact"] is None:
             raise NotFoundError("fact", fact_id)
         return fact_from_row(rows[0]["fact"], rows[0]["entity_ids"])
 
     async def facts_as_of(self, user_id: str, at: datetime, channels: Sequence[str], *,
-                          entity_ids: Sequence[str] = (), limit: int = 100) -> list[Fact]:
+                          entity_ids: Sequence[str] = (), limit: int = 100, agent_id: str | None = None) -> list[Fact]:
         """The user's facts as they stood at ``at`` (newest first): said by then and not yet replaced — a fact
-        superseded later is returned, one rejected never is. ``entity_ids`` keeps those ABOUT one of them."""
+        superseded later is returned, one rejected never is. ``entity_ids`` keeps those ABOUT one of them; with
+        ``agent_id``, those that agent may read."""
         check_datetime(at, "at")
         rows = await self.ctx.graph.read(cypher.FACTS_AS_OF, {
-            "user_id": user_id, "channels": list(channels), "at": to_ms(at),
+            "user_id": user_id, "channels": list(channels), "at": to_ms(at), "agent_id": agent_id,
             "entity_ids": check_ids(entity_ids, "entity_ids"), "limit": check_int(limit, "limit", low=1, high=10_000)})
         return [fact_from_row(r["fact"], r["entity_ids"]) for r in rows]
 
@@ -376,20 +381,23 @@ class SemanticMemory:
                                        {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
 
     async def _timeline_after_write(self, memory_type: str, node_id: str, user_id: str, channel: str,
-                                    event_time: datetime, summary: str, importance: float) -> None:
+                                    event_time: datetime, summary: str, importance: float, *,
+                                    agent_id: str | None = None, scope: str = "global") -> None:
         """The timeline row of a graph write that already succeeded: a storage failure is logged, not raised, so an
         acknowledged write never turns into an exception (issue 11 item 4)."""
         try:
-            await self._timeline(memory_type, node_id, user_id, channel, event_time, summary, importance)
+            await self._timeline(memory_type, node_id, user_id, channel, event_time, summary, importance,
+                                 agent_id=agent_id, scope=scope)
         except StorageError:
             log.warning("timeline row of %s %r (user %r) could not be written; the %s is stored in the graph",
                         memory_type, node_id, user_id, memory_type, exc_info=True)
 
     async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time: datetime,
-                        summary: str, importance: float) -> None:
+                        summary: str, importance: float, *, agent_id: str | None = None,
+                        scope: str = "global") -> None:
         await self.ctx.sql.timeline.write([TimelineEntry(
             memory_type=memory_type, node_id=node_id, user_id=user_id, channel=channel, event_time=event_time,
-            summary=summary, importance=importance,
+            summary=summary, importance=importance, agent_id=agent_id, scope=scope,
         )])
 
 

@@ -91,7 +91,7 @@ MERGE (t:Turn {id: row.id})
 SET t.user_id = row.user_id, t.channel = row.channel, t.conversation_id = row.conversation_id,
     t.index = row.index, t.timestamp = row.timestamp, t.role = row.role, t.content = row.content,
     t.token_count = row.token_count, t.metadata = row.metadata, t.embedding = @vec(row.embedding),
-    t.archived = coalesce(t.archived, false)
+    t.archived = coalesce(t.archived, false), t.agent_id = row.agent_id, t.scope = row.scope
 MERGE (c)-[:HAS_TURN]->(t)
 WITH t, row
 OPTIONAL MATCH (p:Turn {conversation_id: row.conversation_id, index: row.index - 1})
@@ -252,10 +252,12 @@ LIMIT $limit
 FACTS_ABOUT: Final[LiteralString] = """
 MATCH (f:Fact)-[:ABOUT]->(e:Entity)
 WHERE e.id IN $ids AND f.user_id = $user_id AND coalesce(f.superseded, false) = false
+  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
 WITH DISTINCT f LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
-RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact, collect(x.id) AS entity_ids
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count,
+          .metadata} AS fact, collect(x.id) AS entity_ids
 """
 
 # --- semantic: facts -----------------------------------------------------------------------------------------------
@@ -279,6 +281,7 @@ SET f.claim = $claim, f.source = $source,
     f.source_turn_id = coalesce(f.source_turn_id, $source_turn_id),
     f.conversation_id = coalesce(f.conversation_id, $conversation_id), f.temporal = $temporal,
     f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false),
+    f.agent_id = $agent_id, f.scope = $scope,
     f.stated_at = CASE WHEN coalesce(f.stated_at, f.created_at) >= $created_at THEN coalesce(f.stated_at, f.created_at)
                        ELSE $created_at END
 WITH f
@@ -293,9 +296,11 @@ RETURN DISTINCT f.id AS id
 
 GET_FACT: Final[LiteralString] = """
 MATCH (f:Fact {id: $id, user_id: $user_id})
+WHERE ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
-RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .certainty, .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
+          .superseded_by} AS fact,
        collect(e.id) AS entity_ids
 """
 
@@ -331,11 +336,13 @@ FACTS_AS_OF: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND f.created_at <= $at
   AND (coalesce(f.superseded, false) = false OR f.valid_until > $at)
+  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 WITH f, collect(e.id) AS entity_ids
 WHERE size($entity_ids) = 0 OR any(x IN entity_ids WHERE x IN $entity_ids)
-RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .certainty, .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
+          .superseded_by} AS fact,
        entity_ids
 ORDER BY f.created_at DESC, f.id LIMIT $limit
 """
@@ -355,8 +362,9 @@ MATCH (f:Fact {user_id: $user_id}) WHERE f.status = 'review'
 WITH f ORDER BY f.created_at, f.id LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 WITH f, collect(e.id) AS entity_ids
-RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .certainty, .created_at, .last_accessed, .access_count, .metadata, .status, .superseded_by} AS fact,
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
+          .superseded_by} AS fact,
        entity_ids, coalesce(f.conflicts_with, []) AS conflicts_with
 ORDER BY f.created_at, f.id
 """
@@ -708,12 +716,14 @@ WITH @vec($embedding) AS query_vector
 @tenant_match(Fact, f, query_vector)
 WITH f, query_vector
 WHERE coalesce(f.superseded, false) = false AND f.embedding IS NOT NULL
+  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
   AND ($start IS NULL OR f.created_at >= $start) AND ($end IS NULL OR f.created_at < $end)
 WITH f, @cosine(f.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH f, similarity ORDER BY similarity DESC, f.id LIMIT $k
-RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact, similarity
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count,
+          .metadata} AS fact, similarity
 """
 
 SEARCH_ENTITIES: Final[LiteralString] = """
@@ -821,8 +831,9 @@ LIMIT $k
 GET_FACTS: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $channels
   AND coalesce(f.superseded, false) = false
-RETURN f {.id, .user_id, .channel, .claim, .confidence, .source, .source_turn_id, .conversation_id, .temporal,
-          .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact
+  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact
 """
 
 
@@ -1031,21 +1042,24 @@ MERGE (c:Control {id: $id, user_id: $user_id})
 ON CREATE SET c.channel = $channel, c.created_at = $created_at, c.access_count = 0
 WITH c WHERE c.channel = $channel
 SET c.content = $content, c.error_pattern = $error_pattern, c.severity = $severity,
-    c.source_trajectory_id = $source_trajectory_id, c.metadata = $metadata, c.embedding = @vec($embedding)
+    c.source_trajectory_id = $source_trajectory_id, c.metadata = $metadata, c.embedding = @vec($embedding),
+    c.agent_id = $agent_id, c.scope = $scope
 RETURN c.id AS id
 """
 
 GET_CONTROL: Final[LiteralString] = """
 MATCH (c:Control {id: $id, user_id: $user_id})
-RETURN c {.id, .user_id, .channel, .content, .error_pattern, .severity, .source_trajectory_id, .created_at,
-          .last_accessed, .access_count, .metadata} AS control
+WHERE ($agent_id IS NULL OR coalesce(c.scope, 'global') = 'global' OR c.agent_id = $agent_id)
+RETURN c {.id, .user_id, .channel, .agent_id, .scope, .content, .error_pattern, .severity, .source_trajectory_id,
+          .created_at, .last_accessed, .access_count, .metadata} AS control
 """
 
 LIST_CONTROLS: Final[LiteralString] = """
 MATCH (c:Control {user_id: $user_id})
 WHERE c.channel IN $channels AND ($error_pattern IS NULL OR c.error_pattern = $error_pattern)
-RETURN c {.id, .user_id, .channel, .content, .error_pattern, .severity, .source_trajectory_id, .created_at,
-          .last_accessed, .access_count, .metadata} AS control
+  AND ($agent_id IS NULL OR coalesce(c.scope, 'global') = 'global' OR c.agent_id = $agent_id)
+RETURN c {.id, .user_id, .channel, .agent_id, .scope, .content, .error_pattern, .severity, .source_trajectory_id,
+          .created_at, .last_accessed, .access_count, .metadata} AS control
 ORDER BY c.created_at DESC, c.id LIMIT $limit
 """
 
@@ -1054,11 +1068,12 @@ SEARCH_CONTROLS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 @tenant_match(Control, c, query_vector)
 WITH c, query_vector WHERE c.embedding IS NOT NULL
+  AND ($agent_id IS NULL OR coalesce(c.scope, 'global') = 'global' OR c.agent_id = $agent_id)
 WITH c, @cosine(c.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH c, similarity ORDER BY similarity DESC, c.id LIMIT $k
-RETURN c {.id, .user_id, .channel, .content, .error_pattern, .severity, .source_trajectory_id, .created_at,
-          .last_accessed, .access_count, .metadata} AS control, similarity
+RETURN c {.id, .user_id, .channel, .agent_id, .scope, .content, .error_pattern, .severity, .source_trajectory_id,
+          .created_at, .last_accessed, .access_count, .metadata} AS control, similarity
 """
 
 DELETE_CONTROL: Final[LiteralString] = """

@@ -104,7 +104,7 @@ async def query_fact_vectors(src: LegSources, plan: SearchPlan, recall: RecallSe
     start, end = plan.window
     return await src.graph.read_vectors(cypher.SEARCH_FACTS, {
         "user_id": plan.user_id, "channels": plan.channels, "embedding": plan.vectors[0][1].tolist(), "k": pool,
-        "start": to_ms(start), "end": to_ms(end),
+        "start": to_ms(start), "end": to_ms(end), "agent_id": plan.agent_id,
     })
 
 

@@ -37,13 +37,15 @@ class SearchPlan:
     include_procedural: bool = True
     recall: RecallSettings | None = None
     archive_horizon: datetime | None = None  # turns older than this may be archived (retention.conversation_days)
+    agent_id: str | None = None  # an agent's recall: global memories and its own private ones (agentx_memory.agents)
 
     def scope(self) -> SearchScope:
         """Whose turns the plan reads: its user, channels and time window. Archived conversations count when the
         recall settings include them, or when the question is about their time: its window or one of its time
         phrases starts before the archive horizon ("last year" still finds last year's archived turns)."""
         start, end = self.window
-        return SearchScope(self.user_id, self.channels, start, end, include_archived=self.reaches_archive())
+        return SearchScope(self.user_id, self.channels, start, end, include_archived=self.reaches_archive(),
+                           agent_id=self.agent_id)
 
     def reaches_archive(self) -> bool:
         """Whether the search includes archived turns (see :meth:`scope`)."""

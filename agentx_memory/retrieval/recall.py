@@ -104,9 +104,10 @@ class RecallLayer:
                        include_semantic: bool = True, include_procedural: bool = True,
                        reference_time: datetime | None = None,
                        recall: RecallSettings | dict[str, Any] | None = None,
-                       memory_types: Sequence[str] | None = None) -> MemoryBundle:
+                       memory_types: Sequence[str] | None = None, agent_id: str | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``); ``memory_types``
-        (of :data:`MEMORY_TYPES`) keeps only those kinds (the LLM self-query's types when not given)."""
+        (of :data:`MEMORY_TYPES`) keeps only those kinds (the LLM self-query's types when not given); with
+        ``agent_id``, only what that agent may read (:mod:`agentx_memory.agents`)."""
         started = time.perf_counter()
         self._check(query, user_id, channel, top_k, time_window_hours)
         kinds = _memory_types(memory_types, "memory_types")
@@ -140,6 +141,7 @@ class RecallLayer:
             include_episodic=include_episodic, include_semantic=include_semantic,
             include_procedural=include_procedural, recall=settings,
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
+            agent_id=agent_id,
         )
         turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
         controls, goals, profile = await asyncio.gather(
@@ -157,7 +159,8 @@ class RecallLayer:
     async def _controls(self, plan: SearchPlan, metrics: RecallMetrics) -> list[ScoredControl]:
         """The rules closest to the question (at most :data:`CONTROLS_SHOWN`), as scored items."""
         found = await self.retriever.graph_or_skip("controls", self.controls.search(
-            plan.user_id, plan.channels, plan.query_vector().tolist(), CONTROLS_SHOWN), [], metrics)
+            plan.user_id, plan.channels, plan.query_vector().tolist(), CONTROLS_SHOWN, agent_id=plan.agent_id), [],
+            metrics)
         out = []
         for match in found:
             scored = ScoredControl(item=ControlMemory(**match.model_dump(exclude={"similarity"})),

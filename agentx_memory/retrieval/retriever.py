@@ -127,7 +127,8 @@ class MemoryRetriever:
         """Load facts/entities that only the lexical leg found (it returns ids)."""
         missing_facts, missing_entities = found.unloaded()
         if missing_facts:
-            params = {"ids": missing_facts, "user_id": plan.user_id, "channels": plan.channels}
+            params = {"ids": missing_facts, "user_id": plan.user_id, "channels": plan.channels,
+                      "agent_id": plan.agent_id}
             for r in await self.graph.read(cypher.GET_FACTS, params):
                 found.fact_rows[r["fact"]["id"]] = r["fact"]
         if missing_entities:
@@ -192,7 +193,8 @@ class MemoryRetriever:
         s = self.settings
         started = time.perf_counter()
         graph = await self.semantic.get_entity_graph([e.id for e in seeds if e.score > 0], s.graph_depth,
-                                                     user_id=plan.user_id, limit=s.graph_expansion_limit)
+                                                     user_id=plan.user_id, limit=s.graph_expansion_limit,
+                                                     agent_id=plan.agent_id)
         expansion = rerank.GraphExpansion({e.id: e.score for e in seeds}, graph.relationships)
         for entity in graph.entities:
             if entity.channel in plan.channels:

@@ -38,7 +38,7 @@ BeforeInsert = Callable[[list["Turn"], dict[str, str | None]], Awaitable[None]]
 #: The columns a :class:`~agentx_memory.models.Turn` is read from (``rows.turn_from_row``); searches select these too.
 TURN_COLUMNS: Final[LiteralString] = (
     "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata,"
-    " projected"
+    " projected, agent_id, scope"
 )
 
 _COLUMNS: Final[LiteralString] = TURN_COLUMNS + ", content_hash"
@@ -79,9 +79,10 @@ NEXT_INDEX: Final[LiteralString] = (
 
 INSERT_TURN: Final[LiteralString] = (
     "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content,"
-    " content_hash, token_count, model, channel, metadata, embedding)"
+    " content_hash, token_count, model, channel, metadata, embedding, agent_id, scope)"
     " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
-    " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s)"
+    " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s, %(agent_id)s,"
+    " %(scope)s)"
     " ON CONFLICT DO NOTHING RETURNING turn_id, metadata"
 )
 
@@ -112,15 +113,19 @@ COUNT_QUARANTINED: Final[LiteralString] = (
     "SELECT count(*) AS n FROM conversation_logs WHERE projection_error IS NOT NULL AND NOT projected"
 )
 
+#: What an agent may read (``agent_id`` NULL: the user's view, everything): global rows and its own private ones.
+SEEN_BY_AGENT: Final[LiteralString] = "(%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)"
+
 CONVERSATION_TURNS: Final[LiteralString] = (
     "SELECT " + _COLUMNS + ", embedding FROM conversation_logs"
-    " WHERE conversation_id = %s AND user_id = %s ORDER BY turn_index"
+    " WHERE conversation_id = %(conversation_id)s AND user_id = %(user_id)s AND " + SEEN_BY_AGENT
+    + " ORDER BY turn_index"
 )
 
 RECENT_TURNS: Final[LiteralString] = (
     "SELECT " + _COLUMNS + " FROM conversation_logs"
-    " WHERE user_id = %s AND channel = ANY(%s) AND timestamp >= %s AND timestamp <= %s"
-    " ORDER BY timestamp DESC, turn_index DESC LIMIT %s"
+    " WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND timestamp >= %(since)s"
+    " AND timestamp <= %(until)s AND " + SEEN_BY_AGENT + " ORDER BY timestamp DESC, turn_index DESC LIMIT %(limit)s"
 )
 
 TURN_PLACE: Final[LiteralString] = (
@@ -294,16 +299,22 @@ class ConversationLog:
         rows = await self.store.fetch(COUNT_QUARANTINED, (), what="counting quarantined turns")
         return int(rows[0]["n"])
 
-    async def conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False) -> list[Turn]:
-        """Every turn of the user's conversation in index order (empty when there is none)."""
-        rows = await self.store.fetch(CONVERSATION_TURNS, (conversation_id, user_id), what="reading a conversation")
+    async def conversation(self, conversation_id: str, user_id: str, *, with_embeddings: bool = False,
+                           agent_id: str | None = None) -> list[Turn]:
+        """Every turn of the user's conversation in index order (empty when there is none); with ``agent_id``,
+        those that agent may read."""
+        rows = await self.store.fetch(CONVERSATION_TURNS, {
+            "conversation_id": conversation_id, "user_id": user_id, "agent_id": agent_id},
+            what="reading a conversation")
         return [turn_from_row(r, with_embedding=with_embeddings) for r in rows]
 
     async def recent(self, user_id: str, channels: Sequence[str], *, since: datetime, until: datetime,
-                     limit: int) -> list[Turn]:
-        """The user's turns in ``channels`` stamped between ``since`` and ``until`` (inclusive), newest first."""
-        rows = await self.store.fetch(RECENT_TURNS, (user_id, list(channels), since, until, limit),
-                                      what="reading recent turns")
+                     limit: int, agent_id: str | None = None) -> list[Turn]:
+        """The user's turns in ``channels`` stamped between ``since`` and ``until`` (inclusive), newest first; with
+        ``agent_id``, those that agent may read."""
+        rows = await self.store.fetch(RECENT_TURNS, {
+            "user_id": user_id, "channels": list(channels), "since": since, "until": until, "limit": limit,
+            "agent_id": agent_id}, what="reading recent turns")
         return [turn_from_row(r) for r in rows]
 
     async def archive_candidates(self, *, before: datetime, user_id: str | None, limit: int,
@@ -379,4 +390,5 @@ def _row(turn: Turn) -> dict[str, Any]:
         "turn_index": turn.index, "timestamp": turn.timestamp, "role": turn.role, "content": turn.content,
         "content_hash": _content_hash(turn.content), "token_count": turn.token_count, "model": turn.model,
         "channel": turn.channel, "metadata": Jsonb(turn.metadata), "embedding": _vector(turn.embedding),
+        "agent_id": turn.agent_id, "scope": turn.scope or "global",
     }

@@ -108,12 +108,14 @@ matched AS (
   SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, length(t.content_tsv) AS dl FROM conversation_logs t, q
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
     AND (%(include_archived)s OR NOT t.archived)
+    AND (%(agent_id)s::text IS NULL OR t.scope = 'global' OR t.agent_id = %(agent_id)s)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
 docs AS (
   SELECT count(*) AS n, avg(length(t.content_tsv)) AS avgdl FROM conversation_logs t
   WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
     AND (%(include_archived)s OR NOT t.archived)
+    AND (%(agent_id)s::text IS NULL OR t.scope = 'global' OR t.agent_id = %(agent_id)s)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
 counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)", "turn_id, timestamp, dl")}),
@@ -130,6 +132,7 @@ den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
     AND (%(include_archived)s OR NOT t.archived)
+    AND (%(agent_id)s::text IS NULL OR t.scope = 'global' OR t.agent_id = %(agent_id)s)
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
   ORDER BY {dense_order} LIMIT %(limit)s),
@@ -170,6 +173,7 @@ near AS (
      AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
     WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
       AND (%(include_archived)s OR NOT c.archived)
+      AND (%(agent_id)s::text IS NULL OR c.scope = 'global' OR c.agent_id = %(agent_id)s)
       AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
       AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s))),
 counts AS ({_term_counts("near", "%(lexemes)s::text[]", "dl")}),
@@ -197,6 +201,7 @@ TURNS_BY_IDS: Final[str] = f"""
 SELECT {TURN_COLUMNS} FROM conversation_logs
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(ids)s)
   AND (%(include_archived)s OR NOT archived)
+  AND (%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)
   AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
 """
@@ -208,6 +213,7 @@ SELECT memory_type, neo4j_node_id AS node_id, ts_rank(summary_tsv, q.query) AS r
 FROM memory_timeline, q
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND memory_type = ANY(%(types)s)
   AND summary_tsv @@ q.query AND NOT archived
+  AND (%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)
   AND (%(start)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time < %(end)s)
 ORDER BY rank DESC, node_id
@@ -236,19 +242,22 @@ class Bm25:
 
 @dataclass(frozen=True)
 class SearchScope:
-    """Whose turns a search reads: one user, some channels, an optional ``[start, end)`` time window, and whether
-    the turns of archived conversations count (not by default)."""
+    """Whose turns a search reads: one user, some channels, an optional ``[start, end)`` time window, whether the
+    turns of archived conversations count (not by default), and the agent reading (None: the user; an agent reads
+    global turns and its own private ones)."""
 
     user_id: str
     channels: Sequence[str]
     start: datetime | None = None
     end: datetime | None = None
     include_archived: bool = False
+    agent_id: str | None = None
 
     def params(self) -> dict[str, Any]:
-        """The scope as statement parameters (``user_id``, ``channels``, ``start``, ``end``, ``include_archived``)."""
+        """The scope as statement parameters (``user_id``, ``channels``, ``start``, ``end``, ``include_archived``,
+        ``agent_id``)."""
         return {"user_id": self.user_id, "channels": list(self.channels), "start": self.start, "end": self.end,
-                "include_archived": self.include_archived}
+                "include_archived": self.include_archived, "agent_id": self.agent_id}
 
 
 class TurnSearch:

@@ -57,16 +57,17 @@ CONFLICT_POLICY: Final[Mapping[str, OnConflict]] = MappingProxyType({
 
 _INSERT: Final[LiteralString] = (
     "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
-    " channel, metadata)"
+    " channel, metadata, agent_id, scope)"
     " VALUES (%(user_id)s, %(memory_type)s, %(node_id)s, %(event_time)s, %(summary)s, %(importance)s, %(channel)s,"
-    " %(metadata)s)"
+    " %(metadata)s, %(agent_id)s, %(scope)s)"
 )
 
 INSERT_KEEP_FIRST: Final[LiteralString] = _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING"
 
 INSERT_REFRESH: Final[LiteralString] = (
     _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
-    " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel"
+    " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel, agent_id = EXCLUDED.agent_id,"
+    " scope = EXCLUDED.scope"
     # defence in depth: node ids are unique per store, but a row is only ever refreshed by its own user
     " WHERE memory_timeline.user_id = EXCLUDED.user_id"
 )
@@ -91,6 +92,8 @@ class TimelineEntry:
     summary: str
     importance: float = 0.5
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    agent_id: str | None = None
+    scope: str = "global"
 
 
 class Timeline:
@@ -123,5 +126,6 @@ def _params(entry: TimelineEntry) -> dict[str, Any]:
     return {
         "user_id": entry.user_id, "memory_type": entry.memory_type, "node_id": entry.node_id,
         "event_time": entry.event_time, "summary": entry.summary[:SUMMARY_MAX_CHARS], "importance": entry.importance,
-        "channel": entry.channel, "metadata": Jsonb(dict(entry.metadata)),
+        "channel": entry.channel, "metadata": Jsonb(dict(entry.metadata)), "agent_id": entry.agent_id,
+        "scope": entry.scope,
     }

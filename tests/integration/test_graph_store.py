@@ -783,7 +783,8 @@ def test_a_node_without_a_usable_vector_is_never_ranked(graph_backend):
                 "CREATE (:Fact {id: 'good', user_id: 'u', channel: '_global', claim: 'x', embedding: @vec($v)}), "
                 "(:Fact {id: 'no-vector', user_id: 'u', channel: '_global', claim: 'y'})", {"v": unit(1, 1)})
             rows = await store.read(cypher.SEARCH_FACTS, {"user_id": "u", "channels": ["_global"], "k": 5,
-                                                          "embedding": unit(1), "start": None, "end": None})
+                                                          "embedding": unit(1), "start": None, "end": None,
+                                                          "agent_id": None})
             assert [r["fact"]["id"] for r in rows] == ["good"]
             assert isinstance(rows[0]["similarity"], float)
 

@@ -72,7 +72,7 @@ async def _store_facts(store, user: str, vectors: np.ndarray, *, superseded_ever
 
 def _params(query, k=10):
     return {"user_id": "alice", "channels": ["_global"], "embedding": [float(x) for x in query], "k": k,
-            "start": None, "end": None}
+            "start": None, "end": None, "agent_id": None}
 
 
 def test_the_server_has_search_and_the_indexes_carry_the_tenant_filters(with_store):

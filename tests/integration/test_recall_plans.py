@@ -129,13 +129,14 @@ def test_exact_scan_path_reads_the_users_rows_through_an_index_not_the_vector_in
 
 
 GRAPH_LOOKUPS = {
-    "SEARCH_FACTS": {"user_id": "alice", "channels": ["_global"], "k": 10, "start": None, "end": None},
+    "SEARCH_FACTS": {"user_id": "alice", "channels": ["_global"], "k": 10, "start": None, "end": None,
+                     "agent_id": None},
     "SEARCH_ENTITIES": {"user_id": "alice", "channels": ["_global"], "k": 10},
     "SEARCH_STRATEGIES": None,  # parameters filled below from the statement's own names
     "RESOLVE_ENTITIES": {"user_id": "alice", "channels": ["_global"], "names": ["lisbon"], "k": 10},
     "GET_ENTITIES": {"user_id": "alice", "ids": ["e1"]},
-    "GET_FACTS": {"user_id": "alice", "ids": ["f1"], "channels": ["_global"]},
-    "FACTS_ABOUT": {"user_id": "alice", "ids": ["e1"], "limit": 10},
+    "GET_FACTS": {"user_id": "alice", "ids": ["f1"], "channels": ["_global"], "agent_id": None},
+    "FACTS_ABOUT": {"user_id": "alice", "ids": ["e1"], "limit": 10, "agent_id": "planner"},
     "ENTITY_NEIGHBOURS_2": {"user_id": "alice", "ids": ["e1"], "limit": 10},
     "ENTITY_EDGES": {"user_id": "alice", "ids": ["e1"], "limit": 10},
     "REINFORCE_FACTS": {"user_id": "alice", "ids": ["f1"], "now": 0},

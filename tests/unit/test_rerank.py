@@ -320,7 +320,7 @@ def test_the_plan_combines_its_vectors_and_scopes_its_searches():
              window=(REF, None))
     assert np.allclose(p.query_vector(), [2 ** -0.5, 2 ** -0.5])
     assert p.scope().params() == {"user_id": "u", "channels": ["_global"], "start": REF, "end": None,
-                                  "include_archived": False}
+                                  "include_archived": False, "agent_id": None}
 
 
 def test_archived_turns_count_when_asked_for_or_when_the_question_reaches_their_time():

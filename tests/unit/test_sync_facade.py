@@ -31,7 +31,7 @@ PAIRS = [
     pytest.param(ContextWindow, SyncContextWindow, set(), id="SyncContextWindow"),
 ]
 # public attributes only the sync side has: the async object it drives and what it passes through
-SYNC_ONLY = {"core", "settings", "user_id", "conversation_id", "channel"}
+SYNC_ONLY = {"core", "settings", "user_id", "conversation_id", "channel", "agent_id"}  # properties over core attributes
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,111 @@
+"""Agents of a user (issue 16, seeds 001 and 002) on both graph backends: what an agent writes is its own with the
+seed's default scopes, and no read path of another agent returns its private memories, while the user's view and
+the agent itself see them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agentx_memory import AgentMemory, ClosedError, ControlMemory, Entity, Fact, NotFoundError, Turn, ValidationError
+
+
+def _texts(bundle) -> str:
+    return " ".join(str(s.item.model_dump()) for s in bundle.all_scored()) + " ".join(
+        c.item.content for c in bundle.controls)
+
+
+@pytest.fixture
+def agents(memory):
+    planner, coder = memory.for_agent("planner"), memory.for_agent("coder")
+    vault = memory.upsert_entity(Entity(user_id="alice", name="Vault", type="place"))
+    private = planner.store_turns([
+        Turn(user_id="alice", conversation_id="plan", content="The vault combination is 7-3-9, keep it private."),
+        Turn(user_id="alice", conversation_id="plan", content="Shared note: the vault opens on Mondays.",
+             scope="global")])
+    mixed = coder.store_turn(Turn(user_id="alice", conversation_id="plan", content="Coder says the vault is red."))
+    fact = planner.learn_fact(Fact(user_id="alice", claim="the vault combination is 7-3-9", scope="agent",
+                                   entity_ids=[vault.id]))
+    shared = planner.learn_fact(Fact(user_id="alice", claim="the vault opens on Mondays", entity_ids=[vault.id]))
+    rule = planner.add_control(ControlMemory(user_id="alice", content="Never read the vault combination aloud",
+                                             scope="agent"))
+    memory.drain()
+    return {"memory": memory, "planner": planner, "coder": coder, "vault": vault, "private": private[0],
+            "global_turn": private[1], "mixed": mixed, "fact": fact, "shared": shared, "rule": rule}
+
+
+def test_what_an_agent_writes_is_its_own_with_the_seeds_default_scopes(agents):
+    private, shared_turn, fact, shared = agents["private"], agents["global_turn"], agents["fact"], agents["shared"]
+    assert (private.agent_id, private.scope) == ("planner", "agent")  # episodic: private to the agent by default
+    assert (shared_turn.agent_id, shared_turn.scope) == ("planner", "global")
+    assert (fact.agent_id, fact.scope) == ("planner", "agent")
+    assert (shared.agent_id, shared.scope) == ("planner", "global")  # semantic: global by default
+    assert (agents["rule"].agent_id, agents["rule"].scope) == ("planner", "agent")
+    user_turn = agents["memory"].store_turn(Turn(user_id="alice", conversation_id="u", content="hello"))
+    assert (user_turn.agent_id, user_turn.scope) == (None, "global")  # the user's own
+
+
+def test_no_read_path_of_another_agent_returns_a_private_memory(agents):
+    coder, secret = agents["coder"], "7-3-9"
+    bundle = coder.remember("What is the vault combination?")
+    assert secret not in _texts(bundle) and "Mondays" in _texts(bundle)
+    assert [t.id for t in coder.get_conversation("plan")] == [agents["global_turn"].id, agents["mixed"].id]
+    assert secret not in str(coder.get_recent_turns())
+    with pytest.raises(NotFoundError):
+        coder.get_fact(agents["fact"].id)
+    assert secret not in str(coder.facts_as_of(datetime.now(UTC) + timedelta(minutes=1)))
+    assert [f.id for f in coder.get_entity_graph([agents["vault"].id]).facts] == [agents["shared"].id]
+    with pytest.raises(NotFoundError):
+        coder.get_control(agents["rule"].id)
+    assert coder.list_controls() == [] and coder.find_controls("vault combination") == []
+    assert coder.delete_control(agents["rule"].id) is False  # it cannot delete what it cannot read
+    assert agents["planner"].get_control(agents["rule"].id).content.startswith("Never")
+
+
+@pytest.mark.parametrize("reader", ["planner", "memory"])
+def test_the_agent_itself_and_the_users_view_see_its_private_memories(agents, reader):
+    view = agents[reader]
+    assert "7-3-9" in _texts(view.remember("What is the vault combination?"))
+    seen = {t.id for t in view.get_conversation("plan")}
+    assert agents["private"].id in seen
+    assert (agents["mixed"].id in seen) == (reader == "memory")  # the coder's turn is the coder's own
+    assert view.get_fact(agents["fact"].id).claim.endswith("7-3-9")
+    assert {f.id for f in view.get_entity_graph([agents["vault"].id]).facts} == {agents["fact"].id,
+                                                                                 agents["shared"].id}
+    assert [c.id for c in view.list_controls()] == [agents["rule"].id]
+
+
+def test_a_write_as_another_agent_or_a_private_write_without_one_is_refused(agents):
+    coder, memory = agents["coder"], agents["memory"]
+    with pytest.raises(ValidationError) as err:
+        coder.store_turn(Turn(user_id="alice", conversation_id="x", content="hi", agent_id="planner"))
+    assert err.value.field == "turn.agent_id"
+    with pytest.raises(ValidationError) as err:
+        memory.learn_fact(Fact(user_id="alice", claim="orphan secret", scope="agent"))
+    assert err.value.field == "scope"
+    with pytest.raises(ValidationError) as err:
+        memory.for_agent("bad id\x00")
+    assert err.value.field == "agent_id"
+    with pytest.raises(NotFoundError):
+        memory.get_conversation("x")  # nothing of the refused writes was stored
+
+
+def test_closing_a_view_closes_only_the_view(agents):
+    coder, memory = agents["coder"], agents["memory"]
+    coder.close()
+    with pytest.raises(ClosedError):
+        coder.remember("vault")
+    assert memory.remember("vault").all_scored()
+    assert agents["planner"].get_fact(agents["fact"].id)
+
+
+def test_an_agent_opened_directly_reads_as_that_agent(settings):
+    s = settings()
+    with AgentMemory(s, user_id="alice") as memory:
+        memory.for_agent("planner").store_turn(Turn(user_id="alice", conversation_id="p", content="private plan"))
+        memory.drain()
+    with AgentMemory(s, user_id="alice", agent_id="coder") as coder:
+        assert coder.agent_id == "coder"
+        with pytest.raises(NotFoundError):
+            coder.get_conversation("p")
