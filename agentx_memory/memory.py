@@ -225,6 +225,20 @@ class AsyncAgentMemory:
         await self.recall.drain()
         await self.backends.close()
 
+    def _acting(self, agent_id: str | None, field: str) -> str:
+        """The agent a call acts as: the one given, else this view's; a view acting as another agent is refused."""
+        if agent_id is None:
+            if self.agent_id is None:
+                raise ValidationError(field, "is required: pass it, or call through for_agent(agent_id)")
+            return self.agent_id
+        if self.agent_id is not None and agent_id != self.agent_id:
+            raise ValidationError(field, f"is {agent_id!r}; this memory acts as agent {self.agent_id!r}")
+        return agent_id
+
+    def _writer(self, agent_id: str | None) -> str | None:
+        """The agent a write is recorded with: the one given (checked), else this view's (None: the user's)."""
+        return None if agent_id is None and self.agent_id is None else self._acting(agent_id, "agent_id")
+
     def _own(self, memory: M, field: str) -> M:
         """A memory being written through an agent's view, as that agent's (another agent's id is refused)."""
         if self.agent_id is None:
@@ -684,79 +698,91 @@ class AsyncAgentMemory:
         return await self.controls.delete(control_id, user)
 
     # --- shared memory pools (seed 002; agentx_memory.pools) ----------------------------------------------------
+    # ``agent_id`` / ``by_agent`` is the agent acting: on a view of for_agent it defaults to the view's agent (and
+    # may not name another one); on the user's memory it is required.
 
-    async def create_pool(self, pool_id: str, *, agent_id: str, pool_type: str = "shared", scope: str = "account",
-                          ttl_seconds: int | None = None, public_read: bool = False,
+    async def create_pool(self, pool_id: str, *, agent_id: str | None = None, pool_type: str = "shared",
+                          scope: str = "account", ttl_seconds: int | None = None, public_read: bool = False,
                           data: dict[str, Any] | None = None, user_id: str | None = None) -> Pool:
         """Create a pool of the user owned by ``agent_id`` (read, write, grant), at version 1, holding ``data``;
         ``pool_type``: shared, agent_private, team_shared or task_scoped; ``scope``: global, account, team, agent or
         task; it expires after ``ttl_seconds`` (never when None); ``public_read`` lets every agent of the user read.
         An id in use is a ConflictError (:mod:`agentx_memory.pools`)."""
-        return await self.pools.create_pool(self._user(user_id), pool_id, agent_id=agent_id, pool_type=pool_type,
-                                            scope=scope, ttl_seconds=ttl_seconds, public_read=public_read, data=data)
+        return await self.pools.create_pool(self._user(user_id), pool_id, agent_id=self._acting(agent_id, "agent_id"),
+                                            pool_type=pool_type, scope=scope, ttl_seconds=ttl_seconds,
+                                            public_read=public_read, data=data)
 
-    async def get_pool(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> Pool:
+    async def get_pool(self, pool_id: str, *, agent_id: str | None = None, user_id: str | None = None) -> Pool:
         """The pool (without its data) when ``agent_id`` may read it; PermissionDeniedError (audited) when not,
         NotFoundError when the user has no such live pool."""
-        return await self.pools.get_pool(self._user(user_id), pool_id, agent_id=agent_id)
+        return await self.pools.get_pool(self._user(user_id), pool_id, agent_id=self._acting(agent_id, "agent_id"))
 
-    async def list_pools(self, *, agent_id: str, user_id: str | None = None, limit: int = 1000) -> list[Pool]:
+    async def list_pools(self, *, agent_id: str | None = None, user_id: str | None = None,
+                         limit: int = 1000) -> list[Pool]:
         """The user's live pools ``agent_id`` may read (owned, granted or public_read), by id."""
-        return await self.pools.list_pools(self._user(user_id), agent_id=agent_id, limit=limit)
+        return await self.pools.list_pools(self._user(user_id), agent_id=self._acting(agent_id, "agent_id"),
+                                           limit=limit)
 
-    async def grant_pool_access(self, pool_id: str, agent_id: str, level: str, *, by_agent: str,
+    async def grant_pool_access(self, pool_id: str, agent_id: str, level: str, *, by_agent: str | None = None,
                                 user_id: str | None = None) -> Pool:
         """Set ``agent_id``'s access to ``level`` (``read``, or ``write`` which implies read); only the owner
         ``by_agent`` grants, and an agent_private pool refuses (PermissionDeniedError). Returns the pool after."""
-        return await self.pools.grant_access(self._user(user_id), pool_id, agent_id, level, by_agent=by_agent)
+        return await self.pools.grant_access(self._user(user_id), pool_id, agent_id, level,
+                                             by_agent=self._acting(by_agent, "by_agent"))
 
-    async def revoke_pool_access(self, pool_id: str, agent_id: str, *, by_agent: str,
+    async def revoke_pool_access(self, pool_id: str, agent_id: str, *, by_agent: str | None = None,
                                  user_id: str | None = None) -> Pool:
         """Take ``agent_id``'s read and write grants away (owner ``by_agent`` only); returns the pool after."""
-        return await self.pools.revoke_access(self._user(user_id), pool_id, agent_id, by_agent=by_agent)
+        return await self.pools.revoke_access(self._user(user_id), pool_id, agent_id,
+                                              by_agent=self._acting(by_agent, "by_agent"))
 
     async def pool_accessible_by(self, pool_id: str, agent_id: str, level: str = "read", *,
                                  user_id: str | None = None) -> bool:
         """Whether ``agent_id`` may ``read`` or ``write`` the pool now (a question, not an access: not audited)."""
         return await self.pools.accessible_by(self._user(user_id), pool_id, agent_id, level)
 
-    async def read_pool_data(self, pool_id: str, *, agent_id: str,
+    async def read_pool_data(self, pool_id: str, *, agent_id: str | None = None,
                              user_id: str | None = None) -> tuple[dict[str, Any], int]:
         """``(data, version)`` of the pool when ``agent_id`` may read it; pass the version to the next write."""
-        return await self.pools.read_data(self._user(user_id), pool_id, agent_id=agent_id)
+        return await self.pools.read_data(self._user(user_id), pool_id, agent_id=self._acting(agent_id, "agent_id"))
 
-    async def write_pool_data(self, pool_id: str, data: dict[str, Any], *, agent_id: str, expected_version: int,
-                              user_id: str | None = None) -> int:
+    async def write_pool_data(self, pool_id: str, data: dict[str, Any], *, expected_version: int,
+                              agent_id: str | None = None, user_id: str | None = None) -> int:
         """Replace the pool's data (a JSON object of at most ``pools.max_data_bytes``) when ``agent_id`` may write
         and the pool is still at ``expected_version``; returns the new version. A stale version is
         StaleVersionError (409) and nothing is written."""
-        return await self.pools.write_data(self._user(user_id), pool_id, data, agent_id=agent_id,
+        return await self.pools.write_data(self._user(user_id), pool_id, data,
+                                           agent_id=self._acting(agent_id, "agent_id"),
                                            expected_version=expected_version)
 
-    async def merge_pool_data(self, pool_id: str, patch: dict[str, Any], *, agent_id: str, expected_version: int,
-                              user_id: str | None = None) -> int:
+    async def merge_pool_data(self, pool_id: str, patch: dict[str, Any], *, expected_version: int,
+                              agent_id: str | None = None, user_id: str | None = None) -> int:
         """Merge ``patch`` into the pool's data key by key (a ``None`` value removes the key), versioned as
         :meth:`write_pool_data`; returns the new version."""
-        return await self.pools.merge_data(self._user(user_id), pool_id, patch, agent_id=agent_id,
+        return await self.pools.merge_data(self._user(user_id), pool_id, patch,
+                                           agent_id=self._acting(agent_id, "agent_id"),
                                            expected_version=expected_version)
 
-    async def share_memory(self, pool_id: str, memory_id: str, *, agent_id: str, expected_version: int,
+    async def share_memory(self, pool_id: str, memory_id: str, *, expected_version: int, agent_id: str | None = None,
                            memory_type: str | None = None, user_id: str | None = None) -> int:
         """Copy one of the user's facts, entities, controls, strategies or goals into the pool's data under
         ``"memory:<memory_id>"`` (type, text, source id, channel, who shared it and when), versioned as
         :meth:`write_pool_data`; returns the new version."""
-        return await self.pools.share_memory(self._user(user_id), pool_id, memory_id, agent_id=agent_id,
+        return await self.pools.share_memory(self._user(user_id), pool_id, memory_id,
+                                             agent_id=self._acting(agent_id, "agent_id"),
                                              expected_version=expected_version, memory_type=memory_type)
 
-    async def pool_statistics(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> PoolStatistics:
+    async def pool_statistics(self, pool_id: str, *, agent_id: str | None = None,
+                              user_id: str | None = None) -> PoolStatistics:
         """Entries, bytes, version, reads, writes, last access and grants of the pool, when ``agent_id`` may
         read it."""
-        return await self.pools.pool_statistics(self._user(user_id), pool_id, agent_id=agent_id)
+        return await self.pools.pool_statistics(self._user(user_id), pool_id,
+                                                agent_id=self._acting(agent_id, "agent_id"))
 
-    async def delete_pool(self, pool_id: str, *, by_agent: str, user_id: str | None = None) -> bool:
+    async def delete_pool(self, pool_id: str, *, by_agent: str | None = None, user_id: str | None = None) -> bool:
         """Delete the pool (its owner ``by_agent`` only); True when it did, False when there is no such live
         pool."""
-        return await self.pools.delete_pool(self._user(user_id), pool_id, by_agent=by_agent)
+        return await self.pools.delete_pool(self._user(user_id), pool_id, by_agent=self._acting(by_agent, "by_agent"))
 
     async def expire_pools(self, *, now: datetime | None = None, dry_run: bool = False,
                            user_id: str | None = None) -> PoolSweepReport:
@@ -817,7 +843,7 @@ class AsyncAgentMemory:
         (:mod:`agentx_memory.short_term`). Bad input is a :class:`ValidationError` naming the field; nothing is
         written then."""
         return await self.short_term.write(self._user(user_id), session_id, key, value, memory_type=memory_type,
-                                           ttl_seconds=ttl_seconds, agent_id=agent_id, now=now)
+                                           ttl_seconds=ttl_seconds, agent_id=self._writer(agent_id), now=now)
 
     async def read_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
                               now: datetime | None = None) -> ShortTermEntry | None:
@@ -871,8 +897,7 @@ class AsyncAgentMemory:
         memory of ``conversation_id`` — default: the session id — then short-term, then long-term),
         ``write(key, value, tier=...)`` and ``stats()`` across the tiers."""
         check_id(session_id, "session_id", max_len=200)
-        if agent_id is not None:
-            check_id(agent_id, "agent_id")
+        agent_id = self._writer(agent_id)
         working = self.working(user_id, session_id if conversation_id is None else conversation_id, channel)
         return MemoryRouter(working=working, short_term=self.short_term, semantic=self.semantic,
                             session_id=session_id, agent_id=agent_id)
@@ -1641,9 +1666,9 @@ class AgentMemory:
         read)."""
         return self._portal.run(self._core.delete_control(control_id, user_id))
 
-    def create_pool(self, pool_id: str, *, agent_id: str, pool_type: str = "shared", scope: str = "account",
-                    ttl_seconds: int | None = None, public_read: bool = False, data: dict[str, Any] | None = None,
-                    user_id: str | None = None) -> Pool:
+    def create_pool(self, pool_id: str, *, agent_id: str | None = None, pool_type: str = "shared",
+                    scope: str = "account", ttl_seconds: int | None = None, public_read: bool = False,
+                    data: dict[str, Any] | None = None, user_id: str | None = None) -> Pool:
         """Create a pool of the user owned by ``agent_id`` (read, write, grant), at version 1, holding ``data``;
         ``pool_type``: shared, agent_private, team_shared or task_scoped; ``scope``: global, account, team, agent or
         task; it expires after ``ttl_seconds`` (never when None); ``public_read`` lets every agent of the user read.
@@ -1652,23 +1677,24 @@ class AgentMemory:
                                                        ttl_seconds=ttl_seconds, public_read=public_read, data=data,
                                                        user_id=user_id))
 
-    def get_pool(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> Pool:
+    def get_pool(self, pool_id: str, *, agent_id: str | None = None, user_id: str | None = None) -> Pool:
         """The pool (without its data) when ``agent_id`` may read it; PermissionDeniedError (audited) when not,
         NotFoundError when the user has no such live pool."""
         return self._portal.run(self._core.get_pool(pool_id, agent_id=agent_id, user_id=user_id))
 
-    def list_pools(self, *, agent_id: str, user_id: str | None = None, limit: int = 1000) -> list[Pool]:
+    def list_pools(self, *, agent_id: str | None = None, user_id: str | None = None, limit: int = 1000) -> list[Pool]:
         """The user's live pools ``agent_id`` may read (owned, granted or public_read), by id."""
         return self._portal.run(self._core.list_pools(agent_id=agent_id, user_id=user_id, limit=limit))
 
-    def grant_pool_access(self, pool_id: str, agent_id: str, level: str, *, by_agent: str,
+    def grant_pool_access(self, pool_id: str, agent_id: str, level: str, *, by_agent: str | None = None,
                           user_id: str | None = None) -> Pool:
         """Set ``agent_id``'s access to ``level`` (``read``, or ``write`` which implies read); only the owner
         ``by_agent`` grants, and an agent_private pool refuses (PermissionDeniedError). Returns the pool after."""
         return self._portal.run(self._core.grant_pool_access(pool_id, agent_id, level, by_agent=by_agent,
                                                              user_id=user_id))
 
-    def revoke_pool_access(self, pool_id: str, agent_id: str, *, by_agent: str, user_id: str | None = None) -> Pool:
+    def revoke_pool_access(self, pool_id: str, agent_id: str, *, by_agent: str | None = None,
+                           user_id: str | None = None) -> Pool:
         """Take ``agent_id``'s read and write grants away (owner ``by_agent`` only); returns the pool after."""
         return self._portal.run(self._core.revoke_pool_access(pool_id, agent_id, by_agent=by_agent, user_id=user_id))
 
@@ -1677,40 +1703,41 @@ class AgentMemory:
         """Whether ``agent_id`` may ``read`` or ``write`` the pool now (a question, not an access: not audited)."""
         return self._portal.run(self._core.pool_accessible_by(pool_id, agent_id, level, user_id=user_id))
 
-    def read_pool_data(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> tuple[dict[str, Any], int]:
+    def read_pool_data(self, pool_id: str, *, agent_id: str | None = None,
+                       user_id: str | None = None) -> tuple[dict[str, Any], int]:
         """``(data, version)`` of the pool when ``agent_id`` may read it; pass the version to the next write."""
         return self._portal.run(self._core.read_pool_data(pool_id, agent_id=agent_id, user_id=user_id))
 
-    def write_pool_data(self, pool_id: str, data: dict[str, Any], *, agent_id: str, expected_version: int,
+    def write_pool_data(self, pool_id: str, data: dict[str, Any], *, expected_version: int, agent_id: str | None = None,
                         user_id: str | None = None) -> int:
         """Replace the pool's data (a JSON object of at most ``pools.max_data_bytes``) when ``agent_id`` may write
         and the pool is still at ``expected_version``; returns the new version. A stale version is
         StaleVersionError (409) and nothing is written."""
-        return self._portal.run(self._core.write_pool_data(pool_id, data, agent_id=agent_id,
-                                                           expected_version=expected_version, user_id=user_id))
+        return self._portal.run(self._core.write_pool_data(pool_id, data, expected_version=expected_version,
+                                                           agent_id=agent_id, user_id=user_id))
 
-    def merge_pool_data(self, pool_id: str, patch: dict[str, Any], *, agent_id: str, expected_version: int,
-                        user_id: str | None = None) -> int:
+    def merge_pool_data(self, pool_id: str, patch: dict[str, Any], *, expected_version: int,
+                        agent_id: str | None = None, user_id: str | None = None) -> int:
         """Merge ``patch`` into the pool's data key by key (a ``None`` value removes the key), versioned as
         :meth:`write_pool_data`; returns the new version."""
-        return self._portal.run(self._core.merge_pool_data(pool_id, patch, agent_id=agent_id,
-                                                           expected_version=expected_version, user_id=user_id))
+        return self._portal.run(self._core.merge_pool_data(pool_id, patch, expected_version=expected_version,
+                                                           agent_id=agent_id, user_id=user_id))
 
-    def share_memory(self, pool_id: str, memory_id: str, *, agent_id: str, expected_version: int,
+    def share_memory(self, pool_id: str, memory_id: str, *, expected_version: int, agent_id: str | None = None,
                      memory_type: str | None = None, user_id: str | None = None) -> int:
         """Copy one of the user's facts, entities, controls, strategies or goals into the pool's data under
         ``"memory:<memory_id>"`` (type, text, source id, channel, who shared it and when), versioned as
         :meth:`write_pool_data`; returns the new version."""
-        return self._portal.run(self._core.share_memory(pool_id, memory_id, agent_id=agent_id,
-                                                        expected_version=expected_version, memory_type=memory_type,
-                                                        user_id=user_id))
+        return self._portal.run(self._core.share_memory(pool_id, memory_id, expected_version=expected_version,
+                                                        agent_id=agent_id, memory_type=memory_type, user_id=user_id))
 
-    def pool_statistics(self, pool_id: str, *, agent_id: str, user_id: str | None = None) -> PoolStatistics:
+    def pool_statistics(self, pool_id: str, *, agent_id: str | None = None,
+                        user_id: str | None = None) -> PoolStatistics:
         """Entries, bytes, version, reads, writes, last access and grants of the pool, when ``agent_id`` may
         read it."""
         return self._portal.run(self._core.pool_statistics(pool_id, agent_id=agent_id, user_id=user_id))
 
-    def delete_pool(self, pool_id: str, *, by_agent: str, user_id: str | None = None) -> bool:
+    def delete_pool(self, pool_id: str, *, by_agent: str | None = None, user_id: str | None = None) -> bool:
         """Delete the pool (its owner ``by_agent`` only); True when it did, False when there is no such live
         pool."""
         return self._portal.run(self._core.delete_pool(pool_id, by_agent=by_agent, user_id=user_id))

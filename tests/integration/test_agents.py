@@ -109,3 +109,25 @@ def test_an_agent_opened_directly_reads_as_that_agent(settings):
         assert coder.agent_id == "coder"
         with pytest.raises(NotFoundError):
             coder.get_conversation("p")
+
+
+def test_an_agents_view_acts_as_it_in_pools_and_the_short_term_tier(agents):
+    from agentx_memory import PermissionDeniedError
+
+    planner, coder, memory = agents["planner"], agents["coder"], agents["memory"]
+    pool = planner.create_pool("plan-board", data={"step": 1})
+    assert pool.owner_agent_id == "planner"
+    with pytest.raises(PermissionDeniedError):
+        coder.read_pool_data("plan-board")  # not granted
+    planner.grant_pool_access("plan-board", "coder", "read")
+    assert coder.read_pool_data("plan-board") == ({"step": 1}, 1)
+    with pytest.raises(ValidationError) as err:
+        coder.read_pool_data("plan-board", agent_id="planner")  # a view does not act as another agent
+    assert err.value.field == "agent_id"
+    with pytest.raises(ValidationError) as err:
+        memory.read_pool_data("plan-board")  # the user's memory must say which agent acts
+    assert err.value.field == "agent_id"
+    assert memory.read_pool_data("plan-board", agent_id="coder")[1] == 1
+
+    entry = planner.write_short_term("s1", "todo", "write tests", memory_type="task_context")
+    assert entry.agent_id == "planner"
