@@ -458,23 +458,26 @@ class AsyncAgentMemory:
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True,
                              channel: str = GLOBAL_CHANNEL, user_id: str | None = None, *,
-                             steps: Sequence[str] = (), trigger_conditions: Sequence[str] = ()) -> Strategy:
-        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``),
-        or reinforce it if the user already has the same one in the channel."""
+                             steps: Sequence[str] = (), trigger_conditions: Sequence[str] = (),
+                             task_type: str | None = None) -> Strategy:
+        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``;
+        spec 003's ``task_type`` it is for), or reinforce it if the user already has the same one in the channel."""
         return await self.procedural.learn_strategy(description, context_pattern, tool_sequence, from_conversation_id,
                                                     success, channel, user_id=self._user(user_id), steps=steps,
-                                                    trigger_conditions=trigger_conditions)
+                                                    trigger_conditions=trigger_conditions, task_type=task_type)
 
     async def find_procedures(self, situation: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              user_id: str | None = None) -> list[StrategyMatch]:
+                              user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
         """Procedures whose trigger conditions (and description) match ``situation`` (seed 001's "procedures
         matching a trigger"): :meth:`find_strategies` over vectors that include each strategy's triggers."""
-        return await self.procedural.find_strategies(situation, channels, top_k, user_id=self._user(user_id))
+        return await self.procedural.find_strategies(situation, channels, top_k, user_id=self._user(user_id),
+                                                     task_type=task_type)
 
     async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              user_id: str | None = None) -> list[StrategyMatch]:
-        """Strategies for a task, ranked by similarity and success rate."""
-        return await self.procedural.find_strategies(task_description, channels, top_k, user_id=self._user(user_id))
+                              user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
+        """Strategies for a task, ranked by similarity and success rate; ``task_type`` keeps those learned for it."""
+        return await self.procedural.find_strategies(task_description, channels, top_k, user_id=self._user(user_id),
+                                                     task_type=task_type)
 
     async def reinforce_strategy(self, strategy_id: str, success: bool, user_id: str | None = None) -> Strategy:
         """Count a success or failure of a strategy."""
@@ -1424,24 +1427,25 @@ class AgentMemory:
 
     def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                        from_conversation_id: str | None = None, success: bool = True, channel: str = GLOBAL_CHANNEL,
-                       user_id: str | None = None, *, steps: Sequence[str] = (),
-                       trigger_conditions: Sequence[str] = ()) -> Strategy:
-        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``),
-        or reinforce it if the user already has the same one in the channel."""
+                       user_id: str | None = None, *, steps: Sequence[str] = (), trigger_conditions: Sequence[str] = (),
+                       task_type: str | None = None) -> Strategy:
+        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``;
+        spec 003's ``task_type`` it is for), or reinforce it if the user already has the same one in the channel."""
         return self._portal.run(self._core.learn_strategy(description, context_pattern, tool_sequence,
                                                           from_conversation_id, success, channel, user_id, steps=steps,
-                                                          trigger_conditions=trigger_conditions))
+                                                          trigger_conditions=trigger_conditions, task_type=task_type))
 
     def find_procedures(self, situation: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                        user_id: str | None = None) -> list[StrategyMatch]:
+                        user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
         """Procedures whose trigger conditions (and description) match ``situation`` (seed 001's "procedures
         matching a trigger"): :meth:`find_strategies` over vectors that include each strategy's triggers."""
-        return self._portal.run(self._core.find_procedures(situation, channels, top_k, user_id))
+        return self._portal.run(self._core.find_procedures(situation, channels, top_k, user_id, task_type=task_type))
 
     def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                        user_id: str | None = None) -> list[StrategyMatch]:
-        """Strategies for a task, ranked by similarity and success rate."""
-        return self._portal.run(self._core.find_strategies(task_description, channels, top_k, user_id))
+                        user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
+        """Strategies for a task, ranked by similarity and success rate; ``task_type`` keeps those learned for it."""
+        return self._portal.run(self._core.find_strategies(task_description, channels, top_k, user_id,
+                                                           task_type=task_type))
 
     def reinforce_strategy(self, strategy_id: str, success: bool, user_id: str | None = None) -> Strategy:
         """Count a success or failure of a strategy."""

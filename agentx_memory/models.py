@@ -212,6 +212,8 @@ class Strategy(_Model):
     steps: list[str] = Field(default_factory=list, description="the procedure's ordered steps (seed 001)")
     trigger_conditions: list[str] = Field(
         default_factory=list, description="when to apply it (seed 001); part of its vector, so a situation finds it")
+    task_type: str | None = Field(
+        None, description="the kind of task it is for (spec 003: strategies linked to task types); None: not given")
     embedding: list[float] | None = None
 
     @property
