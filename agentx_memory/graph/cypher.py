@@ -1024,6 +1024,19 @@ MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})-[:USED_TOOL]->(
 RETURN ti.tool_name AS tool ORDER BY ti.timestamp, ti.id
 """
 
+#: Spec 003's Conversation.title, set when the conversation is summarized (from the summary).
+SET_CONVERSATION_TITLE: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+SET c.title = $title
+RETURN c.title AS title
+"""
+
+#: A conversation's title ('' until it is summarized); no row when the graph has no such conversation of the user.
+GET_CONVERSATION_TITLE: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+RETURN coalesce(c.title, '') AS title
+"""
+
 # --- control memories (seed 001): rules and constraints --------------------------------------------------------------
 # Keyed by (id, user_id) like facts: another user's control id violates the unique constraint (ConflictError). A
 # control stored again updates its text, pattern, severity and metadata and stays in its channel.
