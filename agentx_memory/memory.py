@@ -65,7 +65,7 @@ from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .promotion import PromotionReport, promote_prominent, unpromote
 from .providers.embeddings import Embedder, make_embedder
-from .retrieval.bundle import MemoryBundle
+from .retrieval.bundle import MemoryBundle, WorkingState
 from .retrieval.recall import RecallLayer
 from .router import MemoryRouter
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
@@ -1117,11 +1117,22 @@ class SyncWorkingMemory:
         """Everything injected in this conversation: item key → marker; refreshes the ledger's expiry."""
         return self._portal.run(self._core.ledger_get())
 
-    def inject(self, bundle: MemoryBundle, max_tokens: int = 1500) -> str:
+    def working_state(self) -> WorkingState:
+        """The conversation's scratchpad and entities (spec 000's hash fields, in one read that refreshes its
+        expiry), as :meth:`MemoryBundle.to_prompt` shows them (``to_prompt(working=...)``). A field holding another
+        type than the helpers write (a scratchpad that is not text, entities that are not a list of mappings) is
+        left out."""
+        return self._portal.run(self._core.working_state())
+
+    def inject(self, bundle: MemoryBundle, max_tokens: int = 1500, *, include_working: bool = True) -> str:
         """The prompt block of ``bundle`` (:meth:`MemoryBundle.to_prompt`) without what this conversation's ledger
         says was injected already, and the items it shows marked as injected: across the turns of a conversation,
-        no memory is put in the prompt twice. Empty when everything was injected before."""
-        return self._portal.run(self._core.inject(bundle, max_tokens))
+        no memory is put in the prompt twice. Empty when everything was injected before.
+
+        With ``include_working`` (the default) the block also holds this conversation's working-memory state
+        (:meth:`working_state`: scratchpad and entities, seed 000's context assembly), right after the rules; like a
+        memory it is shown once, and again when it changes."""
+        return self._portal.run(self._core.inject(bundle, max_tokens, include_working=include_working))
     # END GENERATED from WorkingMemory
 
 
