@@ -45,7 +45,16 @@ from .models import (
 from .pools import Pool, PoolStatistics
 from .procedural import StrategyMatch
 from .providers.embeddings import Embedder, make_embedder
-from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
+from .retrieval.bundle import (
+    MemoryBundle,
+    RecallMetrics,
+    ScoredEntity,
+    ScoredFact,
+    ScoredStrategy,
+    ScoredTurn,
+    Signal,
+    WorkingState,
+)
 from .router import TIERS, MemoryRouter
 from .semantic import EntityGraph
 from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
@@ -113,6 +122,7 @@ __all__ = [
     "ValidationError",
     "WorkingMemory",
     "WorkingMemoryFullError",
+    "WorkingState",
     "load_settings",
     "make_embedder",
 ]

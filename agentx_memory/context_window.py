@@ -13,6 +13,9 @@ strategy:
 * ``semantic`` keeps the newest ``keep_recent`` messages and, of the older ones, those most similar to the current
   goal (cosine of the embedder's vectors), in their order, as many as fit; without a goal it is ``fifo``.
 
+The defaults are seed 004's: a window of 4,096 tokens, and ``summarize`` keeps the newest 10 messages
+(``keep_recent``) beside its summary; ``clear()`` drops every message.
+
 A single message larger than the whole window is refused (:class:`~agentx_memory.errors.ValidationError`): no
 strategy could keep it. The window lives in the process (it is the prompt being assembled, not a store); working
 memory and the conversation log are where a conversation is kept.

@@ -29,13 +29,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from typing import Any
+
+import numpy as np
 
 from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConfigurationError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Turn
+from .rows import turn_from_row
 from .sql.conversation_log import MAX_TURN_INDEX, BeforeInsert
+from .sql.search import SearchScope
 from .sql.timeline import TimelineEntry
 from .timeutil import to_ms
 from .tokens import count_tokens
@@ -368,6 +373,58 @@ class EpisodicMemory:
         return await self.ctx.sql.conversations.recent(user_id, check_channels(channels),
                                                        since=now - timedelta(hours=hours), until=now, limit=limit,
                                                        agent_id=agent_id)
+
+
+    # --- spec 003's named interfaces: thin wrappers over the paths above (docs/spec-interfaces.md) -----------------
+
+    async def store_turn_log(self, turn: Turn, channel: str | None = None) -> Turn:
+        """Spec 003's ``EpisodicMemory.store_turn_log``: write one turn to the durable PostgreSQL log
+        (``conversation_logs``, with its in-context embedding and index) and nothing else; return it as logged.
+
+        It is the log step of :meth:`store_turn` alone: the graph projection, the working-memory cache, the timeline
+        and the audit entry are :meth:`store_turn`'s. A turn this call wrote comes back with ``pending_projection =
+        True``: :meth:`reconcile` (or storing it again with :meth:`store_turn`) projects it. Storing the same turn
+        again is a no-op that returns the logged one, as for :meth:`store_turns`."""
+        turns = self.validate([turn], channel)
+        previous = await self._assumed_previous(turns)
+        embedded = await self._embed_missing(turns, previous)
+        written = await self._log(turns, self._recontext(previous, embedded))
+        logged = turns[0]
+        logged.pending_projection = logged.id in written
+        return logged
+
+    async def vector_search(self, query_embedding: Sequence[float], top_k: int, user_id: str,
+                            channels: Sequence[str] | str | None = None, time_window_hours: float | None = None, *,
+                            reference_time: datetime | None = None,
+                            agent_id: str | None = None) -> list[dict[str, Any]]:
+        """Spec 003's ``EpisodicMemory.vector_search``: the user's ``top_k`` turns nearest ``query_embedding``
+        (cosine), in ``channels`` plus ``_global``, within the last ``time_window_hours`` before ``reference_time``
+        (default now) when given; each ``{"turn": Turn, "similarity": float}``, best first.
+
+        The dense leg of recall alone (:meth:`TurnSearch.candidates` without full text): an exact scan of the user's
+        vectors while they are few (``retrieval.exact_scan_max_vectors``), the HNSW index otherwise; turns of archived
+        conversations are left out. ``remember()`` adds full text, graph and reranking on top. With ``agent_id``,
+        only the turns that agent may read."""
+        vector = self.ctx.embedder.check(query_embedding, "query_embedding")
+        check_int(top_k, "top_k", low=1, high=1000)
+        check_id(user_id, "user_id")
+        searched = check_channels(channels)
+        start = None
+        if time_window_hours is not None:
+            if (isinstance(time_window_hours, bool) or not isinstance(time_window_hours, (int, float))
+                    or not (0 < time_window_hours <= 24 * 365 * 100)):
+                raise ValidationError("time_window_hours",
+                                      f"must be > 0 and at most 100 years (hours), got {time_window_hours!r}")
+            if reference_time is not None:
+                check_datetime(reference_time, "reference_time")
+            start = (reference_time or datetime.now(UTC)) - timedelta(hours=time_window_hours)
+        search = self.ctx.sql.search
+        exact = await search.count_user_turns(user_id) <= self.ctx.settings.retrieval.exact_scan_max_vectors
+        rows = await search.candidates(SearchScope(user_id, searched, start, None, agent_id=agent_id), text="",
+                                       embedding=np.asarray(vector, dtype=np.float32), lexical=False, limit=top_k,
+                                       exact=exact)
+        ranked = sorted((r for r in rows if r["cosine"] is not None), key=lambda r: (-float(r["cosine"]), r["turn_id"]))
+        return [{"turn": turn_from_row(r), "similarity": float(r["cosine"])} for r in ranked[:top_k]]
 
 
 def _in_context(previous: str | None, content: str, mode: str) -> str:

@@ -67,7 +67,7 @@ from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .promotion import PromotionReport, promote_prominent, unpromote
 from .providers.embeddings import Embedder, make_embedder
-from .retrieval.bundle import MemoryBundle
+from .retrieval.bundle import MemoryBundle, WorkingState
 from .retrieval.recall import RecallLayer
 from .router import MemoryRouter
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
@@ -514,23 +514,26 @@ class AsyncAgentMemory:
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True,
                              channel: str = GLOBAL_CHANNEL, user_id: str | None = None, *,
-                             steps: Sequence[str] = (), trigger_conditions: Sequence[str] = ()) -> Strategy:
-        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``),
-        or reinforce it if the user already has the same one in the channel."""
+                             steps: Sequence[str] = (), trigger_conditions: Sequence[str] = (),
+                             task_type: str | None = None) -> Strategy:
+        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``;
+        spec 003's ``task_type`` it is for), or reinforce it if the user already has the same one in the channel."""
         return await self.procedural.learn_strategy(description, context_pattern, tool_sequence, from_conversation_id,
                                                     success, channel, user_id=self._user(user_id), steps=steps,
-                                                    trigger_conditions=trigger_conditions)
+                                                    trigger_conditions=trigger_conditions, task_type=task_type)
 
     async def find_procedures(self, situation: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              user_id: str | None = None) -> list[StrategyMatch]:
+                              user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
         """Procedures whose trigger conditions (and description) match ``situation`` (seed 001's "procedures
         matching a trigger"): :meth:`find_strategies` over vectors that include each strategy's triggers."""
-        return await self.procedural.find_strategies(situation, channels, top_k, user_id=self._user(user_id))
+        return await self.procedural.find_strategies(situation, channels, top_k, user_id=self._user(user_id),
+                                                     task_type=task_type)
 
     async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              user_id: str | None = None) -> list[StrategyMatch]:
-        """Strategies for a task, ranked by similarity and success rate."""
-        return await self.procedural.find_strategies(task_description, channels, top_k, user_id=self._user(user_id))
+                              user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
+        """Strategies for a task, ranked by similarity and success rate; ``task_type`` keeps those learned for it."""
+        return await self.procedural.find_strategies(task_description, channels, top_k, user_id=self._user(user_id),
+                                                     task_type=task_type)
 
     async def reinforce_strategy(self, strategy_id: str, success: bool, user_id: str | None = None) -> Strategy:
         """Count a success or failure of a strategy."""
@@ -1188,11 +1191,22 @@ class SyncWorkingMemory:
         """Everything injected in this conversation: item key → marker; refreshes the ledger's expiry."""
         return self._portal.run(self._core.ledger_get())
 
-    def inject(self, bundle: MemoryBundle, max_tokens: int = 1500) -> str:
+    def working_state(self) -> WorkingState:
+        """The conversation's scratchpad and entities (spec 000's hash fields, in one read that refreshes its
+        expiry), as :meth:`MemoryBundle.to_prompt` shows them (``to_prompt(working=...)``). A field holding another
+        type than the helpers write (a scratchpad that is not text, entities that are not a list of mappings) is
+        left out."""
+        return self._portal.run(self._core.working_state())
+
+    def inject(self, bundle: MemoryBundle, max_tokens: int = 1500, *, include_working: bool = True) -> str:
         """The prompt block of ``bundle`` (:meth:`MemoryBundle.to_prompt`) without what this conversation's ledger
         says was injected already, and the items it shows marked as injected: across the turns of a conversation,
-        no memory is put in the prompt twice. Empty when everything was injected before."""
-        return self._portal.run(self._core.inject(bundle, max_tokens))
+        no memory is put in the prompt twice. Empty when everything was injected before.
+
+        With ``include_working`` (the default) the block also holds this conversation's working-memory state
+        (:meth:`working_state`: scratchpad and entities, seed 000's context assembly), right after the rules; like a
+        memory it is shown once, and again when it changes."""
+        return self._portal.run(self._core.inject(bundle, max_tokens, include_working=include_working))
     # END GENERATED from WorkingMemory
 
 
@@ -1516,24 +1530,25 @@ class AgentMemory:
 
     def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                        from_conversation_id: str | None = None, success: bool = True, channel: str = GLOBAL_CHANNEL,
-                       user_id: str | None = None, *, steps: Sequence[str] = (),
-                       trigger_conditions: Sequence[str] = ()) -> Strategy:
-        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``),
-        or reinforce it if the user already has the same one in the channel."""
+                       user_id: str | None = None, *, steps: Sequence[str] = (), trigger_conditions: Sequence[str] = (),
+                       task_type: str | None = None) -> Strategy:
+        """Record a strategy (seed 001's procedural memory: optional ordered ``steps`` and ``trigger_conditions``;
+        spec 003's ``task_type`` it is for), or reinforce it if the user already has the same one in the channel."""
         return self._portal.run(self._core.learn_strategy(description, context_pattern, tool_sequence,
                                                           from_conversation_id, success, channel, user_id, steps=steps,
-                                                          trigger_conditions=trigger_conditions))
+                                                          trigger_conditions=trigger_conditions, task_type=task_type))
 
     def find_procedures(self, situation: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                        user_id: str | None = None) -> list[StrategyMatch]:
+                        user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
         """Procedures whose trigger conditions (and description) match ``situation`` (seed 001's "procedures
         matching a trigger"): :meth:`find_strategies` over vectors that include each strategy's triggers."""
-        return self._portal.run(self._core.find_procedures(situation, channels, top_k, user_id))
+        return self._portal.run(self._core.find_procedures(situation, channels, top_k, user_id, task_type=task_type))
 
     def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                        user_id: str | None = None) -> list[StrategyMatch]:
-        """Strategies for a task, ranked by similarity and success rate."""
-        return self._portal.run(self._core.find_strategies(task_description, channels, top_k, user_id))
+                        user_id: str | None = None, *, task_type: str | None = None) -> list[StrategyMatch]:
+        """Strategies for a task, ranked by similarity and success rate; ``task_type`` keeps those learned for it."""
+        return self._portal.run(self._core.find_strategies(task_description, channels, top_k, user_id,
+                                                           task_type=task_type))
 
     def reinforce_strategy(self, strategy_id: str, success: bool, user_id: str | None = None) -> Strategy:
         """Count a success or failure of a strategy."""

@@ -11,6 +11,7 @@ trailing whitespace, no control characters, lone surrogates or line separators.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -23,6 +24,7 @@ __all__ = [
     "RELATIONSHIP_TYPES",
     "SEVERITIES",
     "SHORT_TERM_TYPES",
+    "TITLE_CHARS",
     "ControlMemory",
     "Entity",
     "EpisodicSummary",
@@ -35,6 +37,7 @@ __all__ = [
     "Turn",
     "UserProfile",
     "new_id",
+    "summary_title",
     "utcnow",
 ]
 
@@ -187,6 +190,32 @@ class EpisodicSummary(_Model):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
+    @property
+    def title(self) -> str:
+        """A short title derived from the summary (spec 003's ``Conversation.title``, which summarizing sets): its
+        first sentence without the closing period, cut at a word to at most :data:`TITLE_CHARS` characters
+        (``…`` marks a cut)."""
+        return summary_title(self.summary)
+
+
+#: The longest conversation title (characters), see :attr:`EpisodicSummary.title`.
+TITLE_CHARS = 80
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def summary_title(summary: str) -> str:
+    """The title of a conversation from its summary text: the first sentence, whitespace collapsed, without a
+    closing period, at most :data:`TITLE_CHARS` characters (cut at a word boundary, ending in ``…``); empty for an
+    empty summary."""
+    text = " ".join(summary.split())
+    first = _SENTENCE_END.split(text, maxsplit=1)[0].rstrip(".")
+    if len(first) <= TITLE_CHARS:
+        return first
+    cut = first[: TITLE_CHARS - 1]
+    if " " in cut:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:-") + "…"
+
 
 class Goal(_Model):
     """Something the user or agent is after (goal memory)."""
@@ -224,10 +253,8 @@ class Strategy(_Model):
     steps: list[str] = Field(default_factory=list, description="the procedure's ordered steps (seed 001)")
     trigger_conditions: list[str] = Field(
         default_factory=list, description="when to apply it (seed 001); part of its vector, so a situation finds it")
-    agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
-    scope: Literal["agent", "global"] | None = Field(
-        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
-        "(seed 001: a turn an agent writes is private to it, every other memory global)")
+    task_type: str | None = Field(
+        None, description="the kind of task it is for (spec 003: strategies linked to task types); None: not given")
     embedding: list[float] | None = None
 
     @property

@@ -11,7 +11,8 @@ From a conversation with an outcome the job learns a strategy through :meth:`Pro
 * the **tool sequence** is the conversation's tools in call order, a tool called several times in a row counted once;
 * the **description** is the task type (the most frequent one among the calls, when any is given) and the sequence,
   e.g. ``"flight_booking: search_flights -> book_flight"``, so the same way of doing the same task reinforces one
-  strategy: one more success or failure, and ``SUCCEEDED_IN`` the conversation when it succeeded;
+  strategy: one more success or failure, and ``SUCCEEDED_IN`` the conversation when it succeeded; that task type is
+  also the strategy's ``task_type`` (spec 003: strategies linked to task types), which ``find_strategies`` filters by;
 * the **context pattern** is the conversation's first user turn (its first 300 characters), which the strategy's
   vector is made from together with the description, so ``find_strategies`` finds it for similar requests.
 
@@ -34,7 +35,7 @@ from .settings import WorkerSettings
 from .timeutil import to_ms
 from .working import WorkingStore
 
-__all__ = ["PatternReport", "detect_patterns", "pattern_of"]
+__all__ = ["PatternReport", "detect_patterns", "pattern_of", "task_type_of"]
 
 #: Characters of the first user turn kept as the strategy's context pattern.
 CONTEXT_CHARS: Final = 300
@@ -65,10 +66,17 @@ def pattern_of(calls: list[dict[str, Any]]) -> tuple[str, list[str], bool] | Non
     for call in calls:
         if not tools or tools[-1] != call["tool"]:
             tools.append(call["tool"])
-    task_types = Counter(c["task_type"] for c in calls if c.get("task_type"))
+    task_type = task_type_of(calls)
     sequence = " -> ".join(tools)
-    description = f"{task_types.most_common(1)[0][0]}: {sequence}" if task_types else sequence
+    description = f"{task_type}: {sequence}" if task_type else sequence
     return description, tools, bool(outcomes[-1])
+
+
+def task_type_of(calls: list[dict[str, Any]]) -> str | None:
+    """The task type of a conversation's calls: the most frequent one given (the first seen among equals), or
+    ``None`` when no call has one. The strategy learned from the conversation is linked to it (``task_type``)."""
+    task_types = Counter(c["task_type"] for c in calls if c.get("task_type"))
+    return task_types.most_common(1)[0][0] if task_types else None
 
 
 async def detect_patterns(episodic: EpisodicMemory, procedural: ProceduralMemory, working: WorkingStore,
@@ -108,7 +116,8 @@ async def detect_patterns(episodic: EpisodicMemory, procedural: ProceduralMemory
                 turns = await episodic.get_conversation(conversation, user)
                 first = next((t.content for t in turns if t.role == "user"), "")
                 strategy = await procedural.learn_strategy(
-                    description, first[:CONTEXT_CHARS], tools, conversation, success, row["channel"], user_id=user)
+                    description, first[:CONTEXT_CHARS], tools, conversation, success, row["channel"], user_id=user,
+                    task_type=task_type_of(row["calls"]))
                 change["strategy_id"] = strategy.id
                 report.learned += 1
             await graph.write(cypher.MARK_PATTERNS_EXTRACTED, {"conversation_id": conversation, "user_id": user,

@@ -160,13 +160,17 @@ class ProceduralMemory:
     async def learn_strategy(self, description: str, context_pattern: str = "", tool_sequence: Sequence[str] = (),
                              from_conversation_id: str | None = None, success: bool = True, channel: str = "_global",
                              *, user_id: str, steps: Sequence[str] = (),
-                             trigger_conditions: Sequence[str] = ()) -> Strategy:
+                             trigger_conditions: Sequence[str] = (), task_type: str | None = None) -> Strategy:
         """Record a strategy (or reinforce the same one learned before); return it as stored.
 
         Learning the same strategy again (same user, channel and description) counts one more success or failure;
         a non-empty ``context_pattern``, ``tool_sequence``, ``steps`` or ``trigger_conditions`` replaces the stored
         one (the tools' USES_TOOL edges too), an empty one keeps it. The vector is made from the description, the
-        context pattern and the trigger conditions, so a situation like a trigger finds the strategy."""
+        context pattern and the trigger conditions, so a situation like a trigger finds the strategy.
+
+        ``task_type`` links the strategy to a kind of task (spec 003; a label held to the id rule, like a tool
+        invocation's): ``find_strategies(task_type=...)`` filters by it. None keeps the stored one (a strategy
+        learned before task types existed has none)."""
         check_channel(channel)
         check_id(user_id, "user_id")
         if from_conversation_id is not None:
@@ -175,6 +179,8 @@ class ProceduralMemory:
         if context_pattern != "":  # "" means "keep the stored one"; anything else must be storable text
             check_text(context_pattern, "context_pattern", max_bytes=self.ctx.settings.limits.max_text_bytes)
         tools = check_ids(tool_sequence, "tool_sequence")
+        if task_type is not None:
+            check_id(task_type, "task_type")
         step_list = _check_lines(steps, "steps")
         triggers = _check_lines(trigger_conditions, "trigger_conditions")
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
@@ -186,7 +192,7 @@ class ProceduralMemory:
             "user_id": user_id, "channel": channel, "description": description, "context_pattern": context_pattern,
             "tool_sequence": tools, "steps": step_list, "trigger_conditions": triggers,
             "embedding": embedding, "now": now_ms(), "success": bool(success),
-            "conversation_id": from_conversation_id,
+            "conversation_id": from_conversation_id, "task_type": task_type,
         })
         strategy = strategy_from_row(rows[0]["strategy"])
         await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"},
@@ -216,12 +222,16 @@ class ProceduralMemory:
         return strategy
 
     async def find_strategies(self, task_description: str, channels: Sequence[str] | str | None = None, top_k: int = 5,
-                              *, user_id: str, embedding: Sequence[float] | None = None) -> list[StrategyMatch]:
-        """Strategies of the user similar to the task, ranked by similarity and success rate."""
+                              *, user_id: str, embedding: Sequence[float] | None = None,
+                              task_type: str | None = None) -> list[StrategyMatch]:
+        """Strategies of the user similar to the task, ranked by similarity and success rate; ``task_type`` keeps
+        only the strategies learned for that task type (None: every strategy, with or without one)."""
         started = time.perf_counter()
         check_text(task_description, "task_description", max_bytes=self.ctx.settings.limits.max_text_bytes)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not (1 <= top_k <= 1000):
             raise ValidationError("top_k", f"must be between 1 and 1000, got {top_k}")
+        if task_type is not None:
+            check_id(task_type, "task_type")
         if embedding is not None:
             vector = list(embedding)
         else:
@@ -229,7 +239,7 @@ class ProceduralMemory:
         overfetch = self.ctx.settings.retrieval.candidate_pool(top_k)
         searched = check_channels(channels)
         rows = await self.ctx.graph.read_vectors(cypher.SEARCH_STRATEGIES, {
-            "user_id": user_id, "channels": searched, "embedding": vector, "k": overfetch,
+            "user_id": user_id, "channels": searched, "embedding": vector, "k": overfetch, "task_type": task_type,
         })
         found = []
         for row in rows:
@@ -242,7 +252,8 @@ class ProceduralMemory:
         await self.ctx.audit.log_read(
             task_description, searched, len(found), int((time.perf_counter() - started) * 1000), user_id=user_id,
             source_channel=searched[0], memory_type="procedural", operation="find_strategies",
-            metadata={"result_ids": [s.id for s in found], "result_channels": sorted({s.channel for s in found})},
+            metadata={"result_ids": [s.id for s in found], "result_channels": sorted({s.channel for s in found}),
+                      "task_type": task_type},
             trace=[{"id": s.id, "similarity": s.similarity, "success_rate": s.success_rate, "score": s.score}
                    for s in found],
         )

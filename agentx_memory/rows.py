@@ -89,4 +89,5 @@ def strategy_from_row(row: dict[str, Any]) -> Strategy:
         success_count=row.get("success_count") or 0, failure_count=row.get("failure_count") or 0,
         created_at=from_ms(row.get("created_at")), last_used=from_ms(row.get("last_used")),
         steps=list(row.get("steps") or []), trigger_conditions=list(row.get("trigger_conditions") or []),
+        task_type=row.get("task_type"),
     )

@@ -34,6 +34,7 @@ from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
 from .validation import (
     check_channel,
+    check_channels,
     check_datetime,
     check_id,
     check_ids,
@@ -51,6 +52,8 @@ log = logging.getLogger(__name__)
 _SPACES = re.compile(r"\s+")
 #: How many times an entity upsert re-reads and retries when concurrent upserts of the same entity overtake it.
 ENTITY_MERGE_ATTEMPTS = 50
+#: The most facts one ``vector_search_facts`` call reads while it widens its search past a confidence filter.
+_MAX_FETCH = 10_000
 _PROMOTION_NS = uuid.UUID("6f1c1f0e-5b0a-4d0c-9a53-7c1d2c7a9e11")
 
 
@@ -379,6 +382,47 @@ class SemanticMemory:
         if entity_ids:
             await self.ctx.graph.write(cypher.REINFORCE_ENTITIES,
                                        {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
+
+    # --- spec 003's named interfaces: thin wrappers over the recall legs (docs/spec-interfaces.md) ---------------
+
+    async def vector_search_facts(self, query_embedding: Sequence[float], top_k: int, user_id: str,
+                                  channels: Sequence[str] | str | None = None,
+                                  min_confidence: float = 0.0, *, agent_id: str | None = None) -> list[dict[str, Any]]:
+        """Spec 003's ``SemanticMemory.vector_search_facts``: the user's ``top_k`` facts nearest ``query_embedding``
+        (exact cosine over their own facts, superseded ones left out) in ``channels`` plus ``_global`` with a
+        confidence of at least ``min_confidence``; each ``{"fact": Fact, "similarity": float}``, best first.
+
+        The facts' vector leg of recall (``SEARCH_FACTS``). It over-fetches twice ``top_k`` (spec 003) and, when
+        ``min_confidence`` filtered too many out, asks again for more until ``top_k`` are found or none are left.
+        With ``agent_id``, only the facts that agent may read."""
+        vector = self.ctx.embedder.check(query_embedding, "query_embedding")
+        check_int(top_k, "top_k", low=1, high=1000)
+        check_id(user_id, "user_id")
+        searched = check_channels(channels)
+        check_range(min_confidence, "min_confidence", 0.0, 1.0)
+        k = top_k * 2
+        while True:
+            rows = await self.ctx.graph.read_vectors(cypher.SEARCH_FACTS, {
+                "user_id": user_id, "channels": searched, "embedding": vector, "k": k, "start": None, "end": None,
+                "agent_id": agent_id})
+            kept = [r for r in rows if (r["fact"].get("confidence") or 0.0) >= min_confidence]
+            if len(kept) >= top_k or len(rows) < k or k >= _MAX_FETCH:
+                break
+            k = min(k * 4, _MAX_FETCH)
+        return [{"fact": fact_from_row(r["fact"]), "similarity": float(r["similarity"])} for r in kept[:top_k]]
+
+    async def vector_search_entities(self, query_embedding: Sequence[float], top_k: int, user_id: str,
+                                     channels: Sequence[str] | str | None = None) -> list[dict[str, Any]]:
+        """Spec 003's ``SemanticMemory.vector_search_entities``: the user's ``top_k`` entities nearest
+        ``query_embedding`` (exact cosine over their own entities) in ``channels`` plus ``_global``; each
+        ``{"entity": Entity, "similarity": float}``, best first. The entities' vector leg of recall
+        (``SEARCH_ENTITIES``); :meth:`get_entity_graph` expands from them."""
+        vector = self.ctx.embedder.check(query_embedding, "query_embedding")
+        check_int(top_k, "top_k", low=1, high=1000)
+        check_id(user_id, "user_id")
+        rows = await self.ctx.graph.read_vectors(cypher.SEARCH_ENTITIES, {
+            "user_id": user_id, "channels": check_channels(channels), "embedding": vector, "k": top_k})
+        return [{"entity": entity_from_row(r["entity"]), "similarity": float(r["similarity"])} for r in rows]
 
     async def _timeline_after_write(self, memory_type: str, node_id: str, user_id: str, channel: str,
                                     event_time: datetime, summary: str, importance: float, *,

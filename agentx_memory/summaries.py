@@ -8,6 +8,10 @@ conversation with ``MENTIONS``) and the **tools called** (in call order, each on
 (:mod:`agentx_memory.extractive`) and the sentences that say something was decided. The text is embedded with the
 memory's embedder and stored in PostgreSQL (``episodic_summaries``, one row per conversation, replaced when the
 conversation is summarized again). The consolidation job summarizes each conversation it consolidates.
+
+Summarizing also sets the graph's ``Conversation.title`` (spec 003): a short title derived from the summary, its first
+sentence cut at a word to 80 characters (:attr:`EpisodicSummary.title`). :func:`conversation_title` reads it back;
+``get_conversation_summary(...).title`` is the same text.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from .graph import cypher
 from .models import EpisodicSummary, Turn
 from .providers.llm import LLM
 from .semantic import SemanticMemory
+from .validation import check_id
 
-__all__ = ["SummaryOutput", "similar_conversations", "summarize_conversation"]
+__all__ = ["SummaryOutput", "conversation_title", "similar_conversations", "summarize_conversation"]
 
 #: Tokens of an extractive summary's text.
 SUMMARY_TOKENS: Final = 120
@@ -79,10 +84,24 @@ async def summarize_conversation(episodic: EpisodicMemory, semantic: SemanticMem
         turn_count=len(turns), method=method)
     embedding = (await semantic.ctx.embedder.embed_documents([_embedded_text(summary)]))[0]
     stored = await semantic.ctx.sql.summaries.upsert(summary, embedding)
+    await graph.write(cypher.SET_CONVERSATION_TITLE, {"conversation_id": conversation_id, "user_id": user_id,
+                                                      "title": stored.title})
     await semantic.ctx.audit.log_write("summarize", "episodic", stored.channel, [conversation_id],
                                        {"method": method, "turns": len(turns)}, user_id=user_id,
                                        conversation_id=conversation_id)
     return stored
+
+
+async def conversation_title(semantic: SemanticMemory, conversation_id: str, user_id: str) -> str:
+    """The title of the user's conversation in the graph (``Conversation.title``): derived from its summary when it
+    was summarized, ``""`` before; :class:`~agentx_memory.errors.NotFoundError` when the graph has no such
+    conversation of the user."""
+    check_id(conversation_id, "conversation_id", max_len=200)
+    rows = await semantic.ctx.graph.read(cypher.GET_CONVERSATION_TITLE, {"conversation_id": conversation_id,
+                                                                         "user_id": user_id})
+    if not rows:
+        raise NotFoundError("conversation", conversation_id)
+    return str(rows[0]["title"])
 
 
 def _embedded_text(summary: EpisodicSummary) -> str:

@@ -46,6 +46,7 @@ from . import capped_hash
 from .errors import StorageError, StorageUnavailableError, ValidationError, WorkingMemoryFullError
 from .models import Turn
 from .retrieval.bundle import MemoryBundle
+from .retrieval.prompt import WorkingState
 from .settings import WorkingMemorySettings
 from .validation import check_depth, check_id
 
@@ -577,10 +578,27 @@ class WorkingMemory:
         return await self.store._call(capped_hash.read(self.store.client, self._key("ledger"),
                                                        ttl_seconds=self._conversation_ttl))
 
-    async def inject(self, bundle: MemoryBundle, max_tokens: int = 1500) -> str:
+    async def working_state(self) -> WorkingState:
+        """The conversation's scratchpad and entities (spec 000's hash fields, in one read that refreshes its
+        expiry), as :meth:`MemoryBundle.to_prompt` shows them (``to_prompt(working=...)``). A field holding another
+        type than the helpers write (a scratchpad that is not text, entities that are not a list of mappings) is
+        left out."""
+        fields = await self.get_fields()
+        scratchpad = fields.get("scratchpad")
+        entities = fields.get("entities")
+        return WorkingState(
+            scratchpad=scratchpad if isinstance(scratchpad, str) else None,
+            entities=[dict(e) for e in entities if isinstance(e, Mapping)] if isinstance(entities, list) else [])
+
+    async def inject(self, bundle: MemoryBundle, max_tokens: int = 1500, *, include_working: bool = True) -> str:
         """The prompt block of ``bundle`` (:meth:`MemoryBundle.to_prompt`) without what this conversation's ledger
         says was injected already, and the items it shows marked as injected: across the turns of a conversation,
-        no memory is put in the prompt twice. Empty when everything was injected before."""
-        text, shown = bundle.prompt_block(max_tokens, skip=set(await self.ledger_get()))
+        no memory is put in the prompt twice. Empty when everything was injected before.
+
+        With ``include_working`` (the default) the block also holds this conversation's working-memory state
+        (:meth:`working_state`: scratchpad and entities, seed 000's context assembly), right after the rules; like a
+        memory it is shown once, and again when it changes."""
+        working = await self.working_state() if include_working else None
+        text, shown = bundle.prompt_block(max_tokens, skip=set(await self.ledger_get()), working=working)
         await self.ledger_mark_many(shown, "injected")
         return text

@@ -585,9 +585,9 @@ MERGE (ti)-[:INVOKED]->(tool)
 RETURN ti.id AS id
 """
 
-# Learning a strategy again: an empty context pattern, tool sequence, step list or trigger list means "not given" and
-# keeps the stored one (and the vector made with the stored pattern and triggers); a new tool sequence replaces the old
-# one, USES_TOOL edges included.
+# Learning a strategy again: an empty context pattern, tool sequence, step list or trigger list (or a null task type)
+# means "not given" and keeps the stored one (and the vector made with the stored pattern and triggers); a new tool
+# sequence replaces the old one, USES_TOOL edges included.
 UPSERT_STRATEGY: Final[LiteralString] = """
 MERGE (s:Strategy {key: $key})
 ON CREATE SET s.id = $id, s.user_id = $user_id, s.channel = $channel, s.description = $description,
@@ -600,6 +600,7 @@ SET s.embedding = CASE WHEN $context_pattern = '' AND size($trigger_conditions) 
     s.steps = CASE WHEN size($steps) = 0 THEN coalesce(s.steps, []) ELSE $steps END,
     s.trigger_conditions = CASE WHEN size($trigger_conditions) = 0 THEN coalesce(s.trigger_conditions, [])
                                 ELSE $trigger_conditions END,
+    s.task_type = CASE WHEN $task_type IS NULL THEN s.task_type ELSE $task_type END,
     s.last_used = $now,
     s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
     s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END
@@ -617,13 +618,13 @@ WITH DISTINCT s
 OPTIONAL MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
 FOREACH (_ IN CASE WHEN c IS NULL OR NOT $success THEN [] ELSE [1] END | MERGE (s)-[:SUCCEEDED_IN]->(c))
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used, .steps, .trigger_conditions} AS strategy
+          .created_at, .last_used, .steps, .trigger_conditions, .task_type} AS strategy
 """
 
 GET_STRATEGY: Final[LiteralString] = """
 MATCH (s:Strategy {id: $id, user_id: $user_id})
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used, .steps, .trigger_conditions} AS strategy
+          .created_at, .last_used, .steps, .trigger_conditions, .task_type} AS strategy
 """
 
 REINFORCE_STRATEGY: Final[LiteralString] = """
@@ -632,19 +633,20 @@ SET s.success_count = s.success_count + CASE WHEN $success THEN 1 ELSE 0 END,
     s.failure_count = s.failure_count + CASE WHEN $success THEN 0 ELSE 1 END,
     s.last_used = $now
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used, .steps, .trigger_conditions} AS strategy
+          .created_at, .last_used, .steps, .trigger_conditions, .task_type} AS strategy
 """
 
-# Exact cosine over the user's own nodes (tenant-correct: the user filter is applied before ranking).
+# Exact cosine over the user's own nodes (tenant-correct: the user filter is applied before ranking); a non-null
+# $task_type keeps the strategies of that task type (a strategy stored without one is found only when none is asked).
 SEARCH_STRATEGIES: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 @tenant_match(Strategy, s, query_vector)
-WITH s, query_vector WHERE s.embedding IS NOT NULL
+WITH s, query_vector WHERE s.embedding IS NOT NULL AND ($task_type IS NULL OR s.task_type = $task_type)
 WITH s, @cosine(s.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH s, similarity ORDER BY similarity DESC, s.id LIMIT $k
 RETURN s {.id, .user_id, .channel, .description, .context_pattern, .tool_sequence, .success_count, .failure_count,
-          .created_at, .last_used, .steps, .trigger_conditions} AS strategy, similarity
+          .created_at, .last_used, .steps, .trigger_conditions, .task_type} AS strategy, similarity
 """
 
 # --- goals ---------------------------------------------------------------------------------------------------------
@@ -1031,6 +1033,19 @@ RETURN e.id AS id, e.name AS name, e.type AS type ORDER BY name, id
 CONVERSATION_TOOLS: Final[LiteralString] = """
 MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})-[:USED_TOOL]->(ti:ToolInvocation)
 RETURN ti.tool_name AS tool ORDER BY ti.timestamp, ti.id
+"""
+
+#: Spec 003's Conversation.title, set when the conversation is summarized (from the summary).
+SET_CONVERSATION_TITLE: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+SET c.title = $title
+RETURN c.title AS title
+"""
+
+#: A conversation's title ('' until it is summarized); no row when the graph has no such conversation of the user.
+GET_CONVERSATION_TITLE: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+RETURN coalesce(c.title, '') AS title
 """
 
 # --- control memories (seed 001): rules and constraints --------------------------------------------------------------

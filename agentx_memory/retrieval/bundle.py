@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import ControlMemory, Entity, Fact, Goal, Strategy, Turn, UserProfile
-from .prompt import compose_prompt
+from .prompt import WorkingState, compose_prompt
 
 __all__ = [
     "MemoryBundle",
@@ -26,6 +26,7 @@ __all__ = [
     "ScoredTurn",
     "Signal",
     "TechniqueMetric",
+    "WorkingState",
 ]
 
 T = TypeVar("T", Turn, Fact, Entity, Strategy, ControlMemory)
@@ -153,14 +154,20 @@ class MemoryBundle(BaseModel):
         items: list[Scored] = [*self.controls, *self.turns, *self.facts, *self.entities, *self.strategies]
         return sorted(items, key=lambda s: (-s.score, s.id))
 
-    def to_prompt(self, max_tokens: int = 1500) -> str:
-        """A system-message block of the memories that fits ``max_tokens`` (lowest-scored items dropped first)."""
-        return self.prompt_block(max_tokens)[0]
+    def to_prompt(self, max_tokens: int = 1500, *, working: WorkingState | None = None) -> str:
+        """A system-message block of the memories that fits ``max_tokens`` (lowest-scored items dropped first).
 
-    def prompt_block(self, max_tokens: int = 1500, *, skip: Collection[str] = frozenset()) -> tuple[str, list[str]]:
+        ``working`` adds the conversation's working-memory state (its scratchpad and entities, seed 000's context
+        assembly; read it with :meth:`WorkingMemory.working_state`) in its own section, taken right after the rules
+        and before the recalled items (the order is in :mod:`agentx_memory.retrieval.prompt`)."""
+        return self.prompt_block(max_tokens, working=working)[0]
+
+    def prompt_block(self, max_tokens: int = 1500, *, skip: Collection[str] = frozenset(),
+                     working: WorkingState | None = None) -> tuple[str, list[str]]:
         """:meth:`to_prompt` without the items whose key is in ``skip``, and the keys of the items it shows
-        (``fact:<id>``, ``turn:<id>``, ``goal:<id>``, ...: the injection ledger's item keys;
-        :meth:`WorkingMemory.inject` uses both)."""
+        (``fact:<id>``, ``turn:<id>``, ``goal:<id>``, ``working:scratchpad:<digest>``, ...: the injection ledger's
+        item keys; :meth:`WorkingMemory.inject` uses both)."""
         kinds = {id(s): kind for kind, items in self._kinds() for s in items}
         ordered = sorted(self.all_scored(), key=lambda s: kinds[id(s)] != "control")  # rules first, then by score
-        return compose_prompt([(kinds[id(s)], s) for s in ordered], self.goals, self.user_context, max_tokens, skip)
+        return compose_prompt([(kinds[id(s)], s) for s in ordered], self.goals, self.user_context, max_tokens, skip,
+                              working=working)

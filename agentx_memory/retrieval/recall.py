@@ -84,7 +84,7 @@ class RecallLayer:
         self.controls = controls
         self.goals = goals
         self.profiles = profiles
-        self.retriever = MemoryRetriever(ctx, semantic, procedural)
+        self.retriever = MemoryRetriever(ctx, semantic, procedural, goals, profiles)
         self.llm = llm if llm is not None else make_llm(ctx.settings.llm.query_model, ctx.settings.llm)
         self._background: set[asyncio.Task] = set()
 
@@ -143,7 +143,7 @@ class RecallLayer:
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
             agent_id=agent_id,
         )
-        turns, facts, entities, strategies = await self.retriever.retrieve(plan, metrics)
+        turns, facts, entities, strategies = await self.retriever.search_and_rank(plan, metrics)
         controls, goals, profile = await asyncio.gather(
             self._controls(plan, metrics) if kinds is None or "control" in kinds else _nothing(),
             self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),

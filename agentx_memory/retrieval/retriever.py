@@ -1,7 +1,7 @@
 """The base retriever: per-type candidate searches run concurrently, then fusion, expansion and reranking.
 
-:class:`MemoryRetriever` is a template method. :meth:`MemoryRetriever.retrieve` takes a :class:`SearchPlan` (what to
-search with: lexical texts, query vectors, time filter and boosts, entity seeds — built by the RecallLayer from the
+:class:`MemoryRetriever` is a template method. :meth:`MemoryRetriever.search_and_rank` takes a :class:`SearchPlan` (what
+to search with: lexical texts, query vectors, time filter and boosts, entity seeds — built by the RecallLayer from the
 question) and:
 
 1. **searches** with every wanted leg of :data:`~agentx_memory.retrieval.legs.LEGS` concurrently: turns (PostgreSQL
@@ -20,6 +20,12 @@ While the graph is unreachable (:class:`~agentx_memory.graph.health.GraphHealth`
 loading lexical-only facts and entities, graph expansion — is skipped and named in ``metrics.skipped``: recall
 degrades to the PostgreSQL legs instead of failing.
 
+:meth:`MemoryRetriever.retrieve` is spec 003's named interface over it (``retrieve(query, user_id, channels, top_k,
+include_*, time_window_hours) -> MemoryBundle``): the plan of the question alone (its vector, and its words for the
+full-text legs when ``recall.hybrid`` is on), searched and ranked as above, with the active goals and the user's
+profile. The techniques that read the question first (self-query, query expansion, HyDE, names, rules) are the
+RecallLayer's: ``AgentMemory.remember`` runs them.
+
 Steps 2-5 are the pure functions of :mod:`~agentx_memory.retrieval.fusion` and :mod:`~agentx_memory.retrieval.rerank`;
 this class does the reading. Every score is a sum of named contributions (see
 :class:`~agentx_memory.retrieval.bundle.Signal`).
@@ -30,20 +36,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from ..context import MemoryContext
-from ..errors import StorageUnavailableError
+from ..errors import StorageUnavailableError, ValidationError
+from ..goals import GoalMemory
 from ..graph import cypher
 from ..graph.port import GraphStore
 from ..procedural import ProceduralMemory
+from ..profiles import ProfileStore
 from ..rows import entity_from_row, fact_from_row, turn_from_row
 from ..semantic import SemanticMemory
 from ..settings import RecallSettings, RetrievalSettings
+from ..validation import check_channels, check_datetime, check_id, check_int, check_text
 from . import fusion, rerank
-from .bundle import RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
+from .bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, TechniqueMetric
 from .legs import LEGS, Leg, bm25
-from .plan import Candidates, SearchPlan
+from .plan import Candidates, SearchPlan, utc, window_from_hours
 
 __all__ = ["Candidates", "MemoryRetriever", "SearchPlan"]
 
@@ -56,10 +66,13 @@ _COUNT_TTL = 60.0
 class MemoryRetriever:
     """Runs a :class:`SearchPlan` against the stores and ranks what comes back."""
 
-    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: ProceduralMemory):
+    def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: ProceduralMemory,
+                 goals: GoalMemory | None = None, profiles: ProfileStore | None = None):
         self.ctx = ctx
         self.semantic = semantic
         self.procedural = procedural
+        self.goals = goals
+        self.profiles = profiles
         self.turn_search = ctx.sql.search
         self._user_turn_counts: dict[str, tuple[float, int]] = {}
 
@@ -73,11 +86,56 @@ class MemoryRetriever:
         """The graph store the graph legs read."""
         return self.ctx.graph
 
-    async def retrieve(self, plan: SearchPlan, metrics: RecallMetrics
-                       ) -> tuple[list[ScoredTurn], list[ScoredFact], list[ScoredEntity], list[ScoredStrategy]]:
+    async def search_and_rank(self, plan: SearchPlan, metrics: RecallMetrics
+                              ) -> tuple[list[ScoredTurn], list[ScoredFact], list[ScoredEntity], list[ScoredStrategy]]:
         """Search and rank: returns (turns, facts, entities, strategies)."""
         found = await self.search(plan, metrics)
         return await self.rank(plan, found, metrics)
+
+    async def retrieve(self, query: str, user_id: str, channels: Sequence[str] | str | None = None, top_k: int = 10,
+                       include_episodic: bool = True, include_semantic: bool = True, include_procedural: bool = True,
+                       time_window_hours: float | None = None, *,
+                       reference_time: datetime | None = None, agent_id: str | None = None) -> MemoryBundle:
+        """Spec 003's ``MemoryRetriever.retrieve``: what is relevant to ``query`` for ``user_id`` in ``channels``
+        (plus ``_global``), at most ``top_k`` of each kind, within the last ``time_window_hours`` before
+        ``reference_time`` (default now) when given, as a :class:`MemoryBundle` with the active goals and the
+        profile (when the retriever was given their stores, as the RecallLayer's is).
+
+        The base retrieval of the module docstring run on the question alone: the plan holds its vector and words
+        (:meth:`search_and_rank`), so self-query, query expansion, HyDE, names and rules — the RecallLayer's
+        techniques — are not applied; ``AgentMemory.remember`` applies them. Nothing is reinforced or audited here.
+        With ``agent_id``, only what that agent may read."""
+        check_text(query, "query", max_bytes=self.ctx.settings.limits.max_text_bytes)
+        check_id(user_id, "user_id")
+        check_int(top_k, "top_k", low=1, high=200)
+        if time_window_hours is not None and (
+                isinstance(time_window_hours, bool) or not isinstance(time_window_hours, (int, float))
+                or not (0 < time_window_hours <= 24 * 365 * 100)):
+            raise ValidationError("time_window_hours", f"must be > 0 (hours), got {time_window_hours!r}")
+        if reference_time is not None:
+            check_datetime(reference_time, "reference_time")
+        searched = check_channels(channels)
+        started = time.perf_counter()
+        metrics = RecallMetrics()
+        reference = utc(reference_time)
+        embed_started = time.perf_counter()
+        vector = (await self.ctx.embedder.embed([query], is_query=True))[0]
+        metrics.embed_ms = (time.perf_counter() - embed_started) * 1000
+        plan = SearchPlan(
+            query=query, user_id=user_id, channels=searched, top_k=top_k, lexical_texts=[query],
+            vectors=[("question", vector)], reference_time=reference,
+            window=window_from_hours(time_window_hours, reference), include_episodic=include_episodic,
+            include_semantic=include_semantic, include_procedural=include_procedural,
+            archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
+            agent_id=agent_id)
+        turns, facts, entities, strategies = await self.search_and_rank(plan, metrics)
+        goals = (await self.graph_or_skip("goals", self.goals.list_goals(user_id, "active", searched, limit=top_k),
+                                          [], metrics) if self.goals is not None else [])
+        profile = await self.profiles.get_profile(user_id) if self.profiles is not None else None
+        metrics.total_ms = (time.perf_counter() - started) * 1000
+        return MemoryBundle(query=query, user_id=user_id, channels=searched, turns=turns, facts=facts,
+                            entities=entities, strategies=strategies, goals=goals, user_context=profile,
+                            metrics=metrics)
 
     # --- 1. searches --------------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentx_memory import AgentMemory, ValidationError
+from agentx_memory import AgentMemory, ContextWindow, ValidationError
 from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.tokens import count_tokens
 
@@ -83,3 +83,27 @@ def test_semantic_keeps_what_is_closest_to_the_goal(settings):
         assert window.get_token_count() <= 90
         order = [c for _, c in TALK]
         assert contents == sorted(contents, key=order.index)  # in their order
+
+
+def test_the_defaults_are_seed_004s_a_4096_token_window_whose_summary_keeps_the_last_10(settings):
+    """Issue 19: ContextWindow has clear(), holds 4,096 tokens by default, and summarize keeps the last 10 messages."""
+    assert (ContextWindow().max_tokens, ContextWindow().keep_recent) == (4096, 10)
+    with AgentMemory(settings()) as memory:
+        window = memory.context_window(strategy="summarize")
+        assert (window.core.max_tokens, window.core.keep_recent) == (4096, 10)
+        added: list[str] = []
+        while not window.messages or not window.messages[0].summary:  # until the first automatic prune
+            added.append(f"Message {len(added)}: " + " ".join(f"note{len(added)}-{i}" for i in range(60)))
+            window.add_message("user", added[-1])
+            assert len(added) < 200
+        assert sum(count_tokens(f"user: {c}") for c in added) > 4096  # it summarized because it was over 4,096
+        assert [m.content for m in window.messages[1:]] == added[-10:]  # the summary, then the last 10 messages
+        assert window.messages[0].content.startswith(f"Summary of {len(added) - 10} earlier messages")
+        assert window.get_token_count() <= 4096
+
+        window.clear()
+        assert window.messages == [] and window.get_token_count() == 0
+        for content in added[:12]:  # under the budget: an explicit summarize still keeps exactly the last 10
+            window.add_message("assistant", content)
+        window.prune("summarize")
+        assert [m.content for m in window.messages[1:]] == added[2:12] and window.messages[0].summary

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from agentx_memory import AgentMemory, Turn
-from agentx_memory.patterns import pattern_of
+from agentx_memory.patterns import pattern_of, task_type_of
 from tests.conftest import gread
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
@@ -28,6 +28,7 @@ def test_pattern_of_a_conversations_calls():
              {"tool": "book", "success": False, "task_type": "t"}, {"tool": "notify", "success": None}]
     assert pattern_of(calls) == ("t: search -> book -> notify", ["search", "book", "notify"], False)
     assert pattern_of([{"tool": "search", "success": None}]) is None  # no call reported an outcome
+    assert task_type_of(calls) == "t" and task_type_of([{"tool": "search", "success": True}]) is None
 
 
 def test_strategies_are_learned_once_per_quiet_conversation_with_their_outcome(settings):
@@ -48,6 +49,9 @@ def test_strategies_are_learned_once_per_quiet_conversation_with_their_outcome(s
         assert (report.conversations, report.learned, report.without_outcome) == (3, 2, 1)
         (strategy,) = [s for s in memory.find_strategies("book a flight to Lisbon", top_k=5)]
         assert strategy.description == "flight_booking: search_flights -> book_flight"
+        assert strategy.task_type == "flight_booking"  # linked to its task type (issue 19)
+        assert [s.id for s in memory.find_strategies("book a flight", top_k=5, task_type="flight_booking")] == [
+            strategy.id]
         assert strategy.tool_sequence == ["search_flights", "book_flight"]
         assert (strategy.success_count, strategy.failure_count) == (1, 1)
         succeeded = gread(memory, "MATCH (s:Strategy)-[:SUCCEEDED_IN]->(c:Conversation) RETURN c.id AS id")

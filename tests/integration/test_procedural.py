@@ -217,6 +217,43 @@ def test_a_strategy_without_a_vector_is_not_ranked(memory):
     assert [s.description for s in found] == ["write unit tests first"]
 
 
+def test_strategies_are_linked_to_task_types_and_filtered_by_them(memory):
+    """Issue 19: a strategy's task_type is stored on its node, kept when learned again without one, and filters
+    find_strategies / find_procedures; a strategy stored before task types existed (no property) still works."""
+    booking = memory.learn_strategy("Search flights, then book the cheapest", tool_sequence=["search", "book"],
+                                    task_type="flight_booking")
+    assert booking.task_type == "flight_booking"
+    assert gread(memory, "MATCH (s:Strategy {id: $id}) RETURN s.task_type AS t", {"id": booking.id}) == [
+        {"t": "flight_booking"}]
+    refund = memory.learn_strategy("Search flights, then ask for a refund", task_type="refunds")
+    # an older strategy: written without the property, as before task types
+    memory._portal.run(memory.core.ctx.graph.write(
+        "MATCH (s:Strategy {id: $id}) REMOVE s.task_type", {"id": refund.id}))
+    plain = memory.learn_strategy("Search flights, then compare prices")
+    assert plain.task_type is None and memory._portal.run(
+        memory.core.procedural.get_strategy(refund.id, "alice")).task_type is None
+
+    everything = {s.id for s in memory.find_strategies("search flights", top_k=10)}
+    assert everything == {booking.id, refund.id, plain.id}  # no task type asked: every strategy
+    assert [s.id for s in memory.find_strategies("search flights", top_k=10, task_type="flight_booking")] == [
+        booking.id]
+    assert [s.id for s in memory.find_procedures("search flights", top_k=10, task_type="flight_booking")] == [
+        booking.id]
+    assert memory.find_strategies("search flights", top_k=10, task_type="hotels") == []
+
+    again = memory.learn_strategy("Search flights, then book the cheapest", success=False)  # None keeps it
+    assert again.id == booking.id and again.task_type == "flight_booking"
+    assert memory.reinforce_strategy(booking.id, True).task_type == "flight_booking"
+    linked = memory.learn_strategy("Search flights, then ask for a refund", task_type="refunds")  # the old one
+    assert linked.id == refund.id and linked.task_type == "refunds"
+    assert [s.id for s in memory.find_strategies("search flights", top_k=10, task_type="refunds")] == [refund.id]
+    for call in (lambda: memory.learn_strategy("x", task_type=" bad"),
+                 lambda: memory.find_strategies("x", task_type="")):
+        with pytest.raises(ValidationError) as refused:
+            call()
+        assert refused.value.field == "task_type"
+
+
 def test_procedures_keep_steps_and_triggers_and_a_situation_finds_them(settings):
     with AgentMemory(settings(), user_id="alice") as memory:
         paging = memory.learn_strategy("Cursor pagination", tool_sequence=["http_get"],

@@ -12,6 +12,9 @@ import pytest
 from agentx_memory import AgentMemory, Turn
 from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.errors import NotFoundError
+from agentx_memory.models import TITLE_CHARS, summary_title
+from agentx_memory.summaries import conversation_title
+from tests.conftest import gread
 
 NOW = datetime.now(UTC)
 
@@ -80,3 +83,25 @@ def test_with_an_llm_the_summary_is_written_by_it(settings):
             sent = server.requests[0].body
             assert "hut trip" in sent["messages"][-1]["content"]
             assert sent["response_format"]["type"] == "json_schema"
+
+
+def test_summarizing_sets_the_conversations_title_from_the_summary(settings):
+    """Issue 19: spec 003's Conversation.title is set (short, from the summary) when a conversation is summarized."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        _say(memory, "trip", "We are planning the hut trip in the Dolomites for July, with my sister and her friends.",
+             "The huts fill up early in summer. Rifugio Lagazuoi is the first to go.")
+        semantic = memory.core.semantic
+        assert memory._portal.run(conversation_title(semantic, "trip", "alice")) == ""  # not summarized yet
+        summary = memory.summarize_conversation("trip")
+        title = memory._portal.run(conversation_title(semantic, "trip", "alice"))
+        assert title and title == summary.title == memory.get_conversation_summary("trip").title
+        assert len(title) <= TITLE_CHARS and "\n" not in title
+        assert summary.summary.startswith(title.rstrip("…"))  # derived from the summary: its first sentence
+        assert gread(memory, "MATCH (c:Conversation {id: 'trip'}) RETURN c.title AS t") == [{"t": title}]
+        with pytest.raises(NotFoundError):
+            memory._portal.run(conversation_title(semantic, "trip", "bob"))  # another user's conversation
+
+    assert summary_title("Alice booked the hut. Then she left.") == "Alice booked the hut"
+    long = summary_title("word " * 40)
+    assert len(long) <= TITLE_CHARS and long.endswith("…") and not long[:-1].endswith(" ")
+    assert summary_title("") == ""
