@@ -26,11 +26,11 @@ HEAVY = (
     "agentx_memory.retrieval", "agentx_memory.sql", "agentx_memory.settings", "agentx_memory.models",
     "numpy", "psycopg", "psycopg_pool", "neo4j", "falkordb", "redis", "pydantic", "pydantic_settings", "rich.table",
 )
-#: ``status`` reads settings and probes the servers (redis and psycopg are the probes' clients), so those may load;
-#: the engine, the graph drivers and numpy may not.
+#: ``status`` reads the settings (pydantic) and prints a rich table; with its servers stopped it has nobody to talk
+#: to, so no database client (redis and psycopg are the probes' clients once a server runs) and no engine.
 HEAVY_FOR_STATUS = (
     "agentx_memory.memory", "agentx_memory.bench", "agentx_memory.graph", "agentx_memory.retrieval",
-    "agentx_memory.models", "numpy", "neo4j", "falkordb",
+    "agentx_memory.sql", "agentx_memory.models", "numpy", "neo4j", "falkordb", "redis", "psycopg", "psycopg_pool",
 )
 
 PROBE = """
@@ -74,9 +74,22 @@ def test_help_loads_none_of_the_engine(argv):
     assert loaded_after(RUN_CLI.format(argv=argv)) == []
 
 
-def test_status_loads_no_engine_graph_driver_or_numpy(tmp_path):
-    """On a data directory whose servers are not running (nothing to connect to)."""
+def test_status_on_stopped_servers_loads_no_client_engine_or_numpy(tmp_path):
     assert loaded_after(RUN_CLI.format(argv=["status", "--json"]), HEAVY_FOR_STATUS, home=tmp_path / "home") == []
+
+
+def test_the_pool_module_loads_no_repository():
+    """``status`` on a running PostgreSQL reads the schema version through :class:`PostgresStore` alone."""
+    heavy = ("agentx_memory.sql.conversation_log", "agentx_memory.sql.search", "agentx_memory.models", "numpy")
+    assert loaded_after("from agentx_memory.sql.postgres import PostgresStore", heavy) == []
+
+
+def test_every_name_of_the_sql_package_resolves_to_the_object_of_its_module():
+    sql = importlib.import_module("agentx_memory.sql")
+    assert set(sql._EXPORTS) == set(sql.__all__) - {"Repositories"}
+    assert set(sql.__all__) <= set(dir(sql))
+    for name in sql._EXPORTS:
+        assert getattr(sql, name) is getattr(importlib.import_module(sql._EXPORTS[name], sql.__name__), name), name
 
 
 def test_every_public_name_resolves_to_the_object_of_its_module():
