@@ -7,29 +7,41 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+import functools
 import json
 import math
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from pydantic import ValidationError as PydanticValidationError
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from .errors import AgentXMemoryError, ConfigurationError, ValidationError
-from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
 
+# Only the standard library and .errors at import time: building the parser (and so --help) must not load the
+# engine, pydantic, rich or a database driver (issue 17). Each command imports what it uses.
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from .runtime import EmbeddedStack
+    from .settings import Settings
 
 T = TypeVar("T")
 
 __all__ = ["COMMANDS", "ArgumentAdder", "Handler", "build_parser", "json_safe", "main", "status_report"]
 
-console = Console()
+
+@functools.cache
+def _console() -> Console:
+    """The console every command prints to, created on first use."""
+    from rich.console import Console
+
+    return Console()
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(work)``, with asyncio imported only by the commands that run something."""
+    import asyncio
+
+    return asyncio.run(work)
 
 
 def _human(size: int | None) -> str:
@@ -64,18 +76,18 @@ async def _migrate(settings: Settings) -> tuple[list[int], int | None]:
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     """Start the embedded servers (if needed) and apply pending schema migrations."""
     if not settings.uses_embedded:
-        console.print("All stores are configured as services (AGENTX_GRAPH__URI, AGENTX_POSTGRES__DSN, "
-                      "AGENTX_REDIS__URL); nothing to start.")
-    applied, version = asyncio.run(_migrate(settings))
-    console.print(f"[green]up[/green]: data directory {settings.embedded.home.resolve()}; schema version {version}"
-                  + (f" (applied {applied})" if applied else ""))
+        _console().print("All stores are configured as services (AGENTX_GRAPH__URI, AGENTX_POSTGRES__DSN, "
+                          "AGENTX_REDIS__URL); nothing to start.")
+    applied, version = _run(_migrate(settings))
+    _console().print(f"[green]up[/green]: data directory {settings.embedded.home.resolve()}; schema version {version}"
+                      + (f" (applied {applied})" if applied else ""))
     return 0
 
 
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     """Stop the embedded servers of the data directory (data is kept)."""
     _stack(settings).stop()
-    console.print(f"[green]down[/green]: embedded servers stopped; data kept in {settings.embedded.home.resolve()}")
+    _console().print(f"[green]down[/green]: embedded servers stopped; data kept in {settings.embedded.home.resolve()}")
     return 0
 
 
@@ -99,11 +111,11 @@ def status_report(settings: Settings) -> dict[str, Any]:
         if report["servers"].get("postgres", {}).get("running"):
             dsn = settings.postgres.dsn or stack.endpoints().postgres_dsn
             try:
-                report["schema_version"] = asyncio.run(_schema_version(settings, dsn))
+                report["schema_version"] = _run(_schema_version(settings, dsn))
             except AgentXMemoryError as exc:
                 report["schema_error"] = str(exc)
     else:
-        report["schema_version"] = asyncio.run(_schema_version(settings, settings.postgres.dsn))
+        report["schema_version"] = _run(_schema_version(settings, settings.postgres.dsn))
     return report
 
 
@@ -113,6 +125,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     else:
+        from rich.table import Table
+
         table = Table(title=f"agentx-memory · {report['home']}")
         for column in ("server", "state", "version", "pid", "socket", "data size"):
             table.add_column(column)
@@ -120,17 +134,17 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             state = "[green]up[/green]" if info.get("running") else f"[red]{info.get('state', 'down')}[/red]"
             table.add_row(name, state, str(info.get("version") or "-"), str(info.get("pid") or "-"),
                           str(info.get("socket") or "-"), _human(info.get("data_size_bytes")))
-        console.print(table)
+        _console().print(table)
         version = report["schema_version"]
-        console.print(f"schema version: {version if version is not None else 'not migrated'}")
+        _console().print(f"schema version: {version if version is not None else 'not migrated'}")
     servers = report["servers"].values()
     return 0 if all(s.get("running") for s in servers) else 1
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     """Apply pending PostgreSQL migrations and the graph schema (running it twice is a no-op)."""
-    applied, version = asyncio.run(_migrate(settings))
-    console.print(f"schema version {version}: " + (f"applied {applied}" if applied else "already up to date"))
+    applied, version = _run(_migrate(settings))
+    _console().print(f"schema version {version}: " + (f"applied {applied}" if applied else "already up to date"))
     return 0
 
 
@@ -141,12 +155,12 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
 
     with AgentMemory(settings) as memory:
         result = memory.reconcile()
-    console.print(f"reconciled {result.projected} turn(s) and {result.invocations_projected} tool invocation(s)")
+    _console().print(f"reconciled {result.projected} turn(s) and {result.invocations_projected} tool invocation(s)")
     for turn in result.quarantined:
-        console.print(f"quarantined turn {turn.turn_id}: {turn.error}", markup=False)
+        _console().print(f"quarantined turn {turn.turn_id}: {turn.error}", markup=False)
     if result.quarantined_total:
-        console.print(f"{result.quarantined_total} turn(s) in quarantine (conversation_logs.projection_error; "
-                      "clear it to retry a turn)")
+        _console().print(f"{result.quarantined_total} turn(s) in quarantine (conversation_logs.projection_error; "
+                          "clear it to retry a turn)")
     return 1 if result.quarantined else 0
 
 
@@ -182,7 +196,10 @@ def _variant(text: str) -> tuple[str, dict[str, Any]]:
             override[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             override[key.strip()] = raw.strip()
+    from pydantic import ValidationError as PydanticValidationError
+
     from .bench import split_variant
+    from .settings import RecallSettings, RetrievalSettings
 
     recall, retrieval = split_variant(override)
     unknown = [*(set(recall) - set(RecallSettings.model_fields)),
@@ -295,7 +312,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
                                       sample_size=args.sample)
         print(json.dumps({k: v for k, v in extracted["offline"].items() if k != "sample_to_label"}
                          | {"llm_cost": extracted["llm_cost"]}, indent=2))
-        console.print(f"written: {Path(args.out) / 'extract.json'}")
+        _console().print(f"written: {Path(args.out) / 'extract.json'}")
         return 0
     if settings.graph.backend == "neo4j" and not args.wipe_neo4j:
         # A benchmark resets its graph, and a Neo4j graph is the whole database: never empty it unasked.
@@ -311,19 +328,19 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         Path(args.cache).mkdir(parents=True, exist_ok=True)
         settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(
             update={"cache_path": str(Path(args.cache) / "embeddings.sqlite")})})
-        asyncio.run(_reset_namespace(settings))
+        _run(_reset_namespace(settings))
         try:
-            report = asyncio.run(run_locomo(settings, Path(args.data), out_dir=Path(args.out),
+            report = _run(run_locomo(settings, Path(args.data), out_dir=Path(args.out),
                                             limit_samples=args.samples, limit_questions=args.questions,
                                             ablations=not args.no_ablations, variants=dict(args.variant),
-                                            extract=args.extract, progress=console.print))
+                                            extract=args.extract, progress=_console().print))
         finally:
             if not args.keep:
-                asyncio.run(_reset_namespace(settings))
+                _run(_reset_namespace(settings))
         from .bench.locomo import markdown_report
 
-        console.print(markdown_report(report))
-        console.print(f"written: {Path(args.out) / 'locomo.json'}, .md, .png")
+        _console().print(markdown_report(report))
+        _console().print(f"written: {Path(args.out) / 'locomo.json'}, .md, .png")
     elif args.bench == "beam":
         from .bench.beam import beam_data, beam_settings, run_beam
         from .bench.beam import markdown_report as beam_markdown
@@ -333,9 +350,9 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         settings = beam_settings(_bench_settings(settings, "bench_beam"), Path(args.cache), args.embedding)
         beam_report = run_in_namespace(settings, args.keep, run_beam(
             settings, data, out_dir=Path(args.out), chats=args.chats, limit_questions=args.limit,
-            ablations=args.ablations, variants=dict(args.variant), progress=console.print))
+            ablations=args.ablations, variants=dict(args.variant), progress=_console().print))
         print(beam_markdown(beam_report))
-        console.print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
+        _console().print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
     elif args.bench == "scale":
         from .bench.scale import markdown_report as scale_markdown
         from .bench.scale import run_scale, scale_sizes
@@ -345,17 +362,17 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         Path(args.cache).mkdir(parents=True, exist_ok=True)
         settings = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={
             "model": "local:minilm", "dimension": 384, "cache_path": str(Path(args.cache) / "embeddings.sqlite")})})
-        asyncio.run(_reset_namespace(settings))
+        _run(_reset_namespace(settings))
         try:
-            report = asyncio.run(run_scale(settings, sizes=sizes, out_dir=Path(args.out), queries=args.queries,
+            report = _run(run_scale(settings, sizes=sizes, out_dir=Path(args.out), queries=args.queries,
                                            users=args.users, seed=args.seed, batch=args.batch,
                                            embed_sample=args.embed_sample, profile=args.profile,
-                                           progress=console.print))
+                                           progress=_console().print))
         finally:
             if not args.keep:
-                asyncio.run(_reset_namespace(settings))
+                _run(_reset_namespace(settings))
         print(scale_markdown(report))
-        console.print(f"written: {Path(args.out) / 'scale.json'}, .md, .png")
+        _console().print(f"written: {Path(args.out) / 'scale.json'}, .md, .png")
     return 0
 
 
@@ -379,8 +396,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
     from .demo import run_demo
 
     if settings.uses_embedded:  # say which data directory: one started elsewhere would be a second ./.agentx
-        console.print(f"data directory {settings.embedded.home.resolve()}")
-    asyncio.run(run_demo(settings, console, explain=not args.brief, prompt_tokens=args.prompt_tokens))
+        _console().print(f"data directory {settings.embedded.home.resolve()}")
+    _run(run_demo(settings, _console(), explain=not args.brief, prompt_tokens=args.prompt_tokens))
     return 0
 
 
@@ -412,13 +429,13 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await memory.close()
 
-    bundle = asyncio.run(run())
+    bundle = _run(run())
     if args.json:
         payload = bundle.model_dump(mode="json", exclude={"turns": {"__all__": {"item": {"embedding"}}}})
         payload["explain"] = bundle.explain()
         print(json.dumps(json_safe(payload), indent=2, default=str, allow_nan=False))
     else:
-        print_bundle(console, bundle, explain=args.explain, prompt_tokens=args.prompt_tokens)
+        print_bundle(_console(), bundle, explain=args.explain, prompt_tokens=args.prompt_tokens)
     return 0
 
 
@@ -426,6 +443,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     """Load turns from JSONL (one per line); bad lines are reported with their numbers and skipped."""
     from pathlib import Path
 
+    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from .ingest import IngestReport, ingest_file
@@ -439,17 +457,17 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         memory = await AsyncAgentMemory.open(settings)
         columns = (SpinnerColumn(), TextColumn("ingest: {task.completed} turn(s)"), TimeElapsedColumn())
         try:
-            with Progress(*columns, console=console, transient=True) as progress:
+            with Progress(*columns, console=_console(), transient=True) as progress:
                 task = progress.add_task("ingest", total=None)
                 return await ingest_file(memory, Path(args.file), batch_size=args.batch,
                                          progress=lambda n: progress.advance(task, n))
         finally:
             await memory.close()
 
-    report = asyncio.run(run())
+    report = _run(run())
     for number, reason in report.skipped:
-        console.print(f"[yellow]line {number} skipped[/yellow]: {escape(reason)}")
-    console.print(f"stored {report.stored} turn(s); skipped {len(report.skipped)} line(s)")
+        _console().print(f"[yellow]line {number} skipped[/yellow]: {escape(reason)}")
+    _console().print(f"stored {report.stored} turn(s); skipped {len(report.skipped)} line(s)")
     return 0 if not report.skipped else 1
 
 
@@ -464,24 +482,26 @@ def _with_progress(settings: Settings, label: str,
         memory = await AsyncAgentMemory.open(settings)
         columns = (SpinnerColumn(), TextColumn(label + ": {task.description} {task.completed}"), TimeElapsedColumn())
         try:
-            with Progress(*columns, console=console, transient=True) as bar:
+            with Progress(*columns, console=_console(), transient=True) as bar:
                 task = bar.add_task("", total=None)
                 return await work(memory, lambda stage, done: bar.update(task, description=stage, completed=done))
         finally:
             await memory.close()
 
-    return asyncio.run(run())
+    return _run(run())
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     """Write a user's memory to a portable snapshot file (JSON lines, gzip when the name ends in .gz)."""
     from pathlib import Path
 
+    from rich.markup import escape
+
     out = Path(args.out or f"{args.user}.jsonl.gz")
     info = _with_progress(settings, "export", lambda memory, progress: memory.export_memory(
         out, user_id=args.user, progress=progress))
-    console.print(f"exported {escape(args.user)} to {escape(str(info.path))}: "
-                  + ", ".join(f"{n} {what}" for what, n in info.counts.items() if what != "header"))
+    _console().print(f"exported {escape(args.user)} to {escape(str(info.path))}: "
+                      + ", ".join(f"{n} {what}" for what, n in info.counts.items() if what != "header"))
     return 0
 
 
@@ -493,13 +513,15 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         raise ValidationError("file", f"{args.file} does not exist or is not a file; pass a snapshot file")
     counts = _with_progress(settings, "import", lambda memory, progress: memory.import_memory(
         Path(args.file), user_id=args.user, progress=progress))
-    console.print("imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    _console().print("imported " + ", ".join(f"{n} {what}" for what, n in counts.items()))
     return 0
 
 
 def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
     """Extract entities, facts and relationships from one conversation and print what was (or would be) written,
     with the usage; exit 1 when the run stopped early (budget, LLM failure)."""
+    from rich.markup import escape
+
     from .extraction import ExtractionReport
     from .memory import AsyncAgentMemory
 
@@ -511,30 +533,31 @@ def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
             return await memory.extract_conversation(args.conversation, user_id=args.user, dry_run=args.dry_run,
                                                      force=args.force)
 
-    report = asyncio.run(run())
+    report = _run(run())
     if args.json:
         print(json.dumps(report.summary(), indent=2))
         return 0 if report.stopped is None else 1
     verb = "would write" if report.dry_run else "wrote"
-    console.print(f"{report.extractor}: {report.batches_done}/{report.batches} batch(es), "
-                  f"{report.batches_skipped} skipped as extracted before", markup=False)
+    _console().print(f"{report.extractor}: {report.batches_done}/{report.batches} batch(es), "
+                      f"{report.batches_skipped} skipped as extracted before", markup=False)
     if report.dry_run:
         for batch in report.found:
             for entity in batch.entities:
-                console.print(f"  entity  {entity.name} ({entity.type})", markup=False)
+                _console().print(f"  entity  {entity.name} ({entity.type})", markup=False)
             for fact in batch.facts:
-                console.print(f"  fact    [{fact.certainty}, {fact.temporal or '-'}] {fact.claim}", markup=False)
+                _console().print(f"  fact    [{fact.certainty}, {fact.temporal or '-'}] {fact.claim}", markup=False)
             for rel in batch.relationships:
-                console.print(f"  link    {rel.source} -{rel.type}-> {rel.target}", markup=False)
+                _console().print(f"  link    {rel.source} -{rel.type}-> {rel.target}", markup=False)
     summary = report.summary()
-    console.print(f"{verb}: {summary['entities']} entities, {summary['facts']} facts, "
-                  f"{summary['relationships']} relationships; dropped {summary['dropped'] or 'nothing'}", markup=False)
+    _console().print(f"{verb}: {summary['entities']} entities, {summary['facts']} facts, "
+                      f"{summary['relationships']} relationships; dropped {summary['dropped'] or 'nothing'}",
+                      markup=False)
     usage = report.usage
     cost = "no price known" if usage.cost_usd is None else f"${usage.cost_usd:.4f}"
-    console.print(f"usage: {usage.calls} call(s), {usage.input_tokens} input + {usage.output_tokens} output "
-                  f"tokens, {cost}", markup=False)
+    _console().print(f"usage: {usage.calls} call(s), {usage.input_tokens} input + {usage.output_tokens} output "
+                      f"tokens, {cost}", markup=False)
     if report.stopped:
-        console.print(f"[red]stopped early[/red]: {escape(report.stopped)}")
+        _console().print(f"[red]stopped early[/red]: {escape(report.stopped)}")
         return 1
     return 0
 
@@ -547,14 +570,14 @@ def cmd_review(args: argparse.Namespace, settings: Settings) -> int:
         async with await AsyncAgentMemory.open(settings) as memory:
             return await memory.facts_for_review(args.user, limit=args.limit)
 
-    flagged = asyncio.run(run())
+    flagged = _run(run())
     if args.json:
         print(json.dumps([{"fact": f.model_dump(mode="json", exclude={"embedding"}), "conflicts_with": ids}
                           for f, ids in flagged], indent=2))
         return 0
     for fact, ids in flagged:
-        console.print(f"{fact.id}  {fact.claim}  (conflicts with {', '.join(ids)})", markup=False)
-    console.print(f"{len(flagged)} fact(s) to review", markup=False)
+        _console().print(f"{fact.id}  {fact.claim}  (conflicts with {', '.join(ids)})", markup=False)
+    _console().print(f"{len(flagged)} fact(s) to review", markup=False)
     return 0
 
 
@@ -611,19 +634,21 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         return _worker_status(args, settings)
     if args.once:
         failed = []
-        for name, summary in asyncio.run(run_once(settings)).items():
-            console.print(f"{name}: {summary}", markup=False)
+        for name, summary in _run(run_once(settings)).items():
+            _console().print(f"{name}: {summary}", markup=False)
             if summary.get("error"):
                 failed.append(name)
         if failed:
-            console.print(f"[red]failed[/red]: {', '.join(failed)} (the log above has why)")
+            _console().print(f"[red]failed[/red]: {', '.join(failed)} (the log above has why)")
             return 1
         return 0
-    asyncio.run(run_worker(settings))
+    _run(run_worker(settings))
     return 0
 
 
 def _worker_run(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.markup import escape
+
     from workers.scheduler import JobOptions, run_job
 
     from .memory import AsyncAgentMemory
@@ -636,11 +661,11 @@ def _worker_run(args: argparse.Namespace, settings: Settings) -> int:
             return await run_job(args.target, memory, JobOptions(dry_run=args.dry_run, user_id=args.user))
 
     try:
-        summary = asyncio.run(go())
+        summary = _run(go())
     except AgentXMemoryError:
         raise
     except Exception as exc:  # the job failed: say so, exit non-zero
-        console.print(f"[red]job {escape(args.target)} failed[/red]: {escape(f'{type(exc).__name__}: {exc}')}")
+        _console().print(f"[red]job {escape(args.target)} failed[/red]: {escape(f'{type(exc).__name__}: {exc}')}")
         return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
@@ -656,7 +681,7 @@ def _worker_undo(args: argparse.Namespace, settings: Settings) -> int:
         async with await AsyncAgentMemory.open(settings) as memory:
             return await memory.undo_run(args.target)
 
-    print(json.dumps(asyncio.run(go()), indent=2, default=str))
+    print(json.dumps(_run(go()), indent=2, default=str))
     return 0
 
 
@@ -667,17 +692,20 @@ def _worker_status(args: argparse.Namespace, settings: Settings) -> int:
         async with await AsyncAgentMemory.open(settings) as memory:
             return await memory.worker_runs(latest_per_job=True), await memory.worker_runs(limit=10)
 
-    latest, recent = asyncio.run(go())
+    latest, recent = _run(go())
     if args.json:
         print(json.dumps({"latest_per_job": latest, "recent": recent}, indent=2, default=str))
         return 0
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table("job", "last run", "status", "seconds", "summary", "run id", title="worker runs (latest per job)")
     for run in latest:
         summary = {k: v for k, v in run["summary"].items() if k not in ("run_id", "duration_seconds", "dry_run")}
         table.add_row(run["job"], f"{run['started_at']:%Y-%m-%d %H:%M:%S}", run["status"],
                       str(run["summary"].get("duration_seconds", "")), escape(json.dumps(summary, default=str)),
                       run["run_id"])
-    console.print(table if latest else "no recorded runs yet (the worker records consolidate, promote, decay, "
+    _console().print(table if latest else "no recorded runs yet (the worker records consolidate, promote, decay, "
                                        "archive and cleanup)")
     return 0
 
@@ -712,7 +740,7 @@ def _worker_args(p: argparse.ArgumentParser) -> None:
 
 
 #: A subcommand's handler: parsed arguments and settings in, exit status out.
-Handler: TypeAlias = Callable[[argparse.Namespace, Settings], int]
+Handler: TypeAlias = "Callable[[argparse.Namespace, Settings], int]"  # a string: Settings loads with a command
 #: Adds a subcommand's arguments to its parser.
 ArgumentAdder: TypeAlias = Callable[[argparse.ArgumentParser], None]
 
@@ -748,11 +776,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agentx-memory`` console script."""
     args = build_parser().parse_args(argv)
     try:
+        from .settings import load_settings
+
         settings = load_settings()
         handler = COMMANDS[args.command][0]
         return handler(args, settings)
     except AgentXMemoryError as exc:
-        console.print(f"[red]error[/red]: {escape(str(exc))}")
+        from rich.markup import escape
+
+        _console().print(f"[red]error[/red]: {escape(str(exc))}")
         return 2
 
 

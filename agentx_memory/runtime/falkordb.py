@@ -12,12 +12,9 @@ import os
 import signal
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from ..errors import RuntimeServerError
 from .managed import ManagedServer, ServerProbe
@@ -33,6 +30,11 @@ from .processes import (
     unix_socket_state,
     wait_gone,
 )
+
+# redis is imported where a live server is spoken to: `agentx-memory status` on stopped servers, and `down`, then
+# never load it (issue 17: the CLI starts in 0.3 s).
+if TYPE_CHECKING:
+    import redis
 
 __all__ = ["FalkorDBProbe", "FalkorDBServer", "falkordb_binaries"]
 
@@ -102,6 +104,10 @@ class FalkorDBServer(ManagedServer):
 
     def client(self, timeout: float = 2.0) -> redis.Redis:
         """A redis client on the unix socket that fails fast (no retries)."""
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
         return redis.Redis(
             unix_socket_path=os.fspath(self.socket),
             socket_timeout=timeout,
@@ -130,6 +136,8 @@ class FalkorDBServer(ManagedServer):
 
     def _probe_listener(self) -> ServerProbe:
         """Classify the process listening on the socket: ours (running or loading) or foreign."""
+        import redis
+
         sock = self.socket
         client = self.client()
         try:
@@ -231,6 +239,8 @@ class FalkorDBServer(ManagedServer):
         timeout = self._settings.start_timeout_seconds
         pid = probe.pid
         if probe.state == "running":
+            import redis
+
             client = self.client(timeout=timeout)
             # The server closes the connection as it exits (ConnectionError); any other refusal falls back to
             # the signals below.
@@ -255,6 +265,8 @@ class FalkorDBServer(ManagedServer):
         """``version`` (of the FalkorDB module), ``redis_version`` and ``port`` (None without TCP)."""
         version = redis_version = None
         if probe.state == "running":
+            import redis
+
             client = self.client()
             try:
                 for mod in client.execute_command("MODULE", "LIST"):

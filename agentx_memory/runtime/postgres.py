@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
 
 from ..errors import RuntimeServerError
 from .layout import POSTGRES_PORT, POSTGRES_SOCKET_NAME
@@ -205,6 +204,8 @@ class PostgresServer(ManagedServer):
     # ------------------------------------------------------------------ probing
 
     def _answers(self, dbname: str = "postgres") -> bool:
+        import psycopg  # here, not at the top: `status` on stopped servers never loads it (issue 17)
+
         try:
             with psycopg.connect(self.dsn(dbname), connect_timeout=2, autocommit=True) as conn:
                 conn.execute("SELECT 1")
@@ -377,6 +378,8 @@ class PostgresServer(ManagedServer):
 
     def _ensure_database(self) -> None:
         """Create the ``agentx`` database if missing (caller holds the runtime lock, so no race)."""
+        import psycopg
+
         try:
             with psycopg.connect(self.dsn("postgres"), connect_timeout=10, autocommit=True) as conn:
                 if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)).fetchone() is None:
@@ -411,6 +414,8 @@ class PostgresServer(ManagedServer):
         """``version`` (``SHOW server_version``) and ``dsn``."""
         version = None
         if probe.state == "running":
+            import psycopg
+
             try:
                 with psycopg.connect(self.dsn("postgres"), connect_timeout=2, autocommit=True) as conn:
                     row = conn.execute("SHOW server_version").fetchone()

@@ -20,21 +20,45 @@ Repositories take and return plain Python values and models; no psycopg type or 
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .audit_log import AuditLog
-from .conversation_log import ConversationLog
-from .forget import UserRows
-from .pools import PoolRows
-from .postgres import PostgresStore, migrate, schema_dir
-from .profiles import ProfileRows
-from .search import TurnSearch
-from .short_term import ShortTermRows
-from .snapshots import SnapshotRows
-from .summaries import SummaryRows
-from .timeline import Timeline, TimelineEntry
-from .tool_invocations import ToolInvocationLog
-from .worker_runs import WorkerRuns
+if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first use
+    from .audit_log import AuditLog
+    from .conversation_log import ConversationLog
+    from .forget import UserRows
+    from .pools import PoolRows
+    from .postgres import PostgresStore, migrate, schema_dir
+    from .profiles import ProfileRows
+    from .search import TurnSearch
+    from .short_term import ShortTermRows
+    from .snapshots import SnapshotRows
+    from .summaries import SummaryRows
+    from .timeline import Timeline, TimelineEntry
+    from .tool_invocations import ToolInvocationLog
+    from .worker_runs import WorkerRuns
+
+#: Each name → its module. Loaded on first access, so ``from agentx_memory.sql.postgres import PostgresStore`` (the
+#: CLI's ``status``) does not import every repository and, through them, numpy and the models.
+_EXPORTS: dict[str, str] = {
+    "AuditLog": ".audit_log",
+    "ConversationLog": ".conversation_log",
+    "UserRows": ".forget",
+    "PoolRows": ".pools",
+    "PostgresStore": ".postgres",
+    "migrate": ".postgres",
+    "schema_dir": ".postgres",
+    "ProfileRows": ".profiles",
+    "TurnSearch": ".search",
+    "ShortTermRows": ".short_term",
+    "SnapshotRows": ".snapshots",
+    "SummaryRows": ".summaries",
+    "Timeline": ".timeline",
+    "TimelineEntry": ".timeline",
+    "ToolInvocationLog": ".tool_invocations",
+    "WorkerRuns": ".worker_runs",
+}
 
 __all__ = [
     "AuditLog",
@@ -76,7 +100,36 @@ class Repositories:
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
+        from .conversation_log import ConversationLog
+        from .forget import UserRows
+        from .pools import PoolRows
+        from .profiles import ProfileRows
+        from .search import TurnSearch
+        from .short_term import ShortTermRows
+        from .snapshots import SnapshotRows
+        from .summaries import SummaryRows
+        from .timeline import Timeline
+        from .tool_invocations import ToolInvocationLog
+        from .worker_runs import WorkerRuns
+
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store))
+
+
+if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute
+
+    def __getattr__(name: str) -> object:
+        """Load a name from its module on first access (PEP 562) and keep it, so the next access is direct."""
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes, the names not loaded yet included."""
+    return sorted(set(globals()) | set(__all__))
