@@ -25,7 +25,7 @@ from .models import EpisodicSummary, Turn
 from .providers.llm import LLM
 from .semantic import SemanticMemory
 
-__all__ = ["SummaryOutput", "similar_conversations", "summarize_conversation"]
+__all__ = ["SummaryOutput", "similar_conversations", "summarize_conversation", "summary_text"]
 
 #: Tokens of an extractive summary's text.
 SUMMARY_TOKENS: Final = 120
@@ -77,7 +77,7 @@ async def summarize_conversation(episodic: EpisodicMemory, semantic: SemanticMem
         user_id=user_id, conversation_id=conversation_id, channel=turns[0].channel, summary=text or turns[0].content,
         key_decisions=decisions, entities_mentioned=[dict(r) for r in mentioned], tools_called=tools,
         turn_count=len(turns), method=method)
-    embedding = (await semantic.ctx.embedder.embed_documents([_embedded_text(summary)]))[0]
+    embedding = (await semantic.ctx.embedder.embed_documents([summary_text(summary)]))[0]
     stored = await semantic.ctx.sql.summaries.upsert(summary, embedding)
     await semantic.ctx.audit.log_write("summarize", "episodic", stored.channel, [conversation_id],
                                        {"method": method, "turns": len(turns)}, user_id=user_id,
@@ -85,7 +85,8 @@ async def summarize_conversation(episodic: EpisodicMemory, semantic: SemanticMem
     return stored
 
 
-def _embedded_text(summary: EpisodicSummary) -> str:
+def summary_text(summary: EpisodicSummary) -> str:
+    """The text a summary's vector is made of: the summary, its key decisions and the entities it mentions."""
     names = ", ".join(str(e.get("name")) for e in summary.entities_mentioned if e.get("name"))
     return " ".join(part for part in (summary.summary, " ".join(summary.key_decisions), names) if part)
 
