@@ -45,6 +45,7 @@ from .models import (
 from .pools import Pool, PoolStatistics
 from .procedural import StrategyMatch
 from .providers.embeddings import Embedder, make_embedder
+from .reembed import ReembedProgress, ReembedReport, reembed_status
 from .retrieval.bundle import MemoryBundle, RecallMetrics, ScoredEntity, ScoredFact, ScoredStrategy, ScoredTurn, Signal
 from .router import TIERS, MemoryRouter
 from .semantic import EntityGraph
@@ -87,6 +88,8 @@ __all__ = [
     "RecallMetrics",
     "RecallSettings",
     "ReconcileResult",
+    "ReembedProgress",
+    "ReembedReport",
     "Relationship",
     "RetrievalSettings",
     "RuntimeServerError",
@@ -115,4 +118,5 @@ __all__ = [
     "WorkingMemoryFullError",
     "load_settings",
     "make_embedder",
+    "reembed_status",
 ]
