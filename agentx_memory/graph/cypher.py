@@ -1326,15 +1326,19 @@ def _reembed_page(label: LiteralString) -> LiteralString:
             "RETURN n.id AS id, " + _REEMBED_FIELDS[label] + " AS fields, n.embedding_next_src AS staged")
 
 
+# FalkorDB 4.16 may keep a vector property's old value when SET gives it another vector of the same dimension
+# (seen with two unit vectors of the hash embedder: the SET counted the node and changed nothing). Removing the
+# property first makes every SET below a write of a new value.
+
 def _reembed_stage(label: LiteralString) -> LiteralString:
-    return ("UNWIND $rows AS row MATCH (n:" + label + " {id: row.id}) "
+    return ("UNWIND $rows AS row MATCH (n:" + label + " {id: row.id}) REMOVE n.embedding_next "
             "SET n.embedding_next = @vec(row.embedding), n.embedding_next_src = row.src RETURN count(n) AS staged")
 
 
 def _reembed_swap(label: LiteralString) -> LiteralString:
     return ("UNWIND $ids AS id MATCH (n:" + label + " {id: id}) WHERE n.embedding_next IS NOT NULL "
-            "SET n.embedding = n.embedding_next REMOVE n.embedding_next, n.embedding_next_src "
-            "RETURN count(n) AS swapped")
+            "WITH n, n.embedding_next AS staged REMOVE n.embedding, n.embedding_next, n.embedding_next_src "
+            "SET n.embedding = staged RETURN count(n) AS swapped")
 
 
 #: One page (ids after ``$after``, at most ``$limit``) of a label's nodes with a vector: id, the fields its vector is
