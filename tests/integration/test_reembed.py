@@ -173,3 +173,21 @@ def test_cli_reembeds_with_progress_resumes_and_reports_status(settings):
 
     with AgentMemory(_new_settings(s), user_id="alice") as memory:
         assert TOPICS[4] in _top_turns(memory, "sourdough starter")
+
+
+def test_a_memory_changed_after_it_was_staged_is_staged_again_from_its_new_text(settings):
+    s = settings()
+    with AgentMemory(s, user_id="alice") as memory:
+        fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Porto"))
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="Hello there."))
+        with pytest.raises(Interrupted):  # the log's first batch is staged, then the graph's
+            memory.reembed(NEW_MODEL, NEW_DIMENSION, batch_size=1, progress=lambda stage, done: (
+                None if stage != "staging Fact" else _stop_after_first_batch(stage, done)))
+        staged = gread(memory, "MATCH (f:Fact {id: $id}) RETURN f.embedding_next_src AS src", {"id": fact.id})
+        assert staged[0]["src"]
+        memory.learn_fact(Fact(id=fact.id, user_id="alice", claim="Alice moved to Lisbon"))
+        report = memory.reembed(NEW_MODEL, NEW_DIMENSION, batch_size=1)
+        assert report.embedded["Fact"] == 1  # the stale staged vector was made again, from the new claim
+        expected = asyncio.run(HashEmbedder(NEW_MODEL, NEW_DIMENSION).embed_documents(["Alice moved to Lisbon"]))[0]
+        stored = gread(memory, "MATCH (f:Fact {id: $id}) RETURN f.embedding AS e", {"id": fact.id})
+        assert np.allclose([float(x) for x in stored[0]["e"]], expected, atol=1e-6)
