@@ -49,6 +49,7 @@ if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__``
     from .pools import Pool, PoolStatistics
     from .procedural import StrategyMatch
     from .providers.embeddings import Embedder, make_embedder
+    from .reembed import ReembedProgress, ReembedReport, reembed_status
     from .retrieval.bundle import (
         MemoryBundle,
         RecallMetrics,
@@ -113,6 +114,9 @@ _EXPORTS: dict[str, str] = {
     "StrategyMatch": ".procedural",
     "Embedder": ".providers.embeddings",
     "make_embedder": ".providers.embeddings",
+    "ReembedProgress": ".reembed",
+    "ReembedReport": ".reembed",
+    "reembed_status": ".reembed",
     "MemoryBundle": ".retrieval.bundle",
     "RecallMetrics": ".retrieval.bundle",
     "ScoredEntity": ".retrieval.bundle",
@@ -165,6 +169,8 @@ __all__ = [
     "RecallMetrics",
     "RecallSettings",
     "ReconcileResult",
+    "ReembedProgress",
+    "ReembedReport",
     "Relationship",
     "RetrievalSettings",
     "RuntimeServerError",
@@ -194,6 +200,7 @@ __all__ = [
     "WorkingState",
     "load_settings",
     "make_embedder",
+    "reembed_status",
 ]
 
 

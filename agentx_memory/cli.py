@@ -517,6 +517,45 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    """Re-embed every stored vector with another model, online and resumable, then switch (docs/reembed.md)."""
+    from rich.markup import escape
+
+    from .memory import AsyncAgentMemory
+    from .reembed import reembed_status
+
+    console = _console()
+
+    if args.status:
+        async def status() -> dict[str, Any]:
+            memory = await AsyncAgentMemory.open(settings)
+            try:
+                return await reembed_status(memory.ctx)
+            finally:
+                await memory.close()
+
+        for store, state in _run(status()).items():
+            active, record = state["active"], state["reembed"]
+            line = f"{store}: serves {active.get('model')} ({active.get('dimension')} dimensions); "
+            if record is None:
+                line += "no re-embed in progress"
+            else:
+                cursors = ", ".join(f"{k} after {v}" for k, v in record["cursors"].items())
+                line += (f"re-embedding to {record['model']} ({record['dimension']} dimensions), phase "
+                         f"{record['phase']}, started {record['started_at']} ms" + (f"; {cursors}" if cursors else ""))
+            console.print(escape(line), soft_wrap=True)
+        return 0
+    if not args.model or args.dimension is None:
+        raise ValidationError("model", "pass --model and --dimension (the new embedding model), or --status")
+    report = _with_progress(settings, "reembed", lambda memory, progress: memory.reembed(
+        args.model, args.dimension, batch_size=args.batch, progress=progress))
+    for name in sorted(set(report.embedded) | set(report.skipped)):
+        console.print(f"{name}: {report.embedded.get(name, 0)} embedded, {report.skipped.get(name, 0)} already staged")
+    console.print(f"switched to {escape(report.model)} ({report.dimension} dimensions) in {report.seconds:.1f} s; "
+                  "set AGENTX_EMBEDDING__MODEL / AGENTX_EMBEDDING__DIMENSION to it", soft_wrap=True)
+    return 0
+
+
 def cmd_extract(args: argparse.Namespace, settings: Settings) -> int:
     """Extract entities, facts and relationships from one conversation and print what was (or would be) written,
     with the usage; exit 1 when the run stopped early (budget, LLM failure)."""
@@ -728,6 +767,13 @@ def _import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--user", help="load it as this user (default: the user in the file)")
 
 
+def _reembed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", help="the new embedding model, 'provider:model' (e.g. local:minilm)")
+    p.add_argument("--dimension", type=int, help="the new model's vector dimension")
+    p.add_argument("--batch", type=int, default=256, help="vectors per batch (default 256)")
+    p.add_argument("--status", action="store_true", help="print each store's model and the re-embed in progress")
+
+
 def _worker_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=("run", "undo", "status"),
                    help="run JOB now | undo RUN_ID | status of recorded runs (none: run the scheduler)")
@@ -760,6 +806,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "worker": (cmd_worker, "run the background jobs (docs/worker.md)", _worker_args),
     "export": (cmd_export, "write a user's memory to a portable snapshot file", _export_args),
     "import": (cmd_import, "load a snapshot file into a user with no memory yet", _import_args),
+    "reembed": (cmd_reembed, "re-embed every vector with another model, online and resumable", _reembed_args),
 }
 
 

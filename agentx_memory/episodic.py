@@ -57,7 +57,7 @@ from .validation import (
 )
 from .working import turn_preview
 
-__all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult"]
+__all__ = ["ROLES", "EpisodicMemory", "QuarantinedTurn", "ReconcileResult", "turn_text"]
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class EpisodicMemory:
         missing = [t for t in turns if t.embedding is None]
         if missing:
             mode = self.ctx.settings.embedding.turn_context
-            texts = [_in_context(previous.get(t.id), t.content, mode) for t in missing]
+            texts = [turn_text(previous.get(t.id), t.content, mode) for t in missing]
             vectors = await self.ctx.embedder.embed_documents(texts)
             for turn, vector in zip(missing, vectors, strict=True):
                 turn.embedding = vector.tolist()
@@ -189,7 +189,7 @@ class EpisodicMemory:
             if not wrong:
                 return
             mode = self.ctx.settings.embedding.turn_context
-            texts = [_in_context(actual.get(t.id), t.content, mode) for t in wrong]
+            texts = [turn_text(actual.get(t.id), t.content, mode) for t in wrong]
             vectors = await self.ctx.embedder.embed_documents(texts)
             for turn, vector in zip(wrong, vectors, strict=True):
                 turn.embedding = vector.tolist()
@@ -427,8 +427,10 @@ class EpisodicMemory:
         return [{"turn": turn_from_row(r), "similarity": float(r["cosine"])} for r in ranked[:top_k]]
 
 
-def _in_context(previous: str | None, content: str, mode: str) -> str:
-    # embedding.turn_context: which text a turn's vector is made of (the model reads only its first few hundred tokens)
+def turn_text(previous: str | None, content: str, mode: str) -> str:
+    """The text a turn's vector is made of: its ``content`` with the ``previous`` turn's text before or after it, or
+    alone, as ``mode`` (setting ``embedding.turn_context``) says. The write path and re-embedding both use it."""
+    # the model reads only its first few hundred tokens: which text comes first matters
     if not previous or mode == "none":
         return content
     return f"{content}\n{previous}" if mode == "own_first" else f"{previous}\n{content}"

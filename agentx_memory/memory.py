@@ -67,6 +67,8 @@ from .procedural import ProceduralMemory, StrategyMatch
 from .profiles import ProfileStore
 from .promotion import PromotionReport, promote_prominent, unpromote
 from .providers.embeddings import Embedder, make_embedder
+from .reembed import ReembedReport, target_embedder
+from .reembed import reembed as reembed_stores
 from .retrieval.bundle import MemoryBundle, WorkingState
 from .retrieval.recall import RecallLayer
 from .router import MemoryRouter
@@ -662,6 +664,16 @@ class AsyncAgentMemory:
         with memory (``ConflictError``) or ids another user holds; a failed load removes what it wrote."""
         user = None if user_id is None else check_id(user_id, "user_id")
         return await load_snapshot(self.ctx, Path(path), user_id=user, progress=progress or _no_progress)
+
+    async def reembed(self, model: str, dimension: int, *, batch_size: int = 256,
+                      progress: Progress | None = None) -> ReembedReport:
+        """Re-embed every stored vector with ``model`` / ``dimension`` online, then switch the stores to the new
+        vectors (docs/reembed.md); return the counts per label and table. Recall keeps using the old vectors until
+        the switch; a rerun after an interruption resumes where it stopped. ``progress(stage, count)`` is called
+        after each batch. Afterwards open the memory again with the new model: this one still embeds with the old
+        one, which the stores now refuse (EmbeddingDimensionMismatchError)."""
+        target = target_embedder(self.settings.embedding, model, dimension)
+        return await reembed_stores(self.ctx, target, batch_size=batch_size, progress=progress)
 
     async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
@@ -1655,6 +1667,15 @@ class AgentMemory:
         records written per store. Refused before any write for another format, another embedding model, a user
         with memory (``ConflictError``) or ids another user holds; a failed load removes what it wrote."""
         return self._portal.run(self._core.import_memory(path, user_id, progress=progress))
+
+    def reembed(self, model: str, dimension: int, *, batch_size: int = 256,
+                progress: Progress | None = None) -> ReembedReport:
+        """Re-embed every stored vector with ``model`` / ``dimension`` online, then switch the stores to the new
+        vectors (docs/reembed.md); return the counts per label and table. Recall keeps using the old vectors until
+        the switch; a rerun after an interruption resumes where it stopped. ``progress(stage, count)`` is called
+        after each batch. Afterwards open the memory again with the new model: this one still embeds with the old
+        one, which the stores now refuse (EmbeddingDimensionMismatchError)."""
+        return self._portal.run(self._core.reembed(model, dimension, batch_size=batch_size, progress=progress))
 
     def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or

@@ -36,7 +36,7 @@ from .validation import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ProceduralMemory", "StrategyMatch"]
+__all__ = ["ProceduralMemory", "StrategyMatch", "strategy_text"]
 
 #: The share of cosine similarity in a strategy's score; the Laplace-smoothed success rate has the rest.
 SIMILARITY_SHARE = 0.7
@@ -184,7 +184,7 @@ class ProceduralMemory:
         step_list = _check_lines(steps, "steps")
         triggers = _check_lines(trigger_conditions, "trigger_conditions")
         key_raw = "\x1f".join([user_id, channel, normalize_name(description)])
-        text = "\n".join(part for part in (description, context_pattern, "; ".join(triggers)) if part)
+        text = strategy_text(description, context_pattern, triggers)
         embedding = (await self.ctx.embedder.embed_documents([text]))[0].tolist()
         rows = await self.ctx.graph.write(cypher.UPSERT_STRATEGY, {
             "key": hashlib.sha256(key_raw.encode()).hexdigest(),
@@ -285,3 +285,9 @@ def _check_lines(values: Sequence[str], field: str) -> list[str]:
     for value in values:
         check_text(value, field, max_bytes=MAX_LINE_BYTES)
     return list(values)
+
+
+def strategy_text(description: str, context_pattern: str | None, trigger_conditions: Sequence[str] | None) -> str:
+    """The text a strategy's vector is made of: description, context pattern and trigger conditions, one a line, so
+    a situation like a trigger finds the strategy."""
+    return "\n".join(part for part in (description, context_pattern or "", "; ".join(trigger_conditions or ())) if part)

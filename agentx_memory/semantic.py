@@ -45,7 +45,7 @@ from .validation import (
     checked_copy,
 )
 
-__all__ = ["EntityGraph", "SemanticMemory", "normalize_name"]
+__all__ = ["EntityGraph", "SemanticMemory", "entity_text", "normalize_name"]
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ class SemanticMemory:
                 if normalize_name(alias) not in taken:
                     taken.add(normalize_name(alias))
                     aliases.append(alias)
-            text = entity.name + (f": {description}" if description else "")
+            text = entity_text(entity.name, description)
             if entity.embedding is None and text != embedded_text:
                 embedding, embedded_text = (await self.ctx.embedder.embed_documents([text]))[0].tolist(), text
             rows = await self.ctx.graph.write(cypher.UPSERT_ENTITY, {
@@ -447,3 +447,8 @@ class SemanticMemory:
 
 def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
+
+
+def entity_text(name: str, description: str | None) -> str:
+    """The text an entity's vector is made of: its name, then its description when it has one."""
+    return name + (f": {description}" if description else "")

@@ -30,7 +30,8 @@ from .providers.llm import LLM
 from .semantic import SemanticMemory
 from .validation import check_id
 
-__all__ = ["SummaryOutput", "conversation_title", "similar_conversations", "summarize_conversation"]
+__all__ = ["SummaryOutput", "conversation_title", "similar_conversations", "summarize_conversation",
+           "summary_text"]
 
 #: Tokens of an extractive summary's text.
 SUMMARY_TOKENS: Final = 120
@@ -82,7 +83,7 @@ async def summarize_conversation(episodic: EpisodicMemory, semantic: SemanticMem
         user_id=user_id, conversation_id=conversation_id, channel=turns[0].channel, summary=text or turns[0].content,
         key_decisions=decisions, entities_mentioned=[dict(r) for r in mentioned], tools_called=tools,
         turn_count=len(turns), method=method)
-    embedding = (await semantic.ctx.embedder.embed_documents([_embedded_text(summary)]))[0]
+    embedding = (await semantic.ctx.embedder.embed_documents([summary_text(summary)]))[0]
     stored = await semantic.ctx.sql.summaries.upsert(summary, embedding)
     await graph.write(cypher.SET_CONVERSATION_TITLE, {"conversation_id": conversation_id, "user_id": user_id,
                                                       "title": stored.title})
@@ -104,7 +105,8 @@ async def conversation_title(semantic: SemanticMemory, conversation_id: str, use
     return str(rows[0]["title"])
 
 
-def _embedded_text(summary: EpisodicSummary) -> str:
+def summary_text(summary: EpisodicSummary) -> str:
+    """The text a summary's vector is made of: the summary, its key decisions and the entities it mentions."""
     names = ", ".join(str(e.get("name")) for e in summary.entities_mentioned if e.get("name"))
     return " ".join(part for part in (summary.summary, " ".join(summary.key_decisions), names) if part)
 

@@ -1287,3 +1287,81 @@ SNAPSHOT_RESTORE_EDGES: Final[dict[tuple[str, str, str], LiteralString]] = {
 SNAPSHOT_COLLISIONS: Final[dict[str, LiteralString]] = {
     label: "MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id <> $user_id RETURN n.id AS id LIMIT 5"
     for label in USER_LABELS}
+
+
+# --- re-embedding: new vectors staged beside the live ones, then switched label by label ---------------------------
+# The active generation stays on the AgentxMeta 'embedding' node (EMBEDDING_META); a re-embed in progress is recorded
+# on a second meta node, key 'reembed' (target model, dimension, start, phase, per-label cursors as a JSON string:
+# neither database stores maps as property values). A node's staged vector is `embedding_next`, and
+# `embedding_next_src` the hash of the target model and the text it was made from (agentx_memory/reembed.py).
+
+#: The labels whose vectors a re-embed rebuilds (the vector-indexed labels).
+REEMBED_LABELS: Final[tuple[LiteralString, ...]] = ("Turn", "Entity", "Fact", "Strategy", "Goal", "Control")
+
+EMBEDDING_META_READ: Final[LiteralString] = (
+    "MATCH (m:AgentxMeta {key: 'embedding'}) RETURN m.model AS model, m.dimension AS dimension"
+)
+
+#: Record the new active generation once every label is switched.
+EMBEDDING_META_SWITCH: Final[LiteralString] = (
+    "MATCH (m:AgentxMeta {key: 'embedding'}) "
+    "SET m.model = $model, m.dimension = $dimension, m.switched_at = $now "
+    "RETURN m.model AS model, m.dimension AS dimension"
+)
+
+REEMBED_RECORD: Final[LiteralString] = (
+    "MATCH (m:AgentxMeta {key: 'reembed'}) "
+    "RETURN m.model AS model, m.dimension AS dimension, m.started_at AS started_at, m.phase AS phase, "
+    "m.cursors AS cursors"
+)
+
+REEMBED_RECORD_SAVE: Final[LiteralString] = (
+    "MERGE (m:AgentxMeta {key: 'reembed'}) "
+    "SET m.model = $model, m.dimension = $dimension, m.started_at = $started_at, m.phase = $phase, "
+    "m.cursors = $cursors"
+)
+
+REEMBED_RECORD_DELETE: Final[LiteralString] = "MATCH (m:AgentxMeta {key: 'reembed'}) DELETE m"
+
+#: What each label's vector is made of, as the re-embed reads it (agentx_memory/reembed.py turns it into the text).
+_REEMBED_FIELDS: Final[dict[str, LiteralString]] = {
+    "Turn": "{content: n.content, conversation_id: n.conversation_id, user_id: n.user_id, index: n.index}",
+    "Entity": "{name: n.name, description: n.description}",
+    "Fact": "{claim: n.claim}",
+    "Strategy": "{description: n.description, context_pattern: n.context_pattern, "
+                "trigger_conditions: n.trigger_conditions}",
+    "Goal": "{description: n.description}",
+    "Control": "{content: n.content}",
+}
+
+
+def _reembed_page(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + ") WHERE n.id > $after AND n.embedding IS NOT NULL "
+            "WITH n ORDER BY n.id LIMIT $limit "
+            "RETURN n.id AS id, " + _REEMBED_FIELDS[label] + " AS fields, n.embedding_next_src AS staged")
+
+
+# FalkorDB 4.16 may keep a vector property's old value when SET gives it another vector of the same dimension
+# (seen with two unit vectors of the hash embedder: the SET counted the node and changed nothing). Removing the
+# property first makes every SET below a write of a new value.
+
+def _reembed_stage(label: LiteralString) -> LiteralString:
+    return ("UNWIND $rows AS row MATCH (n:" + label + " {id: row.id}) REMOVE n.embedding_next "
+            "SET n.embedding_next = @vec(row.embedding), n.embedding_next_src = row.src RETURN count(n) AS staged")
+
+
+def _reembed_swap(label: LiteralString) -> LiteralString:
+    return ("UNWIND $ids AS id MATCH (n:" + label + " {id: id}) WHERE n.embedding_next IS NOT NULL "
+            "WITH n, n.embedding_next AS staged REMOVE n.embedding, n.embedding_next, n.embedding_next_src "
+            "SET n.embedding = staged RETURN count(n) AS swapped")
+
+
+#: One page (ids after ``$after``, at most ``$limit``) of a label's nodes with a vector: id, the fields its vector is
+#: made of, and the source hash of what is staged, by label.
+REEMBED_PAGE: Final[dict[str, LiteralString]] = {label: _reembed_page(label) for label in REEMBED_LABELS}
+
+#: Staged vectors written (``$rows``: id, embedding, src), by label.
+REEMBED_STAGE: Final[dict[str, LiteralString]] = {label: _reembed_stage(label) for label in REEMBED_LABELS}
+
+#: The staged vectors of the nodes ``$ids`` made the live ones (the staging slot emptied), by label.
+REEMBED_SWAP: Final[dict[str, LiteralString]] = {label: _reembed_swap(label) for label in REEMBED_LABELS}

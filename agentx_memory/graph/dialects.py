@@ -199,6 +199,12 @@ class FalkorDialect(Dialect):
                 )
         return plan
 
+    def drop_vector_index_statement(self, label: str) -> str:
+        """DDL dropping the vector index of ``label`` (a label of :data:`VECTOR_LABELS`)."""
+        if label not in VECTOR_LABELS:
+            raise ValueError(f"label {label!r} has no vector index (allowed: {VECTOR_LABELS})")
+        return f"DROP VECTOR INDEX FOR (n:{label}) ON (n.embedding)"
+
     def schema_statements(self, dimension: int) -> list[str]:
         """Cypher DDL for the indexes (see :meth:`index_plan`)."""
         return [statement for *_, statement in self.index_plan(dimension)]

@@ -200,6 +200,19 @@ class FalkorGraphStore(GraphStore):
         except WaitTimeoutError as exc:
             raise StorageError(str(exc)) from exc
 
+    async def drop_vector_index(self, label: str) -> None:
+        try:
+            await self.write(self.dialect.drop_vector_index_statement(label))
+        except StorageError as exc:
+            if "no such index" not in str(exc):
+                raise
+
+    async def create_vector_index(self, label: str, *, dimension: int) -> None:
+        await self.drop_vector_index(label)
+        for index_label, _, kind, statement in self.dialect.index_plan(dimension):
+            if index_label == label and kind == "vector":
+                await self.write(statement)
+
     async def drop_all(self) -> None:
         try:
             await self._graph.delete()

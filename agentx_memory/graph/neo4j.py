@@ -309,6 +309,19 @@ class Neo4jGraphStore(GraphStore):
             if row["name"] in _VECTOR_INDEX_NAMES and not set(VECTOR_FILTER_PROPERTIES) <= set(row["properties"] or []):
                 await self._auto_commit(drop_statement("INDEX", row["name"]))
 
+    async def drop_vector_index(self, label: str) -> None:
+        if label not in VECTOR_LABELS:
+            raise ValueError(f"label {label!r} has no vector index (allowed: {VECTOR_LABELS})")
+        await self._connect()
+        await self._auto_commit(drop_statement("INDEX", index_name(label, (), "vector")))
+
+    async def create_vector_index(self, label: str, *, dimension: int) -> None:
+        await self.drop_vector_index(label)
+        name = index_name(label, (), "vector")
+        statements = dict(Neo4jDialect(search_clause=self._search_capable).schema_objects(dimension))
+        await self._schema_write(statements[name])
+        await self._auto_commit(cypher.AWAIT_INDEXES)
+
     async def drop_all(self) -> None:
         await self._connect()
         await self._auto_commit(cypher.DELETE_ALL_NODES)

@@ -263,6 +263,15 @@ class GraphStore(ABC):
         """
 
     @abstractmethod
+    async def drop_vector_index(self, label: str) -> None:
+        """Drop the vector index of ``label`` (one of :data:`VECTOR_LABELS`) if it exists (re-embedding's switch)."""
+
+    @abstractmethod
+    async def create_vector_index(self, label: str, *, dimension: int) -> None:
+        """Create the vector index of ``label`` for vectors of ``dimension``, replacing one that exists (re-embedding's
+        switch: a process opened with the old model may have recreated it at the old dimension meanwhile)."""
+
+    @abstractmethod
     async def drop_all(self) -> None:
         """Delete every node, relationship and index of this graph (tests and ``reset`` only)."""
 

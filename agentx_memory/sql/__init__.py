@@ -14,6 +14,7 @@
 ``short_term``        ``short_term_memory``: per-session entries with a TTL and an access count, and their sweep
 ``forget``            one user's rows out of every table, their audit entries stripped of content
 ``snapshots``         a user's rows of every memory table out as JSON and back in
+``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
     from .pools import PoolRows
     from .postgres import PostgresStore, migrate, schema_dir
     from .profiles import ProfileRows
+    from .reembed import ReembedRows
     from .search import TurnSearch
     from .short_term import ShortTermRows
     from .snapshots import SnapshotRows
@@ -50,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "migrate": ".postgres",
     "schema_dir": ".postgres",
     "ProfileRows": ".profiles",
+    "ReembedRows": ".reembed",
     "TurnSearch": ".search",
     "ShortTermRows": ".short_term",
     "SnapshotRows": ".snapshots",
@@ -66,6 +69,7 @@ __all__ = [
     "PoolRows",
     "PostgresStore",
     "ProfileRows",
+    "ReembedRows",
     "Repositories",
     "ShortTermRows",
     "SnapshotRows",
@@ -96,6 +100,7 @@ class Repositories:
     snapshots: SnapshotRows
     pools: PoolRows
     short_term: ShortTermRows
+    reembed: ReembedRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
@@ -104,6 +109,7 @@ class Repositories:
         from .forget import UserRows
         from .pools import PoolRows
         from .profiles import ProfileRows
+        from .reembed import ReembedRows
         from .search import TurnSearch
         from .short_term import ShortTermRows
         from .snapshots import SnapshotRows
@@ -115,7 +121,7 @@ class Repositories:
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
-                   pools=PoolRows(store), short_term=ShortTermRows(store))
+                   pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute

@@ -257,3 +257,12 @@ def test_tenant_match_with_the_search_clause_filters_by_tenant_inside_the_index(
 def test_tenant_match_refuses_unknown_labels_and_odd_variables(bad):
     with pytest.raises(ValueError):
         NEO4J.render(bad)
+
+
+def test_reembedding_visits_every_vector_indexed_label_and_drops_only_their_indexes():
+    from agentx_memory.graph import cypher
+
+    assert cypher.REEMBED_LABELS == VECTOR_LABELS
+    assert FalkorDialect().drop_vector_index_statement("Fact") == "DROP VECTOR INDEX FOR (n:Fact) ON (n.embedding)"
+    with pytest.raises(ValueError, match="no vector index"):
+        FalkorDialect().drop_vector_index_statement("User")
