@@ -4,7 +4,9 @@ Statements are module constants (``LiteralString``), parameterized only: user da
 The ``@vec``, ``@cosine``, ``@vector_search`` and ``@fulltext_search`` markers are expanded by the store's dialect
 (:mod:`agentx_memory.graph.port`). Timestamps are integers: **epoch milliseconds (UTC)**, so the same comparison
 works on Neo4j and FalkorDB. ``metadata`` and other maps are stored as JSON strings (neither database stores maps as
-property values).
+property values). A statement that overwrites a vector ``REMOVE``s it first: FalkorDB 4.16 sometimes keeps a vector
+property's old value when ``SET`` gives it another vector of the same dimension
+(``tests/integration/test_vector_overwrite.py``).
 
 A test renders every statement here through the Neo4j dialect and lints it with Neo4j's own Cypher front end, so
 add new statements as module constants (names in UPPER_CASE) and they are covered automatically.
@@ -88,6 +90,7 @@ ON CREATE SET c.channel = row.channel, c.started_at = row.timestamp, c.title = '
               c.patterns_extracted = false, c.archived = false
 SET c.last_turn_at = CASE WHEN coalesce(c.last_turn_at, 0) < row.timestamp THEN row.timestamp ELSE c.last_turn_at END
 MERGE (t:Turn {id: row.id})
+REMOVE t.embedding
 SET t.user_id = row.user_id, t.channel = row.channel, t.conversation_id = row.conversation_id,
     t.index = row.index, t.timestamp = row.timestamp, t.role = row.role, t.content = row.content,
     t.token_count = row.token_count, t.metadata = row.metadata, t.embedding = @vec(row.embedding),
@@ -139,6 +142,7 @@ SET e._lock = true
 WITH e, coalesce(e.version, 0) = $version AS fresh
 SET e._lock = null
 WITH e WHERE fresh
+REMOVE e.embedding
 SET e.aliases = e.aliases + [a IN $aliases WHERE NOT a IN e.aliases],
     e.description = CASE WHEN $description = '' THEN e.description ELSE $description END,
     e.salience = CASE WHEN $salience > e.salience THEN $salience ELSE e.salience END,
@@ -273,6 +277,7 @@ MERGE (f:Fact {id: $id, user_id: $user_id})
 ON CREATE SET f.created_at = $created_at, f.access_count = 0, f.channel = $channel, f.confidence = $confidence,
               f.confidence_base = $confidence
 WITH f WHERE f.channel = $channel
+REMOVE f.embedding
 SET f.claim = $claim, f.source = $source,
     f.confidence = CASE WHEN f.confidence >= $confidence THEN f.confidence ELSE $confidence END,
     f.confidence_base = CASE WHEN coalesce(f.confidence_base, f.confidence) >= $confidence
@@ -593,8 +598,10 @@ MERGE (s:Strategy {key: $key})
 ON CREATE SET s.id = $id, s.user_id = $user_id, s.channel = $channel, s.description = $description,
               s.created_at = $now, s.success_count = 0, s.failure_count = 0, s.context_pattern = '',
               s.tool_sequence = []
-SET s.embedding = CASE WHEN $context_pattern = '' AND size($trigger_conditions) = 0 AND s.embedding IS NOT NULL
-                       THEN s.embedding ELSE @vec($embedding) END,
+WITH s, s.embedding AS kept
+REMOVE s.embedding
+SET s.embedding = CASE WHEN $context_pattern = '' AND size($trigger_conditions) = 0 AND kept IS NOT NULL
+                       THEN kept ELSE @vec($embedding) END,
     s.context_pattern = CASE WHEN $context_pattern = '' THEN s.context_pattern ELSE $context_pattern END,
     s.tool_sequence = CASE WHEN size($tool_sequence) = 0 THEN s.tool_sequence ELSE $tool_sequence END,
     s.steps = CASE WHEN size($steps) = 0 THEN coalesce(s.steps, []) ELSE $steps END,
@@ -657,6 +664,7 @@ MERGE (u:User {id: $user_id})
 MERGE (g:Goal {id: $id, user_id: $user_id})
 ON CREATE SET g.created_at = $created_at, g.channel = $channel
 WITH u, g WHERE g.channel = $channel
+REMOVE g.embedding
 SET g.description = $description, g.status = $status,
     g.priority = $priority, g.deadline = $deadline, g.metadata = $metadata, g.embedding = @vec($embedding)
 MERGE (u)-[:HAS_GOAL]->(g)
@@ -1056,6 +1064,7 @@ STORE_CONTROL: Final[LiteralString] = """
 MERGE (c:Control {id: $id, user_id: $user_id})
 ON CREATE SET c.channel = $channel, c.created_at = $created_at, c.access_count = 0
 WITH c WHERE c.channel = $channel
+REMOVE c.embedding
 SET c.content = $content, c.error_pattern = $error_pattern, c.severity = $severity,
     c.source_trajectory_id = $source_trajectory_id, c.metadata = $metadata, c.embedding = @vec($embedding),
     c.agent_id = $agent_id, c.scope = $scope
