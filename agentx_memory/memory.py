@@ -350,7 +350,7 @@ class AsyncAgentMemory:
         unless ``force``, and a forced re-run adds nothing twice. ``dry_run`` writes nothing and returns what would
         be written in ``report.found``. A token budget or LLM failure stops the run between batches (the report's
         ``stopped`` says why); usage and cost are in the report and the audit log."""
-        turns = await self.episodic.get_conversation(conversation_id, self._user(user_id))
+        turns = await self.episodic.get_conversation(conversation_id, self._user(user_id), agent_id=self.agent_id)
         if not turns:
             raise NotFoundError("conversation", conversation_id)
         extractor = ConversationExtractor(self.semantic, choose_extractor(self.settings))
@@ -828,9 +828,10 @@ class AsyncAgentMemory:
                                             self._user(user_id))
 
     async def get_conversation_summary(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
-        """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized."""
+        """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized (or, for an
+        agent, when the conversation holds another agent's private turns: the summary would tell what they say)."""
         check_id(conversation_id, "conversation_id", max_len=200)
-        found = await self.ctx.sql.summaries.get(self._user(user_id), conversation_id)
+        found = await self.ctx.sql.summaries.get(self._user(user_id), conversation_id, agent_id=self.agent_id)
         if found is None:
             raise NotFoundError("conversation summary", conversation_id)
         return found
@@ -844,7 +845,7 @@ class AsyncAgentMemory:
         channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
         return await similar_conversations(self.semantic, self._user(user_id), channels, query,
                                            check_int(top_k, "top_k", low=1, high=100),
-                                           check_ids(exclude, "exclude", max_len=200))
+                                           check_ids(exclude, "exclude", max_len=200), agent_id=self.agent_id)
 
     # --- the short-term tier and the tier router (seed 002) -------------------------------------------------------
 

@@ -112,9 +112,9 @@ def summary_text(summary: EpisodicSummary) -> str:
 
 
 async def similar_conversations(semantic: SemanticMemory, user_id: str, channels: list[str], query: str, k: int,
-                                exclude: list[str]) -> list[dict[str, Any]]:
-    """The ``k`` conversation summaries most similar to ``query``: ``summary`` (an :class:`EpisodicSummary`) and
-    ``similarity`` each, best first."""
+                                exclude: list[str], *, agent_id: str | None = None) -> list[dict[str, Any]]:
+    """The ``k`` conversation summaries most similar to ``query`` (among those ``agent_id`` may read, if given):
+    ``summary`` (an :class:`EpisodicSummary`) and ``similarity`` each, best first."""
     vector = (await semantic.ctx.embedder.embed([query], is_query=True))[0]
-    found = await semantic.ctx.sql.summaries.search(user_id, channels, vector, k, exclude)
+    found = await semantic.ctx.sql.summaries.search(user_id, channels, vector, k, exclude, agent_id=agent_id)
     return [{"summary": s, "similarity": similarity} for s, similarity in found]

@@ -16,6 +16,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..graph import cypher
 from ..models import Entity, Fact, Turn
@@ -50,12 +51,15 @@ async def write_batch(semantic: SemanticMemory, batch: ValidBatch, refs: Mapping
     """Write ``batch`` (its facts cite ``refs``) for ``user_id`` in ``channel``; return what was written."""
     out = Written()
     names = await _known_entities(semantic, user_id, channel, [e.name for e in batch.entities])
+    # Entities are the user's (every agent shares the names); a description drawn from an agent's private turns
+    # would tell what they say, so such a batch stores names and types only.
+    private = any(t.scope == "agent" for t in refs.values())
     for extracted in batch.entities:
         stored_type = names.get(normalize_name(extracted.name))
         entity = await semantic.upsert_entity(Entity(
             user_id=user_id, channel=channel, name=extracted.name,
             type=stored_type.type if stored_type else extracted.type.strip().casefold(),
-            aliases=extracted.aliases, description=extracted.description,
+            aliases=extracted.aliases, description="" if private else extracted.description,
             properties={"extracted_by": model}))
         out.entity_ids.append(entity.id)
         for name in [entity.name, *entity.aliases, extracted.name, *extracted.aliases]:
@@ -67,8 +71,12 @@ async def write_batch(semantic: SemanticMemory, batch: ValidBatch, refs: Mapping
         normalize_name(n) for r in batch.relationships for n in (r.source, r.target)}
     names.update(await _known_entities(semantic, user_id, channel, [n for n in missing if n not in names]))
     for claim in batch.facts:
-        fact = await semantic.learn_fact(_fact(claim, refs, names, out, user_id=user_id, channel=channel,
-                                               model=model, settings=settings))
+        try:
+            drawn = _fact(claim, refs, names, out, user_id=user_id, channel=channel, model=model, settings=settings)
+        except _MixedPrivateSources:
+            out.unresolved["fact: drawn from private turns of several agents"] += 1
+            continue
+        fact = await semantic.learn_fact(drawn)
         out.fact_ids.append(fact.id)
         out.facts.append(fact)
     for rel in batch.relationships:
@@ -94,10 +102,28 @@ def _fact(extracted: ExtractedFact, refs: Mapping[str, Turn], names: Mapping[str
     metadata: dict[str, object] = {"extracted_by": model, "source_turn_ids": [t.id for t in turns]}
     if extracted.corrects:
         metadata["corrects"] = extracted.corrects
+    agent_id, scope = _scope_of(turns)
     return Fact(id=fact_id(user_id, channel, extracted.claim), user_id=user_id, channel=channel,
                 claim=extracted.claim, confidence=calibrated(extracted.certainty, settings),
                 certainty=extracted.certainty, source="extraction", source_turn_id=turns[0].id, entity_ids=entity_ids,
-                temporal=extracted.temporal, created_at=turns[-1].timestamp, metadata=metadata)
+                temporal=extracted.temporal, created_at=turns[-1].timestamp, metadata=metadata, agent_id=agent_id,
+                scope=scope)
+
+
+def _scope_of(turns: list[Turn]) -> tuple[str | None, Literal["agent", "global"] | None]:
+    """The agent and scope of a fact drawn from these turns: a fact said in an agent's private turn tells what the
+    turn says, so it is private to that agent too; from global turns it takes the default (global). From private
+    turns of several agents no agent may read all of it: it is kept by none (the caller skips it)."""
+    private = {t.agent_id for t in turns if t.scope == "agent"}
+    if len(private) == 1:
+        return private.pop(), "agent"
+    if private:
+        raise _MixedPrivateSources(sorted(a for a in private if a))
+    return None, None
+
+
+class _MixedPrivateSources(Exception):
+    """A fact drawn from private turns of several agents (no agent may read all of its sources)."""
 
 
 def calibrated(certainty: str, settings: ExtractionSettings) -> float:

@@ -271,11 +271,12 @@ RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .sour
 # Re-learning a fact (same id) updates its claim, source, temporal and metadata, but it stays in its channel (no row
 # comes back when the stored fact is in another one: the caller raises ConflictError, nothing is written), keeps the
 # higher of the two confidences (evidence again does not make a fact less certain) and its first source turn and
-# conversation (every source turn stays linked by DERIVED_FROM).
+# conversation (every source turn stays linked by DERIVED_FROM). Its agent and scope are those of its first write: a
+# fact one agent keeps private does not become another's, nor global, by being said again.
 STORE_FACT: Final[LiteralString] = """
 MERGE (f:Fact {id: $id, user_id: $user_id})
 ON CREATE SET f.created_at = $created_at, f.access_count = 0, f.channel = $channel, f.confidence = $confidence,
-              f.confidence_base = $confidence
+              f.confidence_base = $confidence, f.agent_id = $agent_id, f.scope = $scope
 WITH f WHERE f.channel = $channel
 REMOVE f.embedding
 SET f.claim = $claim, f.source = $source,
@@ -286,7 +287,6 @@ SET f.claim = $claim, f.source = $source,
     f.source_turn_id = coalesce(f.source_turn_id, $source_turn_id),
     f.conversation_id = coalesce(f.conversation_id, $conversation_id), f.temporal = $temporal,
     f.metadata = $metadata, f.embedding = @vec($embedding), f.superseded = coalesce(f.superseded, false),
-    f.agent_id = $agent_id, f.scope = $scope,
     f.stated_at = CASE WHEN coalesce(f.stated_at, f.created_at) >= $created_at THEN coalesce(f.stated_at, f.created_at)
                        ELSE $created_at END
 WITH f
@@ -1062,12 +1062,12 @@ RETURN coalesce(c.title, '') AS title
 
 STORE_CONTROL: Final[LiteralString] = """
 MERGE (c:Control {id: $id, user_id: $user_id})
-ON CREATE SET c.channel = $channel, c.created_at = $created_at, c.access_count = 0
+ON CREATE SET c.channel = $channel, c.created_at = $created_at, c.access_count = 0, c.agent_id = $agent_id,
+              c.scope = $scope
 WITH c WHERE c.channel = $channel
 REMOVE c.embedding
 SET c.content = $content, c.error_pattern = $error_pattern, c.severity = $severity,
-    c.source_trajectory_id = $source_trajectory_id, c.metadata = $metadata, c.embedding = @vec($embedding),
-    c.agent_id = $agent_id, c.scope = $scope
+    c.source_trajectory_id = $source_trajectory_id, c.metadata = $metadata, c.embedding = @vec($embedding)
 RETURN c.id AS id
 """
 

@@ -27,15 +27,23 @@ UPSERT: Final[LiteralString] = (
     " embedding = EXCLUDED.embedding, updated_at = NOW()"
     " RETURNING " + _COLUMNS)
 
+#: An agent reads a summary only when the conversation holds no other agent's private turn (a summary is made of
+#: every turn, so it would tell what those turns say); ``agent_id`` NULL (the user) reads every summary.
+_READABLE: Final[LiteralString] = (
+    " AND (%(agent_id)s::text IS NULL OR NOT EXISTS (SELECT 1 FROM conversation_logs c"
+    " WHERE c.user_id = episodic_summaries.user_id AND c.conversation_id = episodic_summaries.conversation_id"
+    " AND c.scope = 'agent' AND c.agent_id <> %(agent_id)s))")
+
 GET: Final[LiteralString] = (
-    "SELECT " + _COLUMNS + " FROM episodic_summaries WHERE user_id = %s AND conversation_id = %s")
+    "SELECT " + _COLUMNS + " FROM episodic_summaries WHERE user_id = %(user_id)s"
+    " AND conversation_id = %(conversation_id)s" + _READABLE)
 
 #: The user's summaries in these channels nearest to a vector (exact within the user: its rows through the primary
 #: key, then ordered), excluding some conversations.
 SEARCH: Final[LiteralString] = (
     "SELECT " + _COLUMNS + ", 1 - (embedding <=> %(embedding)s) AS similarity FROM episodic_summaries"
     " WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND embedding IS NOT NULL"
-    " AND NOT (conversation_id = ANY(%(exclude)s))"
+    " AND NOT (conversation_id = ANY(%(exclude)s))" + _READABLE +
     " ORDER BY (embedding <=> %(embedding)s) + 0, conversation_id LIMIT %(k)s")
 
 
@@ -59,14 +67,18 @@ class SummaryRows:
         }, what="writing episodic_summaries")
         return _summary(rows[0])
 
-    async def get(self, user_id: str, conversation_id: str) -> EpisodicSummary | None:
-        """The conversation's summary, or ``None``."""
-        rows = await self.store.fetch(GET, (user_id, conversation_id), what="reading episodic_summaries")
+    async def get(self, user_id: str, conversation_id: str, *, agent_id: str | None = None) -> EpisodicSummary | None:
+        """The conversation's summary (when ``agent_id`` may read it, if given), or ``None``."""
+        rows = await self.store.fetch(GET, {"user_id": user_id, "conversation_id": conversation_id,
+                                            "agent_id": agent_id}, what="reading episodic_summaries")
         return _summary(rows[0]) if rows else None
 
     async def search(self, user_id: str, channels: Sequence[str], embedding: Any, k: int,
-                     exclude: Sequence[str] = ()) -> list[tuple[EpisodicSummary, float]]:
-        """The ``k`` summaries nearest to ``embedding``, best first, with their cosine similarity."""
+                     exclude: Sequence[str] = (), *,
+                     agent_id: str | None = None) -> list[tuple[EpisodicSummary, float]]:
+        """The ``k`` summaries nearest to ``embedding`` (that ``agent_id`` may read, if given), best first, with
+        their cosine similarity."""
         rows = await self.store.fetch(SEARCH, {"user_id": user_id, "channels": list(channels), "embedding": embedding,
-                                               "k": k, "exclude": list(exclude)}, what="searching episodic_summaries")
+                                               "k": k, "exclude": list(exclude), "agent_id": agent_id},
+                                      what="searching episodic_summaries")
         return [(_summary(r), float(r["similarity"])) for r in rows]

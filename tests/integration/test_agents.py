@@ -131,3 +131,40 @@ def test_an_agents_view_acts_as_it_in_pools_and_the_short_term_tier(agents):
 
     entry = planner.write_short_term("s1", "todo", "write tests", memory_type="task_context")
     assert entry.agent_id == "planner"
+
+
+def test_a_summary_holding_another_agents_private_turns_is_not_read_by_an_agent(agents):
+    memory, planner, coder = agents["memory"], agents["planner"], agents["coder"]
+    memory.summarize_conversation("plan")  # planner's private turn and coder's private turn are in it
+    assert "7-3-9" in memory.get_conversation_summary("plan").summary  # the user's view reads it
+    for agent in (planner, coder):  # each would read the other's private turn in it
+        with pytest.raises(NotFoundError):
+            agent.get_conversation_summary("plan")
+        assert agent.similar_conversations("vault combination") == []
+    planner.store_turn(Turn(user_id="alice", conversation_id="solo", content="The vault key is under the mat."))
+    memory.summarize_conversation("solo")
+    assert planner.get_conversation_summary("solo").conversation_id == "solo"  # only its own private turns
+    with pytest.raises(NotFoundError):
+        coder.get_conversation_summary("solo")
+
+
+def test_knowledge_drawn_from_an_agents_private_turns_is_private_to_it(settings):
+    from tests.integration.test_extraction import CHAT, SAID
+
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        planner, coder = memory.for_agent("planner"), memory.for_agent("coder")
+        planner.store_turns([
+            Turn(conversation_id="chat", user_id="alice", content=f"{who}: {text}", metadata={"speaker": who},
+                 timestamp=SAID + timedelta(seconds=i)) for i, (who, text) in enumerate(CHAT)])
+        report = memory.extract_conversation("chat")  # the worker's view: every turn
+        facts = [memory.get_fact(i) for i in report.fact_ids]
+        assert facts and all((f.agent_id, f.scope) == ("planner", "agent") for f in facts)
+        lisbon = next(f for f in facts if "Lisbon" in f.claim)
+        assert planner.get_fact(lisbon.id)
+        with pytest.raises(NotFoundError):
+            coder.get_fact(lisbon.id)
+        bundle = coder.remember("Where does Melanie live?")  # entity names are the user's: no fact, no turn
+        assert [s.item for s in [*bundle.turns, *bundle.facts] if "Lisbon" in str(s.item)] == []
+        assert all(e.item.description == "" for e in bundle.entities)
+        with pytest.raises(NotFoundError):
+            coder.extract_conversation("chat")  # an agent extracts only what it may read
