@@ -100,8 +100,9 @@ class MemoryRouter:
     async def stats(self) -> dict[str, Any]:
         """Figures per tier: ``working_memory`` (``keys``: context values, ``recent_turns``, ``bytes``: the values
         as JSON plus the conversation hash), ``short_term`` (this session's
-        :meth:`~agentx_memory.short_term.ShortTermStore.statistics`) and ``long_term`` (the user's ``facts``,
-        ``entities`` and ``turns`` in the graph)."""
+        :meth:`~agentx_memory.short_term.ShortTermStore.statistics`), ``long_term`` (the user's ``facts``,
+        ``entities`` and ``turns`` in the graph) and ``shared`` (``pools`` and ``bytes`` of the user's live shared
+        pools, or of those the router's agent may read)."""
         context = await self._working.get_context()
         values = context["values"]
         working = {"keys": len(values), "recent_turns": len(context["recent_turns"]),
@@ -113,4 +114,5 @@ class MemoryRouter:
             long_term[name] = rows[0]["n"] if rows else 0
         return {"working_memory": working,
                 "short_term": await self._short_term.statistics(self.user_id, self.session_id),
-                "long_term": long_term}
+                "long_term": long_term,
+                "shared": await self._semantic.ctx.sql.pools.totals(self.user_id, self.agent_id)}

@@ -16,6 +16,7 @@ lock (see :mod:`.locks`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -29,6 +30,7 @@ from typing import Any
 import psutil
 
 from ..errors import RuntimeServerError
+from ..polling import WaitTimeoutError, wait_until
 from .layout import POSTGRES_PORT, POSTGRES_SOCKET_NAME
 from .managed import ManagedServer, ServerProbe
 from .processes import (
@@ -403,6 +405,11 @@ class PostgresServer(ManagedServer):
             )
             if code == 0 or not self._owned(probe.pid):
                 break
+        # pg_ctl -w returns once the pid file is gone; the postmaster may still be exiting for a moment after that
+        # (seen on a loaded machine), so a stopped server gets a few seconds to leave the process table.
+        with contextlib.suppress(WaitTimeoutError):
+            wait_until(lambda: not self._owned(probe.pid), timeout=5 if code == 0 else 0.1,
+                       what="the PostgreSQL process to exit")
         if self._owned(probe.pid):
             raise RuntimeServerError(
                 f"the embedded PostgreSQL (pid {probe.pid}) for {self._layout.home} did not stop: {output.strip()}"

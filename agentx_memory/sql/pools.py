@@ -48,6 +48,12 @@ _KEY: Final[LiteralString] = "p.user_id = %(user_id)s AND p.pool_id = %(pool_id)
 #: Serializes pool creation per user (the pool count limit): two keys, class "pool" and the user's hash.
 LOCK_USER: Final[LiteralString] = "SELECT pg_advisory_xact_lock(1886351212, hashtext(%(user_id)s::text))"
 
+#: How many live pools of the user (those ``%(agent)s`` may read, when it is not NULL) and the bytes of their data.
+TOTALS: Final[LiteralString] = (
+    "SELECT count(*) AS pools, coalesce(sum(octet_length(p.data::text)), 0) AS bytes FROM memory_pools AS p"
+    " WHERE p.user_id = %(user_id)s AND " + LIVE + " AND (%(agent)s::text IS NULL OR " + CAN_READ + ")"
+)
+
 COUNT_LIVE: Final[LiteralString] = (
     "SELECT count(*) AS n FROM memory_pools AS p WHERE p.user_id = %(user_id)s AND " + LIVE
 )
@@ -165,6 +171,12 @@ class PoolRows:
         rows = await self.store.fetch(STATISTICS, {"user_id": user_id, "pool_id": pool_id},
                                       what="reading memory_pools")
         return rows[0] if rows else None
+
+    async def totals(self, user_id: str, agent_id: str | None = None) -> dict[str, int]:
+        """``pools`` and ``bytes`` (of their data as JSON text) of the user's live pools, or of those ``agent_id``
+        may read."""
+        rows = await self.store.fetch(TOTALS, {"user_id": user_id, "agent": agent_id}, what="reading memory_pools")
+        return {"pools": int(rows[0]["pools"]), "bytes": int(rows[0]["bytes"])}
 
     async def list_readable(self, user_id: str, agent_id: str, limit: int) -> list[dict[str, Any]]:
         """The user's live pools the agent may read, by id."""

@@ -236,7 +236,8 @@ def test_the_router_reads_through_the_tiers_in_order_and_counts_each(settings):
         assert router.read("nothing") is None
 
         stats = router.stats()
-        assert set(stats) == {"working_memory", "short_term", "long_term"}
+        assert set(stats) == {"working_memory", "short_term", "long_term", "shared"}
+        assert stats["shared"] == {"pools": 0, "bytes": 0}
         assert stats["working_memory"]["keys"] == 0 and stats["short_term"]["entries"] == 0
         assert stats["long_term"]["facts"] == 1 and stats["long_term"]["turns"] == 0
         router.write("note", "n", tier="working")
@@ -245,6 +246,10 @@ def test_the_router_reads_through_the_tiers_in_order_and_counts_each(settings):
         assert stats["working_memory"]["keys"] == 1 and stats["working_memory"]["bytes"] > 0
         assert stats["short_term"]["by_type"] == {"reflection": 1}
         assert memory.tiers("s1", "bob").stats()["long_term"] == {"facts": 0, "entities": 0, "turns": 0}
+        memory.create_pool("board", agent_id="planner", data={"step": 1})
+        memory.create_pool("other", agent_id="coder", data={"x": 2})
+        assert router.stats()["shared"]["pools"] == 1  # the planner's router counts what the planner may read
+        assert memory.tiers("s1").stats()["shared"] == {"pools": 2, "bytes": len('{"step": 1}') + len('{"x": 2}')}
 
 
 def test_the_job_runs_from_the_command_line_with_dry_run_one_user_and_undo(settings):
