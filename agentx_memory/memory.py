@@ -580,19 +580,24 @@ class AsyncAgentMemory:
                        include_semantic: bool = True, include_procedural: bool = True,
                        reference_time: datetime | None = None,
                        recall: RecallSettings | dict[str, Any] | None = None,
-                       memory_types: Sequence[str] | None = None) -> MemoryBundle:
+                       memory_types: Sequence[str] | None = None, *,
+                       session_id: str | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood),
         strategies and the rules (control memories) closest to it, from ``channel`` and ``_global``, plus active
         goals and the user's profile.
 
         ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
         settings for this call, e.g. ``recall={"hybrid": False}``; ``memory_types`` keeps only some kinds
-        (``episodic``, ``semantic``, ``procedural``, ``control``). See :class:`MemoryBundle` (``explain()``,
-        ``to_prompt(max_tokens)``: rules first).
+        (``episodic``, ``semantic``, ``procedural``, ``control``); ``session_id`` (e.g. the conversation asking) is
+        recorded in the recall's audit entry. See :class:`MemoryBundle` (``explain()``, ``to_prompt(max_tokens)``:
+        rules first).
         """
-        return await self.recall.remember(query, self._user(user_id), channel, top_k, time_window_hours,
+        user = self._user(user_id)
+        if session_id is not None:
+            check_id(session_id, "session_id", max_len=200)
+        return await self.recall.remember(query, user, channel, top_k, time_window_hours,
                                           include_episodic, include_semantic, include_procedural, reference_time,
-                                          recall, memory_types, agent_id=self.agent_id)
+                                          recall, memory_types, agent_id=self.agent_id, session_id=session_id)
 
     async def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
@@ -1599,20 +1604,21 @@ class AgentMemory:
     def remember(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, top_k: int = 10,
                  time_window_hours: float | None = None, include_episodic: bool = True, include_semantic: bool = True,
                  include_procedural: bool = True, reference_time: datetime | None = None,
-                 recall: RecallSettings | dict[str, Any] | None = None,
-                 memory_types: Sequence[str] | None = None) -> MemoryBundle:
+                 recall: RecallSettings | dict[str, Any] | None = None, memory_types: Sequence[str] | None = None, *,
+                 session_id: str | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood),
         strategies and the rules (control memories) closest to it, from ``channel`` and ``_global``, plus active
         goals and the user's profile.
 
         ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
         settings for this call, e.g. ``recall={"hybrid": False}``; ``memory_types`` keeps only some kinds
-        (``episodic``, ``semantic``, ``procedural``, ``control``). See :class:`MemoryBundle` (``explain()``,
-        ``to_prompt(max_tokens)``: rules first).
+        (``episodic``, ``semantic``, ``procedural``, ``control``); ``session_id`` (e.g. the conversation asking) is
+        recorded in the recall's audit entry. See :class:`MemoryBundle` (``explain()``, ``to_prompt(max_tokens)``:
+        rules first).
         """
         return self._portal.run(self._core.remember(query, user_id, channel, top_k, time_window_hours, include_episodic,
                                                     include_semantic, include_procedural, reference_time, recall,
-                                                    memory_types))
+                                                    memory_types, session_id=session_id))
 
     def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
