@@ -819,9 +819,11 @@ class AsyncAgentMemory:
     # --- working memory and profiles ----------------------------------------------------------------------------
 
     def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> WorkingMemory:
-        """The working memory of one session (Redis; keys expire after working.ttl_seconds)."""
+        """The working memory of one session (Redis; keys expire after working.ttl_seconds); its operations are
+        audited like the other stores' (docs/working-memory.md)."""
         check_id(conversation_id, "conversation_id", max_len=200)
-        return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel))
+        return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel),
+                                        audit=self.ctx.audit)
 
     async def summarize_conversation(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
         """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and

@@ -24,9 +24,10 @@ def test_conversation_operations_carry_the_conversation_as_session(memory):
     memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", source_turn_id=turn.id,
                            conversation_id="c1"))
     memory.learn_strategy("ask where the user lives", from_conversation_id="c1")
+    memory.working(None, "c1").set("topic", "moving")
     rows = entries(memory)
     assert [(r["operation"], r["memory_type"]) for r in rows] == [
-        ("store", "episodic"), ("store", "semantic"), ("store", "procedural")]
+        ("store", "episodic"), ("store", "semantic"), ("store", "procedural"), ("set", "working")]
     assert all(r["session_id"] == "c1" and r["conversation_id"] == "c1" for r in rows)
 
 
