@@ -41,7 +41,7 @@ from .control import ControlMatch, ControlStore
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
-from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
+from .errors import CallTimeoutError, ClosedError, NotFoundError, RateLimitedError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
@@ -591,10 +591,22 @@ class AsyncAgentMemory:
         (``episodic``, ``semantic``, ``procedural``, ``control``); ``session_id`` (e.g. the conversation asking) is
         recorded in the recall's audit entry. See :class:`MemoryBundle` (``explain()``, ``to_prompt(max_tokens)``:
         rules first).
+
+        With ``limits.remember_rate_limit`` set, each user (each agent of a user, for a memory acting as one) may
+        call this that many times per ``limits.remember_rate_window_seconds``; a call past it raises
+        :class:`~agentx_memory.errors.RateLimitedError` (429, ``retry_after`` seconds) and recalls nothing.
         """
         user = self._user(user_id)
         if session_id is not None:
             check_id(session_id, "session_id", max_len=200)
+        limits = self.settings.limits
+        if limits.remember_rate_limit is not None:
+            wait = await self.ctx.working.hit_rate("remember", user, self.agent_id, limit=limits.remember_rate_limit,
+                                                   window_seconds=limits.remember_rate_window_seconds)
+            if wait > 0:
+                raise RateLimitedError("remember", user_id=user, agent_id=self.agent_id,
+                                       limit=limits.remember_rate_limit,
+                                       window_seconds=limits.remember_rate_window_seconds, retry_after=wait)
         return await self.recall.remember(query, user, channel, top_k, time_window_hours,
                                           include_episodic, include_semantic, include_procedural, reference_time,
                                           recall, memory_types, agent_id=self.agent_id, session_id=session_id)
@@ -1617,6 +1629,10 @@ class AgentMemory:
         (``episodic``, ``semantic``, ``procedural``, ``control``); ``session_id`` (e.g. the conversation asking) is
         recorded in the recall's audit entry. See :class:`MemoryBundle` (``explain()``, ``to_prompt(max_tokens)``:
         rules first).
+
+        With ``limits.remember_rate_limit`` set, each user (each agent of a user, for a memory acting as one) may
+        call this that many times per ``limits.remember_rate_window_seconds``; a call past it raises
+        :class:`~agentx_memory.errors.RateLimitedError` (429, ``retry_after`` seconds) and recalls nothing.
         """
         return self._portal.run(self._core.remember(query, user_id, channel, top_k, time_window_hours, include_episodic,
                                                     include_semantic, include_procedural, reference_time, recall,

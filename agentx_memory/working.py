@@ -13,6 +13,8 @@ Key patterns (every key also carries the configured ``redis.key_prefix``)::
     consolidation:lock:<conversation_id>                      string: consolidation lock (SET NX PX, token-checked
                                                               release)
     session:<session_id>:<key>                                string: session-scoped ephemeral data
+    ratelimit:<operation>:<user_id>[:<agent_id>]              sorted set: the calls of a rate-limited operation in
+                                                              the current window (see :meth:`WorkingStore.hit_rate`)
 
 The braces are literal: they are Redis Cluster's hash tag, so every key of one conversation lives in one slot and
 multi-key operations (``clear_session``) work on a cluster too. Each ``<…>`` segment is written with ``%``, ``:``,
@@ -72,6 +74,25 @@ _KEY_MAX = 200
 # Atomic "delete only if I still hold the lock".
 _RELEASE_LOCK = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
+"""
+
+# Atomic sliding-window rate limit on one sorted set of call times (µs, the server's clock, so processes on machines
+# with skewed clocks agree). ARGV: window (µs), limit, a unique member. Drops the calls that left the window; under the
+# limit, records this call and returns 0; at it, records nothing and returns the µs until the oldest call leaves.
+_RATE_HIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = math.ceil(tonumber(oldest[2]) + window - now)
+if wait < 1 then wait = 1 end
+return wait
 """
 
 
@@ -175,7 +196,7 @@ class WorkingStore:
         self.audit = audit
 
     #: The first part of every key the store writes; dropping a namespace deletes ``{prefix}{family}:*`` for each.
-    KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session")
+    KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session", "ratelimit")
 
     def key(self, *parts: str) -> str:
         """Build a key from parts with the configured prefix: each part encoded by :func:`key_segment`, joined with
@@ -205,15 +226,26 @@ class WorkingStore:
         return f"{self.prefix}working:{{{tag}:*"
 
     async def forget_user(self, user_id: str) -> int:
-        """Delete every working-memory key of the user (every channel and conversation); return how many went."""
+        """Delete every working-memory key of the user (every channel and conversation) and their rate-limit counts
+        (which name them); return how many keys went."""
+        segment = key_segment(user_id)
+        escaped_prefix = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix)
+
+        def theirs(key: str) -> bool:  # ratelimit:<operation>:<user>[:<agent>]: segments never hold ":"
+            parts = key[len(self.prefix):].split(":")
+            return parts[0] != "ratelimit" or (len(parts) >= 3 and parts[2] == segment)
+
         async def scan_and_delete() -> int:
             deleted = 0
             batch: list[Any] = []
-            async for key in self.client.scan_iter(match=self._user_keys(user_id), count=500):
-                batch.append(key)
-                if len(batch) >= 500:
-                    deleted += int(await self.client.delete(*batch))
-                    batch = []
+            for pattern in (self._user_keys(user_id), f"{escaped_prefix}ratelimit:*"):
+                async for key in self.client.scan_iter(match=pattern, count=500):
+                    if not theirs(key):
+                        continue
+                    batch.append(key)
+                    if len(batch) >= 500:
+                        deleted += int(await self.client.delete(*batch))
+                        batch = []
             if batch:
                 deleted += int(await self.client.delete(*batch))
             return deleted
@@ -295,6 +327,20 @@ class WorkingStore:
         ``audit`` (default: the store's :attr:`audit`; None: not audited)."""
         return WorkingMemory(self, user_id=user_id, conversation_id=conversation_id, channel=channel,
                              audit=audit if audit is not None else self.audit)
+
+    # --- rate limits ------------------------------------------------------------------------------------------
+
+    async def hit_rate(self, operation: str, user_id: str, agent_id: str | None, *, limit: int,
+                       window_seconds: float) -> float:
+        """Count one call of ``operation`` by the user (or that agent of the user) against ``limit`` calls per
+        sliding window of ``window_seconds``, atomically across processes (one Lua script on Redis's clock).
+        Return 0.0 when the call is let through (and counted), otherwise the seconds until it would be (> 0; a
+        refused call is not counted)."""
+        parts = ("ratelimit", operation, user_id) + ((agent_id,) if agent_id is not None else ())
+        window_us = max(1, round(window_seconds * 1_000_000))
+        wait_us = await self._call(self.client.eval(_RATE_HIT, 1, self.key(*parts), window_us, limit,
+                                                    uuid.uuid4().hex))
+        return int(wait_us) / 1_000_000
 
     # --- consolidation locks and jobs -----------------------------------------------------------------------
 
