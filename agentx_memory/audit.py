@@ -9,6 +9,14 @@ Levels (setting ``audit.level``):
 
 Every entry snapshots the active thresholds (``config_snapshot``) so a decision can be reproduced later. An audit
 failure never loses the memory write it describes: it is logged with ``logging`` and swallowed.
+
+The session of an entry (column ``session_id``, issue 19): the session the operation ran in, whenever it has one.
+A conversation is a session (spec 003: working memory is "per session" and keyed by conversation), so an entry with a
+``conversation_id`` — turns, tool invocations, facts learned from a conversation, extraction, consolidation,
+summaries, archiving, working memory — has that id as its ``session_id`` unless the caller names another session;
+the short-term tier's entries carry the tier's own ``session_id``; a recall carries the ``session_id`` its caller
+passed to ``remember()`` (none: NULL). Operations outside any session (profile updates, merges, worker runs) leave it
+NULL.
 """
 
 from __future__ import annotations
@@ -65,12 +73,15 @@ class MemoryAuditLogger:
         *,
         user_id: str | None = None,
         conversation_id: str | None = None,
+        session_id: str | None = None,
         latency_ms: int | None = None,
         success: bool = True,
         error_message: str | None = None,
         payload: Any = None,
     ) -> None:
-        """Log a mutation (store, update, delete, reinforce …) at level ``writes`` and above."""
+        """Log a mutation (store, update, delete, reinforce …) at level ``writes`` and above; ``payload`` (the values
+        written) is kept only at ``verbose``. ``session_id`` defaults to ``conversation_id`` (see the module
+        docstring)."""
         if not self.enabled("writes"):
             return
         meta = {"affected_ids": list(affected_ids), **(metadata or {})}
@@ -78,9 +89,10 @@ class MemoryAuditLogger:
             meta["payload"] = payload
         await self._insert({
             "operation": operation, "memory_type": memory_type, "user_id": user_id,
-            "conversation_id": conversation_id, "source_channel": channel,
-            "target_channels": [channel] if channel else None, "result_count": len(affected_ids),
-            "latency_ms": latency_ms, "success": success, "error_message": error_message, "metadata": meta,
+            "session_id": session_id or conversation_id, "conversation_id": conversation_id,
+            "source_channel": channel, "target_channels": [channel] if channel else None,
+            "result_count": len(affected_ids), "latency_ms": latency_ms, "success": success,
+            "error_message": error_message, "metadata": meta,
         })
 
     async def log_read(
@@ -96,15 +108,23 @@ class MemoryAuditLogger:
         operation: str = "retrieve",
         metadata: dict[str, Any] | None = None,
         trace: Any = None,
+        conversation_id: str | None = None,
+        session_id: str | None = None,
+        payload: Any = None,
     ) -> None:
-        """Log a retrieval at level ``reads`` and above (with the full trace at ``verbose``)."""
+        """Log a retrieval at level ``reads`` and above (with the full trace, and ``payload`` — the values read — at
+        ``verbose`` only). ``session_id`` defaults to ``conversation_id`` (see the module docstring)."""
         if not self.enabled("reads"):
             return
         meta = dict(metadata or {})
-        if trace is not None and self.enabled("verbose"):
-            meta["trace"] = trace
+        if self.enabled("verbose"):
+            if trace is not None:
+                meta["trace"] = trace
+            if payload is not None:
+                meta["payload"] = payload
         await self._insert({
             "operation": operation, "memory_type": memory_type, "user_id": user_id,
+            "session_id": session_id or conversation_id, "conversation_id": conversation_id,
             "source_channel": source_channel, "target_channels": list(channels_searched), "query_text": query,
             "result_count": result_count, "latency_ms": latency_ms, "metadata": meta,
         })

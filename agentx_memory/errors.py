@@ -14,6 +14,7 @@ so callers never have to import a driver to catch a failure::
      │    └── StaleVersionError      a versioned write (a shared pool) was based on an older version: nothing written
      ├── PermissionDeniedError       an agent asked for an access its grants do not give (also a PermissionError)
      ├── ClosedError                 a call on a memory after its close() (also a RuntimeError)
+     ├── RateLimitedError            a user (or agent) passed a configured call rate (429); retry_after seconds
      ├── StorageError                a database refused or failed an operation
      │    └── StorageUnavailableError  a server is down, unreachable, or its binary is missing
      │         └── CallTimeoutError  a synchronous call passed its deadline and was cancelled (also a TimeoutError)
@@ -46,6 +47,7 @@ __all__ = [
     "NotFoundError",
     "PaidCallRefusedError",
     "PermissionDeniedError",
+    "RateLimitedError",
     "RuntimeServerError",
     "StaleVersionError",
     "StorageError",
@@ -138,6 +140,27 @@ class PermissionDeniedError(AgentXMemoryError, PermissionError):
 class ClosedError(AgentXMemoryError, RuntimeError):
     """A method was called on an ``AgentMemory``/``AsyncAgentMemory`` (or a working memory of it) after ``close()``;
     open a new memory instead."""
+
+
+class RateLimitedError(AgentXMemoryError):
+    """A call was refused because its caller (a user, or one agent of a user) passed the configured number of calls
+    per window (``limits.remember_rate_limit`` per ``limits.remember_rate_window_seconds``); nothing was done.
+    ``retry_after`` is how many seconds until the window lets a call through again (always > 0); ``operation`` the
+    limited call, ``limit`` and ``window_seconds`` the setting; ``status`` is HTTP's 429."""
+
+    status = 429
+
+    def __init__(self, operation: str, *, user_id: str, agent_id: str | None, limit: int, window_seconds: float,
+                 retry_after: float):
+        self.operation = operation
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self.limit = limit
+        self.window_seconds = window_seconds
+        self.retry_after = retry_after
+        who = f"user {user_id!r}" + (f" as agent {agent_id!r}" if agent_id is not None else "")
+        super().__init__(f"{operation}: {who} made {limit} calls in the last {window_seconds:g} s, the limit "
+                         f"(429 Too Many Requests); retry after {retry_after:.3f} s")
 
 
 class StorageError(AgentXMemoryError):

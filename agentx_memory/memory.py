@@ -41,7 +41,7 @@ from .control import ControlMatch, ControlStore
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
-from .errors import CallTimeoutError, ClosedError, NotFoundError, ValidationError
+from .errors import CallTimeoutError, ClosedError, NotFoundError, RateLimitedError, ValidationError
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
@@ -580,19 +580,36 @@ class AsyncAgentMemory:
                        include_semantic: bool = True, include_procedural: bool = True,
                        reference_time: datetime | None = None,
                        recall: RecallSettings | dict[str, Any] | None = None,
-                       memory_types: Sequence[str] | None = None) -> MemoryBundle:
+                       memory_types: Sequence[str] | None = None, *,
+                       session_id: str | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood),
         strategies and the rules (control memories) closest to it, from ``channel`` and ``_global``, plus active
         goals and the user's profile.
 
         ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
         settings for this call, e.g. ``recall={"hybrid": False}``; ``memory_types`` keeps only some kinds
-        (``episodic``, ``semantic``, ``procedural``, ``control``). See :class:`MemoryBundle` (``explain()``,
-        ``to_prompt(max_tokens)``: rules first).
+        (``episodic``, ``semantic``, ``procedural``, ``control``); ``session_id`` (e.g. the conversation asking) is
+        recorded in the recall's audit entry. See :class:`MemoryBundle` (``explain()``, ``to_prompt(max_tokens)``:
+        rules first).
+
+        With ``limits.remember_rate_limit`` set, each user (each agent of a user, for a memory acting as one) may
+        call this that many times per ``limits.remember_rate_window_seconds``; a call past it raises
+        :class:`~agentx_memory.errors.RateLimitedError` (429, ``retry_after`` seconds) and recalls nothing.
         """
-        return await self.recall.remember(query, self._user(user_id), channel, top_k, time_window_hours,
+        user = self._user(user_id)
+        if session_id is not None:
+            check_id(session_id, "session_id", max_len=200)
+        limits = self.settings.limits
+        if limits.remember_rate_limit is not None:
+            wait = await self.ctx.working.hit_rate("remember", user, self.agent_id, limit=limits.remember_rate_limit,
+                                                   window_seconds=limits.remember_rate_window_seconds)
+            if wait > 0:
+                raise RateLimitedError("remember", user_id=user, agent_id=self.agent_id,
+                                       limit=limits.remember_rate_limit,
+                                       window_seconds=limits.remember_rate_window_seconds, retry_after=wait)
+        return await self.recall.remember(query, user, channel, top_k, time_window_hours,
                                           include_episodic, include_semantic, include_procedural, reference_time,
-                                          recall, memory_types, agent_id=self.agent_id)
+                                          recall, memory_types, agent_id=self.agent_id, session_id=session_id)
 
     async def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
@@ -814,9 +831,11 @@ class AsyncAgentMemory:
     # --- working memory and profiles ----------------------------------------------------------------------------
 
     def working(self, user_id: str | None, conversation_id: str, channel: str = GLOBAL_CHANNEL) -> WorkingMemory:
-        """The working memory of one session (Redis; keys expire after working.ttl_seconds)."""
+        """The working memory of one session (Redis; keys expire after working.ttl_seconds); its operations are
+        audited like the other stores' (docs/working-memory.md)."""
         check_id(conversation_id, "conversation_id", max_len=200)
-        return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel))
+        return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel),
+                                        audit=self.ctx.audit)
 
     async def summarize_conversation(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
         """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and
@@ -1600,20 +1619,25 @@ class AgentMemory:
     def remember(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, top_k: int = 10,
                  time_window_hours: float | None = None, include_episodic: bool = True, include_semantic: bool = True,
                  include_procedural: bool = True, reference_time: datetime | None = None,
-                 recall: RecallSettings | dict[str, Any] | None = None,
-                 memory_types: Sequence[str] | None = None) -> MemoryBundle:
+                 recall: RecallSettings | dict[str, Any] | None = None, memory_types: Sequence[str] | None = None, *,
+                 session_id: str | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query``: scored turns, facts, entities (with their neighbourhood),
         strategies and the rules (control memories) closest to it, from ``channel`` and ``_global``, plus active
         goals and the user's profile.
 
         ``reference_time`` is the "now" for time phrases and recency (default: now); ``recall`` overrides RecallLayer
         settings for this call, e.g. ``recall={"hybrid": False}``; ``memory_types`` keeps only some kinds
-        (``episodic``, ``semantic``, ``procedural``, ``control``). See :class:`MemoryBundle` (``explain()``,
-        ``to_prompt(max_tokens)``: rules first).
+        (``episodic``, ``semantic``, ``procedural``, ``control``); ``session_id`` (e.g. the conversation asking) is
+        recorded in the recall's audit entry. See :class:`MemoryBundle` (``explain()``, ``to_prompt(max_tokens)``:
+        rules first).
+
+        With ``limits.remember_rate_limit`` set, each user (each agent of a user, for a memory acting as one) may
+        call this that many times per ``limits.remember_rate_window_seconds``; a call past it raises
+        :class:`~agentx_memory.errors.RateLimitedError` (429, ``retry_after`` seconds) and recalls nothing.
         """
         return self._portal.run(self._core.remember(query, user_id, channel, top_k, time_window_hours, include_episodic,
                                                     include_semantic, include_procedural, reference_time, recall,
-                                                    memory_types))
+                                                    memory_types, session_id=session_id))
 
     def forget_user(self, user_id: str, *, requested_by: str = "api") -> ForgetReceipt:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,

@@ -196,7 +196,7 @@ class ProceduralMemory:
         })
         strategy = strategy_from_row(rows[0]["strategy"])
         await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"},
-                                       user_id=user_id)
+                                       user_id=user_id, conversation_id=from_conversation_id)
         return strategy
 
     async def get_strategy(self, strategy_id: str, user_id: str) -> Strategy:

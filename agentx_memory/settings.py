@@ -503,6 +503,15 @@ class LimitsSettings(_Section):
         description="deadline of each call of the synchronous AgentMemory facade: past it the call is cancelled "
         "and raises CallTimeoutError",
     )
+    remember_rate_limit: int | None = Field(
+        None, ge=1, le=1_000_000,
+        description="most remember() calls per user (per agent, for a memory acting as one) in any window of "
+        "remember_rate_window_seconds, counted in Redis across processes; past it remember() raises "
+        "RateLimitedError (429). None: no limit",
+    )
+    remember_rate_window_seconds: float = Field(
+        60.0, ge=0.01, le=86_400, description="the sliding window of remember_rate_limit, in seconds"
+    )
 
 
 class Settings(BaseSettings):

@@ -142,7 +142,8 @@ class ShortTermStore:
                                                 "live entries, the limit (short_term.max_entries_per_session); "
                                                 "delete entries or let them expire first")
         await self.ctx.audit.log_write("store", "short_term", None, [key], {
-            "session_id": session_id, "memory_type": memory_type, "ttl_seconds": ttl}, user_id=user_id)
+            "session_id": session_id, "memory_type": memory_type, "ttl_seconds": ttl}, user_id=user_id,
+            session_id=session_id)
         return stored
 
     async def read(self, user_id: str, session_id: str, key: str, *,
@@ -172,7 +173,7 @@ class ShortTermStore:
         removed = await self.ctx.sql.short_term.delete(user_id, session_id, key, now=_now(now))
         if removed:
             await self.ctx.audit.log_write("delete", "short_term", None, [key], {"session_id": session_id},
-                                           user_id=user_id)
+                                           user_id=user_id, session_id=session_id)
         return removed
 
     async def get(self, user_id: str, session_id: str, key: str, *,

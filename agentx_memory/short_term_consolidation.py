@@ -76,12 +76,12 @@ async def consolidate_short_term(semantic: SemanticMemory, *, now: datetime, use
     while dropped := await rows.drop_expired(now=now, min_access=threshold, user_id=user_id, limit=PAGE):
         report.changes.extend(_change("dropped", entry) for entry in dropped)
         report.dropped += len(dropped)
-        by_user: dict[str, list[str]] = {}
+        by_session: dict[tuple[str, str], list[str]] = {}
         for entry in dropped:
-            by_user.setdefault(entry.user_id, []).append(entry.key)
-        for user, keys in by_user.items():
+            by_session.setdefault((entry.user_id, entry.session_id), []).append(entry.key)
+        for (user, session), keys in by_session.items():
             await semantic.ctx.audit.log_write("expire", "short_term", None, keys, {
-                "reason": f"expired, read fewer than {threshold} times"}, user_id=user)
+                "reason": f"expired, read fewer than {threshold} times"}, user_id=user, session_id=session)
     return report
 
 

@@ -13,6 +13,8 @@ Key patterns (every key also carries the configured ``redis.key_prefix``)::
     consolidation:lock:<conversation_id>                      string: consolidation lock (SET NX PX, token-checked
                                                               release)
     session:<session_id>:<key>                                string: session-scoped ephemeral data
+    ratelimit:<operation>:<user_id>[:<agent_id>]              sorted set: the calls of a rate-limited operation in
+                                                              the current window (see :meth:`WorkingStore.hit_rate`)
 
 The braces are literal: they are Redis Cluster's hash tag, so every key of one conversation lives in one slot and
 multi-key operations (``clear_session``) work on a cluster too. Each ``<…>`` segment is written with ``%``, ``:``,
@@ -24,6 +26,14 @@ Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on writ
 ledger have ``working.conversation_ttl_seconds`` (24 h), refreshed on every read and write (spec 000). Values are
 JSON. Nothing acknowledged lives only here: turns are cached here after they are durable in PostgreSQL. Per-field
 expiry of the context hash needs Redis 7.4+ (``HEXPIRE``); the embedded FalkorDB server is Redis 8.
+
+Auditing (issue 19): a :class:`WorkingMemory` given an audit logger (``AsyncAgentMemory.working()`` gives it the
+memory's; a store built with ``audit=`` gives it to every session) logs each public operation once, with memory type
+``working``, the operation's method name, the conversation as ``conversation_id`` and ``session_id``, and the keys or
+fields touched (never their values): writes at level ``writes``, reads at level ``reads`` (``query_text`` names what
+was read, ``*`` for everything), the values written or read only at ``verbose``. When the level leaves an operation
+out nothing is built and nothing is sent: the Redis call is the only round trip. Working memory the engine uses on its
+own behalf (the recent-turns cache of ``store_turn``) is not audited again: the operation that caused it is.
 """
 
 from __future__ import annotations
@@ -37,7 +47,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -50,6 +60,9 @@ from .retrieval.prompt import WorkingState
 from .settings import WorkingMemorySettings
 from .validation import check_depth, check_id
 
+if TYPE_CHECKING:
+    from .audit import MemoryAuditLogger
+
 __all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment", "turn_preview"]
 
 #: The longest TTL accepted anywhere in working memory: 100 years, in seconds.
@@ -61,6 +74,25 @@ _KEY_MAX = 200
 # Atomic "delete only if I still hold the lock".
 _RELEASE_LOCK = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
+"""
+
+# Atomic sliding-window rate limit on one sorted set of call times (µs, the server's clock, so processes on machines
+# with skewed clocks agree). ARGV: window (µs), limit, a unique member. Drops the calls that left the window; under the
+# limit, records this call and returns 0; at it, records nothing and returns the µs until the oldest call leaves.
+_RATE_HIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000) + 1)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = math.ceil(tonumber(oldest[2]) + window - now)
+if wait < 1 then wait = 1 end
+return wait
 """
 
 
@@ -155,13 +187,16 @@ def key_segment(part: str) -> str:
 class WorkingStore:
     """The Redis side of agentx-memory: key building, TTLs, consolidation locks and job records."""
 
-    def __init__(self, client: aioredis.Redis, settings: WorkingMemorySettings, *, key_prefix: str = ""):
+    def __init__(self, client: aioredis.Redis, settings: WorkingMemorySettings, *, key_prefix: str = "",
+                 audit: MemoryAuditLogger | None = None):
         self.client = client
         self.settings = settings
         self.prefix = key_prefix
+        #: The audit logger every :meth:`session` gets unless it is given another (None: sessions are not audited).
+        self.audit = audit
 
     #: The first part of every key the store writes; dropping a namespace deletes ``{prefix}{family}:*`` for each.
-    KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session")
+    KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session", "ratelimit")
 
     def key(self, *parts: str) -> str:
         """Build a key from parts with the configured prefix: each part encoded by :func:`key_segment`, joined with
@@ -191,15 +226,26 @@ class WorkingStore:
         return f"{self.prefix}working:{{{tag}:*"
 
     async def forget_user(self, user_id: str) -> int:
-        """Delete every working-memory key of the user (every channel and conversation); return how many went."""
+        """Delete every working-memory key of the user (every channel and conversation) and their rate-limit counts
+        (which name them); return how many keys went."""
+        segment = key_segment(user_id)
+        escaped_prefix = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix)
+
+        def theirs(key: str) -> bool:  # ratelimit:<operation>:<user>[:<agent>]: segments never hold ":"
+            parts = key[len(self.prefix):].split(":")
+            return parts[0] != "ratelimit" or (len(parts) >= 3 and parts[2] == segment)
+
         async def scan_and_delete() -> int:
             deleted = 0
             batch: list[Any] = []
-            async for key in self.client.scan_iter(match=self._user_keys(user_id), count=500):
-                batch.append(key)
-                if len(batch) >= 500:
-                    deleted += int(await self.client.delete(*batch))
-                    batch = []
+            for pattern in (self._user_keys(user_id), f"{escaped_prefix}ratelimit:*"):
+                async for key in self.client.scan_iter(match=pattern, count=500):
+                    if not theirs(key):
+                        continue
+                    batch.append(key)
+                    if len(batch) >= 500:
+                        deleted += int(await self.client.delete(*batch))
+                        batch = []
             if batch:
                 deleted += int(await self.client.delete(*batch))
             return deleted
@@ -275,9 +321,26 @@ class WorkingStore:
             await self._call(pipe.execute())
         return len(entries)
 
-    def session(self, user_id: str, conversation_id: str, channel: str = "_global") -> WorkingMemory:
-        """A :class:`WorkingMemory` view of one user's session in one channel."""
-        return WorkingMemory(self, user_id=user_id, conversation_id=conversation_id, channel=channel)
+    def session(self, user_id: str, conversation_id: str, channel: str = "_global", *,
+                audit: MemoryAuditLogger | None = None) -> WorkingMemory:
+        """A :class:`WorkingMemory` view of one user's session in one channel; its operations are audited by
+        ``audit`` (default: the store's :attr:`audit`; None: not audited)."""
+        return WorkingMemory(self, user_id=user_id, conversation_id=conversation_id, channel=channel,
+                             audit=audit if audit is not None else self.audit)
+
+    # --- rate limits ------------------------------------------------------------------------------------------
+
+    async def hit_rate(self, operation: str, user_id: str, agent_id: str | None, *, limit: int,
+                       window_seconds: float) -> float:
+        """Count one call of ``operation`` by the user (or that agent of the user) against ``limit`` calls per
+        sliding window of ``window_seconds``, atomically across processes (one Lua script on Redis's clock).
+        Return 0.0 when the call is let through (and counted), otherwise the seconds until it would be (> 0; a
+        refused call is not counted)."""
+        parts = ("ratelimit", operation, user_id) + ((agent_id,) if agent_id is not None else ())
+        window_us = max(1, round(window_seconds * 1_000_000))
+        wait_us = await self._call(self.client.eval(_RATE_HIT, 1, self.key(*parts), window_us, limit,
+                                                    uuid.uuid4().hex))
+        return int(wait_us) / 1_000_000
 
     # --- consolidation locks and jobs -----------------------------------------------------------------------
 
@@ -351,11 +414,36 @@ def _s(value: str | bytes) -> str:
 class WorkingMemory:
     """One session's working memory: recent turns, context values, the active goal and a scratchpad of thoughts."""
 
-    def __init__(self, store: WorkingStore, *, user_id: str, conversation_id: str, channel: str):
+    def __init__(self, store: WorkingStore, *, user_id: str, conversation_id: str, channel: str,
+                 audit: MemoryAuditLogger | None = None):
         self.store = store
         self.user_id = user_id
         self.conversation_id = conversation_id
         self.channel = channel
+        #: The audit logger of this session's operations (None: not audited; see the module docstring).
+        self.audit = audit
+
+    def _auditing(self, kind: str) -> MemoryAuditLogger | None:
+        """The logger when entries of ``kind`` ("writes" or "reads") are logged, else None: a check in memory, so
+        an operation the level leaves out costs nothing more than its Redis call."""
+        audit = self.audit
+        return audit if audit is not None and audit.enabled(kind) else None
+
+    async def _wrote(self, operation: str, names: Sequence[str], started: float, *, payload: Any = None,
+                     metadata: dict[str, Any] | None = None) -> None:
+        """Audit a write of ``names`` (keys, fields, ledger items): their values only at ``verbose``."""
+        if (audit := self._auditing("writes")) is not None:
+            await audit.log_write(operation, "working", self.channel, list(names), metadata,
+                                  user_id=self.user_id, conversation_id=self.conversation_id,
+                                  latency_ms=int((time.perf_counter() - started) * 1000), payload=payload)
+
+    async def _read(self, operation: str, what: str, count: int, started: float, *, payload: Any = None) -> None:
+        """Audit a read of ``what`` (key or field names, ``*`` for everything) that found ``count`` items; the
+        values read only at ``verbose``."""
+        if (audit := self._auditing("reads")) is not None:
+            await audit.log_read(what, [self.channel], count, int((time.perf_counter() - started) * 1000),
+                                 user_id=self.user_id, source_channel=self.channel, memory_type="working",
+                                 operation=operation, conversation_id=self.conversation_id, payload=payload)
 
     def _key(self, suffix: str) -> str:
         return self.store.session_key(self.user_id, self.channel, self.conversation_id, suffix)
@@ -383,12 +471,17 @@ class WorkingMemory:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
         if not isinstance(turn, (Turn, Mapping)):
             raise ValidationError("turn", f"must be a Turn or a mapping, got {type(turn).__name__}")
+        started = time.perf_counter()
         item = turn.model_dump(mode="json", exclude={"embedding"}) if isinstance(turn, Turn) else dict(turn)
         await self._push("turns", item, self.store.settings.max_turns)
+        await self._wrote("add_turn", [str(item.get("id", ""))] if item.get("id") else [], started, payload=item)
 
     async def get_recent_turns(self, limit: int = 10) -> list[dict[str, Any]]:
         """The most recent cached turns, oldest first."""
-        return list(reversed(await self._recent("turns", limit)))
+        started = time.perf_counter()
+        turns = list(reversed(await self._recent("turns", limit)))
+        await self._read("get_recent_turns", "turns", len(turns), started, payload=turns)
+        return turns
 
     async def set(self, key: str, value: Any, ttl_seconds: int | None = None) -> None:
         """Set a context value; it expires after ``ttl_seconds`` (default working.ttl_seconds).
@@ -400,6 +493,7 @@ class WorkingMemory:
         check_id(key, "key", max_len=_KEY_MAX)
         ttl = _ttl_seconds(ttl_seconds, self._ttl)
         text = _dump(value, self.store.settings.max_value_bytes, "value")
+        started = time.perf_counter()
         ctx = self._key("context")
         async with self.store.client.pipeline(transaction=True) as pipe:
             pipe.hset(ctx, key, text)
@@ -407,26 +501,41 @@ class WorkingMemory:
             pipe.expire(ctx, max(ttl, self._ttl), gt=True)
             pipe.expire(ctx, max(ttl, self._ttl), nx=True)
             await self.store._call(pipe.execute())
+        await self._wrote("set", [key], started, payload={key: value}, metadata={"ttl_seconds": ttl})
 
     async def get(self, key: str) -> Any:
         """A context value, or None when absent or expired."""
         check_id(key, "key", max_len=_KEY_MAX)
-        return _load(await self.store._call(self.store.client.hget(self._key("context"), key)))
+        started = time.perf_counter()
+        value = _load(await self.store._call(self.store.client.hget(self._key("context"), key)))
+        await self._read("get", key, int(value is not None), started, payload=value)
+        return value
 
     async def delete(self, key: str) -> bool:
         """Delete a context value; True if it existed."""
         check_id(key, "key", max_len=_KEY_MAX)
-        return bool(await self.store._call(self.store.client.hdel(self._key("context"), key)))
+        started = time.perf_counter()
+        existed = bool(await self.store._call(self.store.client.hdel(self._key("context"), key)))
+        await self._wrote("delete", [key] if existed else [], started, metadata={"key": key})
+        return existed
 
     async def set_active_goal(self, goal_id: str, goal_description: str) -> None:
         """Remember the goal the agent is working on in this session."""
         check_id(goal_id, "goal_id")
         text = _dump({"goal_id": goal_id, "description": goal_description, "set_at": time.time()},
                      self.store.settings.max_value_bytes, "goal_description")
+        started = time.perf_counter()
         await self.store._call(self.store.client.set(self._key("goal"), text, ex=self._ttl))
+        await self._wrote("set_active_goal", [goal_id], started, payload={"description": goal_description})
 
     async def get_active_goal(self) -> dict[str, Any] | None:
         """The active goal ``{goal_id, description, set_at}``, or None."""
+        started = time.perf_counter()
+        goal = await self._active_goal()
+        await self._read("get_active_goal", "goal", int(goal is not None), started, payload=goal)
+        return goal
+
+    async def _active_goal(self) -> dict[str, Any] | None:
         return _load(await self.store._call(self.store.client.get(self._key("goal"))))
 
     async def push_thought(self, thought: str | dict[str, Any]) -> None:
@@ -434,29 +543,40 @@ class WorkingMemory:
         if not isinstance(thought, (str, Mapping)):
             raise ValidationError("thought", f"must be a string or a mapping, got {type(thought).__name__}")
         item = {"thought": thought, "at": time.time()} if isinstance(thought, str) else dict(thought)
+        started = time.perf_counter()
         await self._push("thoughts", item, self.store.settings.max_thoughts)
+        await self._wrote("push_thought", [], started, payload=item)
 
     async def get_thoughts(self, limit: int = 10) -> list[dict[str, Any]]:
         """The most recent thoughts, oldest first."""
-        return list(reversed(await self._recent("thoughts", limit)))
+        started = time.perf_counter()
+        thoughts = list(reversed(await self._recent("thoughts", limit)))
+        await self._read("get_thoughts", "thoughts", len(thoughts), started, payload=thoughts)
+        return thoughts
 
     async def get_context(self) -> dict[str, Any]:
         """Everything in this session: context values, recent turns, active goal and recent thoughts."""
+        started = time.perf_counter()
         raw = await self.store._call(self.store.client.hgetall(self._key("context")))
-        return {
+        context = {
             "user_id": self.user_id,
             "channel": self.channel,
             "conversation_id": self.conversation_id,
             "values": {_s(k): _load(v) for k, v in raw.items()},
-            "recent_turns": await self.get_recent_turns(self.store.settings.max_turns),
-            "active_goal": await self.get_active_goal(),
-            "thoughts": await self.get_thoughts(self.store.settings.max_thoughts),
+            "recent_turns": list(reversed(await self._recent("turns", self.store.settings.max_turns))),
+            "active_goal": await self._active_goal(),
+            "thoughts": list(reversed(await self._recent("thoughts", self.store.settings.max_thoughts))),
         }
+        await self._read("get_context", "*", len(raw), started, payload=context)
+        return context
 
     async def clear_session(self) -> int:
         """Delete every key of this session (the conversation hash and the ledger too); return how many existed."""
+        started = time.perf_counter()
         keys = [self._key(s) for s in ("turns", "context", "goal", "thoughts", "memory", "ledger")]
-        return int(await self.store._call(self.store.client.delete(*keys)))
+        deleted = int(await self.store._call(self.store.client.delete(*keys)))
+        await self._wrote("clear_session", [], started, metadata={"keys_deleted": deleted})
+        return deleted
 
     # --- spec 000: the conversation's working memory, one hash capped as a whole -----------------------------
 
@@ -478,17 +598,25 @@ class WorkingMemory:
             check_id(name, "data", max_len=_KEY_MAX)
             fields[name] = _dump(value, sys.maxsize, f"data.{name}")
         if not fields:
-            return await self.memory_size()
+            return await self._memory_size()
         if (incoming := capped_hash.size_of(fields)) > cap:  # too big whatever is stored: no round trip
             raise WorkingMemoryFullError("data", conversation_id=self.conversation_id, size=incoming, cap=cap)
+        started = time.perf_counter()
         written, size = await self.store._call(capped_hash.merge(
             self.store.client, self._key("memory"), fields, cap=cap, ttl_seconds=self._conversation_ttl))
         if not written:
             raise WorkingMemoryFullError("data", conversation_id=self.conversation_id, size=size, cap=cap)
+        await self._wrote("set_fields", list(fields), started, payload=dict(data), metadata={"size": size})
         return size
 
     async def get_fields(self) -> dict[str, Any]:
         """Every field of the conversation's working memory (empty when none), refreshing its expiry."""
+        started = time.perf_counter()
+        fields = await self._fields()
+        await self._read("get_fields", "*", len(fields), started, payload=fields)
+        return fields
+
+    async def _fields(self) -> dict[str, Any]:
         raw = await self.store._call(capped_hash.read(self.store.client, self._key("memory"),
                                                       ttl_seconds=self._conversation_ttl))
         return {name: _load(text) for name, text in raw.items()}
@@ -496,8 +624,11 @@ class WorkingMemory:
     async def get_field(self, name: str) -> Any:
         """One field of the conversation's working memory, or None; refreshes its expiry."""
         check_id(name, "name", max_len=_KEY_MAX)
-        return _load(await self.store._call(capped_hash.read_field(
+        started = time.perf_counter()
+        value = _load(await self.store._call(capped_hash.read_field(
             self.store.client, self._key("memory"), name, ttl_seconds=self._conversation_ttl)))
+        await self._read("get_field", name, int(value is not None), started, payload=value)
+        return value
 
     async def delete_fields(self, names: Sequence[str] | None = None) -> int:
         """Delete these fields of the conversation's working memory, or all of it when ``names`` is None; return how
@@ -507,12 +638,22 @@ class WorkingMemory:
                 raise ValidationError("names", "must be a list of field names, not one string")
             for name in names:
                 check_id(name, "names", max_len=_KEY_MAX)
-        return await self.store._call(capped_hash.delete_fields(
+        started = time.perf_counter()
+        deleted = await self.store._call(capped_hash.delete_fields(
             self.store.client, self._key("memory"), list(names) if names is not None else None,
             ttl_seconds=self._conversation_ttl))
+        await self._wrote("delete_fields", list(names) if names is not None else ["*"], started,
+                          metadata={"deleted": deleted})
+        return int(deleted)
 
     async def memory_size(self) -> int:
         """The size in bytes of the conversation's working memory, as the cap counts it."""
+        started = time.perf_counter()
+        size = await self._memory_size()
+        await self._read("memory_size", "*", 1, started)
+        return size
+
+    async def _memory_size(self) -> int:
         raw = await self.store._call(capped_hash.read(self.store.client, self._key("memory"),
                                                       ttl_seconds=self._conversation_ttl))
         return capped_hash.size_of(raw)
@@ -544,8 +685,11 @@ class WorkingMemory:
     async def ledger_has(self, item_key: str) -> bool:
         """Whether ``item_key`` (e.g. ``fact:<id>``, ``skill:<id>``) was injected in this conversation."""
         check_id(item_key, "item_key", max_len=_KEY_MAX)
-        return await self.store._call(capped_hash.read_field(
+        started = time.perf_counter()
+        found = await self.store._call(capped_hash.read_field(
             self.store.client, self._key("ledger"), item_key, ttl_seconds=self._conversation_ttl)) is not None
+        await self._read("ledger_has", item_key, int(found), started)
+        return bool(found)
 
     async def ledger_mark(self, item_key: str, value: str = "1") -> None:
         """Record that ``item_key`` was injected (``value``: a marker such as ``"injected"``)."""
@@ -553,6 +697,12 @@ class WorkingMemory:
 
     async def ledger_mark_many(self, item_keys: Sequence[str], value: str = "1") -> None:
         """Record that each of ``item_keys`` was injected, in one write."""
+        started = time.perf_counter()
+        if await self._mark(item_keys, value):
+            await self._wrote("ledger_mark", list(item_keys), started, metadata={"value": value})
+
+    async def _mark(self, item_keys: Sequence[str], value: str) -> bool:
+        """Mark the items (after checking them, before writing anything); False when there were none."""
         if isinstance(item_keys, str):
             raise ValidationError("item_keys", "must be a list of item keys, not one string")
         for item_key in item_keys:
@@ -560,30 +710,47 @@ class WorkingMemory:
         if not isinstance(value, str) or len(value.encode()) > _KEY_MAX:
             raise ValidationError("value", f"must be a string of at most {_KEY_MAX} bytes")
         if not item_keys:
-            return
+            return False
         key = self._key("ledger")
         async with self.store.client.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=dict.fromkeys(item_keys, value))
             pipe.expire(key, self._conversation_ttl)
             await self.store._call(pipe.execute())
+        return True
 
     async def ledger_evict(self, item_key: str) -> bool:
         """Forget that ``item_key`` was injected (it may be injected again); True if it was in the ledger."""
         check_id(item_key, "item_key", max_len=_KEY_MAX)
-        return bool(await self.store._call(capped_hash.delete_fields(
+        started = time.perf_counter()
+        evicted = bool(await self.store._call(capped_hash.delete_fields(
             self.store.client, self._key("ledger"), [item_key], ttl_seconds=self._conversation_ttl)))
+        await self._wrote("ledger_evict", [item_key] if evicted else [], started, metadata={"item_key": item_key})
+        return evicted
 
     async def ledger_get(self) -> dict[str, str]:
         """Everything injected in this conversation: item key → marker; refreshes the ledger's expiry."""
-        return await self.store._call(capped_hash.read(self.store.client, self._key("ledger"),
-                                                       ttl_seconds=self._conversation_ttl))
+        started = time.perf_counter()
+        ledger = await self._ledger()
+        await self._read("ledger_get", "*", len(ledger), started, payload=ledger)
+        return ledger
+
+    async def _ledger(self) -> dict[str, str]:
+        return dict(await self.store._call(capped_hash.read(self.store.client, self._key("ledger"),
+                                                            ttl_seconds=self._conversation_ttl)))
 
     async def working_state(self) -> WorkingState:
         """The conversation's scratchpad and entities (spec 000's hash fields, in one read that refreshes its
         expiry), as :meth:`MemoryBundle.to_prompt` shows them (``to_prompt(working=...)``). A field holding another
         type than the helpers write (a scratchpad that is not text, entities that are not a list of mappings) is
         left out."""
-        fields = await self.get_fields()
+        started = time.perf_counter()
+        state = await self._working_state()
+        await self._read("working_state", "scratchpad, entities", len(state.entities) + (state.scratchpad is not None),
+                         started, payload=state)
+        return state
+
+    async def _working_state(self) -> WorkingState:
+        fields = await self._fields()
         scratchpad = fields.get("scratchpad")
         entities = fields.get("entities")
         return WorkingState(
@@ -598,7 +765,10 @@ class WorkingMemory:
         With ``include_working`` (the default) the block also holds this conversation's working-memory state
         (:meth:`working_state`: scratchpad and entities, seed 000's context assembly), right after the rules; like a
         memory it is shown once, and again when it changes."""
-        working = await self.working_state() if include_working else None
-        text, shown = bundle.prompt_block(max_tokens, skip=set(await self.ledger_get()), working=working)
-        await self.ledger_mark_many(shown, "injected")
+        started = time.perf_counter()
+        working = await self._working_state() if include_working else None
+        text, shown = bundle.prompt_block(max_tokens, skip=set(await self._ledger()), working=working)
+        await self._mark(shown, "injected")
+        await self._wrote("inject", shown, started, payload=text,
+                          metadata={"query": bundle.query, "include_working": include_working})
         return text

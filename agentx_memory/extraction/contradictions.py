@@ -134,5 +134,6 @@ async def _apply(semantic: SemanticMemory, fact: Fact, other: dict[str, Any], po
     resolution = Resolution(policy, (fact.id, other["id"]), kept, reason)
     await semantic.ctx.audit.log_write(
         "resolve_contradiction", "semantic", fact.channel, [fact.id, other["id"]],
-        {"policy": policy, "reason": reason, "kept": kept, "claims": [fact.claim, other["claim"]]}, user_id=user)
+        {"policy": policy, "reason": reason, "kept": kept, "claims": [fact.claim, other["claim"]]}, user_id=user,
+        conversation_id=fact.conversation_id)
     return resolution

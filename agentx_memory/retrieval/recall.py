@@ -104,10 +104,12 @@ class RecallLayer:
                        include_semantic: bool = True, include_procedural: bool = True,
                        reference_time: datetime | None = None,
                        recall: RecallSettings | dict[str, Any] | None = None,
-                       memory_types: Sequence[str] | None = None, agent_id: str | None = None) -> MemoryBundle:
+                       memory_types: Sequence[str] | None = None, agent_id: str | None = None,
+                       session_id: str | None = None) -> MemoryBundle:
         """Recall what is relevant to ``query`` for ``user_id`` in ``channel`` (and ``_global``); ``memory_types``
         (of :data:`MEMORY_TYPES`) keeps only those kinds (the LLM self-query's types when not given); with
-        ``agent_id``, only what that agent may read (:mod:`agentx_memory.agents`)."""
+        ``agent_id``, only what that agent may read (:mod:`agentx_memory.agents`). ``session_id`` (checked by the
+        caller) is the session the audit entry of the recall names."""
         started = time.perf_counter()
         self._check(query, user_id, channel, top_k, time_window_hours)
         kinds = _memory_types(memory_types, "memory_types")
@@ -153,7 +155,7 @@ class RecallLayer:
         bundle = MemoryBundle(query=query, user_id=user_id, channels=channels, turns=turns, facts=facts,
                               entities=entities, strategies=strategies, controls=controls, goals=goals,
                               user_context=profile, metrics=metrics, filters=filters)
-        self._after(bundle, channel)
+        self._after(bundle, channel, session_id)
         return bundle
 
     async def _controls(self, plan: SearchPlan, metrics: RecallMetrics) -> list[ScoredControl]:
@@ -245,13 +247,14 @@ class RecallLayer:
         metric.detail["llm"] = parsed
         return {"entities": entities, "memory_types": kinds} if kinds else {"entities": entities}
 
-    def _after(self, bundle: MemoryBundle, active_channel: str) -> None:
+    def _after(self, bundle: MemoryBundle, active_channel: str, session_id: str | None = None) -> None:
         """Reinforce and audit after the result is built, without delaying the caller."""
-        task = asyncio.get_running_loop().create_task(self._reinforce_and_audit(bundle, active_channel))
+        task = asyncio.get_running_loop().create_task(self._reinforce_and_audit(bundle, active_channel, session_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str) -> None:
+    async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str,
+                                   session_id: str | None = None) -> None:
         try:
             await self.ctx.graph_health.call(self.semantic.reinforce(
                 bundle.user_id, fact_ids=[f.id for f in bundle.facts], entity_ids=[e.id for e in bundle.entities]))
@@ -271,7 +274,7 @@ class RecallLayer:
         }
         await self.ctx.audit.log_read(
             bundle.query, bundle.channels, len(bundle.all_scored()), int(bundle.metrics.total_ms),
-            user_id=bundle.user_id, source_channel=active_channel, metadata=metadata,
+            user_id=bundle.user_id, source_channel=active_channel, metadata=metadata, session_id=session_id,
             trace=bundle.explain(),
         )
 

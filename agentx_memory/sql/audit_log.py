@@ -53,9 +53,14 @@ CREATE_PARTITIONS_AHEAD: Final[LiteralString] = "SELECT create_audit_partitions(
 DROP_OLD_PARTITIONS: Final[LiteralString] = "SELECT drop_old_audit_partitions(%s) AS n"
 
 
+def _plain(value: Any) -> Any:
+    # a model (a pydantic payload) as its JSON fields; anything else JSON has no type for as its text
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else str(value)
+
+
 def _dumps(value: Any) -> str:
-    # default=str: a trace or payload holding a value JSON has no type for must not cost the whole entry
-    return json.dumps(value, default=str, ensure_ascii=False)
+    # never raises on a value JSON has no type for: a trace or payload holding one must not cost the whole entry
+    return json.dumps(value, default=_plain, ensure_ascii=False)
 
 
 class AuditLog:

@@ -77,3 +77,13 @@ def test_worker_jobs_use_the_public_api_only():
                 offences.append(f"{where}:{node.lineno}: memory.{node.attr}")
     assert "reconcile" in api and "ctx" not in api
     assert not offences, "workers/ reaches past the public API:\n" + "\n".join(offences)
+
+
+def test_rate_limited_error_is_exported_and_in_the_error_tree():
+    """Issue 19: remember()'s rate limit raises our own 429 error, importable from the package."""
+    from agentx_memory import errors
+
+    err = agentx_memory.RateLimitedError("remember", user_id="u", agent_id=None, limit=2, window_seconds=60,
+                                         retry_after=1.5)
+    assert isinstance(err, errors.AgentXMemoryError) and err.status == 429 and err.retry_after == 1.5
+    assert "RateLimitedError" in errors.__all__ and "RateLimitedError" in (errors.__doc__ or "")

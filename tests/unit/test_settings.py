@@ -172,3 +172,13 @@ def test_snapshot_holds_the_thresholds_and_no_secrets(monkeypatch):
     assert snap["retrieval"]["episodic_weight"] == 0.3 and snap["promotion"]["min_confidence"] == 0.85
     assert snap["audit_level"] == "writes"
     assert "s3cret" not in repr(snap) and "sk-ant-secret" not in repr(snap)
+
+
+def test_remember_rate_limit_is_off_by_default_and_checked():
+    """Issue 19: the library's rate limit of remember() is configurable and off by default."""
+    assert Settings().limits.remember_rate_limit is None
+    limits = Settings(limits={"remember_rate_limit": 5, "remember_rate_window_seconds": 0.5}).limits
+    assert (limits.remember_rate_limit, limits.remember_rate_window_seconds) == (5, 0.5)
+    for bad in ({"remember_rate_limit": 0}, {"remember_rate_window_seconds": 0}):
+        with pytest.raises(ValueError):
+            Settings(limits=bad)
