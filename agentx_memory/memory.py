@@ -618,6 +618,7 @@ class AsyncAgentMemory:
         ``requested_by``. Idempotent."""
         check_id(user_id, "user_id")
         check_text(requested_by, "requested_by", max_bytes=200)
+        await self.recall.drain()  # a recall's audit entry still being written would land after the scrub
         return await forget_user(self.ctx, user_id, requested_by=requested_by)
 
     async def forget(self, ids: Sequence[str] = (), user_id: str | None = None, *, conversation_id: str | None = None,
@@ -649,7 +650,9 @@ class AsyncAgentMemory:
                                              "memory_types), not both")
             wanted = check_ids(ids, "ids")
             check_int(len(wanted), "ids", low=1, high=self.settings.limits.max_batch_turns)
+            await self.recall.drain()  # a recall's audit entry still being written would land after the scrub
             return await forget_memories(self.ctx, user, wanted, requested_by=requested_by, cascade=cascade)
+        await self.recall.drain()
         return await forget_where(self.ctx, user, where, requested_by=requested_by, cascade=cascade)
 
     async def create_snapshot(self, user_id: str | None = None) -> SnapshotInfo:
@@ -1283,8 +1286,9 @@ class SyncMemoryRouter:
     def stats(self) -> dict[str, Any]:
         """Figures per tier: ``working_memory`` (``keys``: context values, ``recent_turns``, ``bytes``: the values
         as JSON plus the conversation hash), ``short_term`` (this session's
-        :meth:`~agentx_memory.short_term.ShortTermStore.statistics`) and ``long_term`` (the user's ``facts``,
-        ``entities`` and ``turns`` in the graph)."""
+        :meth:`~agentx_memory.short_term.ShortTermStore.statistics`), ``long_term`` (the user's ``facts``,
+        ``entities`` and ``turns`` in the graph) and ``shared`` (``pools`` and ``bytes`` of the user's live shared
+        pools, or of those the router's agent may read)."""
         return self._portal.run(self._core.stats())
     # END GENERATED from MemoryRouter
 
@@ -1822,7 +1826,8 @@ class AgentMemory:
         return self._portal.run(self._core.summarize_conversation(conversation_id, user_id))
 
     def get_conversation_summary(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
-        """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized."""
+        """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized (or, for an
+        agent, when the conversation holds another agent's private turns: the summary would tell what they say)."""
         return self._portal.run(self._core.get_conversation_summary(conversation_id, user_id))
 
     def similar_conversations(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
