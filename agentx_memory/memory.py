@@ -1142,6 +1142,36 @@ class SyncWorkingMemory:
         """Delete every key of this session (the conversation hash and the ledger too); return how many existed."""
         return self._portal.run(self._core.clear_session())
 
+    def persist(self) -> dict[str, Any]:
+        """Save this session's whole working memory to PostgreSQL (seed 002's ``persist_to_database``): every key
+        of it -- the recent turns, the context values with each one's expiry, the active goal, the thoughts, the
+        conversation's working memory (spec 000's hash) and the injection ledger -- with the time each had left to
+        live. The save replaces the session's previous one (one per user, channel and conversation); Redis is not
+        changed. Returns ``{"user_id", "channel", "conversation_id", "saved_at", "keys"}`` (``keys``: the
+        suffixes saved, e.g. ``["turns", "context"]``)."""
+        return self._portal.run(self._core.persist())
+
+    def load(self) -> dict[str, Any] | None:
+        """Restore this session's working memory from its last :meth:`persist` (seed 002's ``load_from_database``),
+        replacing what Redis holds for it: every key of the session is deleted and the saved ones written back, in
+        one MULTI/EXEC. Each key (and each context value) gets again the time it had left to live when saved,
+        counted from now; the turn and thought lists are cut to ``working.max_turns`` / ``working.max_thoughts``.
+
+        A saved conversation hash larger than ``working.conversation_max_bytes`` (a cap lowered since the save)
+        raises :class:`~agentx_memory.errors.WorkingMemoryFullError` (413) and nothing is written. Only this user's
+        save of this channel and conversation is ever read. Returns None when there is no save (Redis untouched),
+        else ``{"user_id", "channel", "conversation_id", "saved_at", "restored"}`` with ``restored`` mapping each
+        key restored to the number of items (list entries or hash fields; 1 for the goal)."""
+        return self._portal.run(self._core.load())
+
+    def persist_to_database(self) -> dict[str, Any]:
+        """Seed 002's name for :meth:`persist`."""
+        return self._portal.run(self._core.persist_to_database())
+
+    def load_from_database(self) -> dict[str, Any] | None:
+        """Seed 002's name for :meth:`load`."""
+        return self._portal.run(self._core.load_from_database())
+
     def set_fields(self, data: Mapping[str, Any]) -> int:
         """Merge ``data`` (field → any JSON value) into the conversation's working memory, all fields or none;
         return its size in bytes after the write. Field names follow the id rule; existing fields not in ``data``
