@@ -94,7 +94,7 @@ class GoalMemory:
         try:  # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised
             await self.ctx.sql.timeline.write([TimelineEntry(
                 memory_type="goal", node_id=goal.id, user_id=goal.user_id, channel=goal.channel,
-                event_time=goal.created_at, summary=goal.description, importance=0.5,
+                event_time=goal.created_at, summary=goal.description, importance=0.5, embedding=goal.embedding,
             )])
         except StorageError:
             log.warning("timeline row of goal %r (user %r) could not be written; the goal is stored in the graph",

@@ -86,6 +86,7 @@ from .snapshots import (
     restore_snapshot,
     write_snapshot,
 )
+from .sql.timeline import CONFLICT_POLICY
 from .summaries import similar_conversations, summarize_conversation
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
@@ -954,6 +955,39 @@ class AsyncAgentMemory:
     async def delete_preference(self, key: str, user_id: str | None = None) -> bool:
         """Remove one of the user's preferences; True when it was set."""
         return await self.profiles.delete_preference(self._user(user_id), key)
+
+    # --- the timeline (issue 19) ----------------------------------------------------------------------------
+
+    async def timeline(self, user_id: str | None = None, *, since: datetime | None = None,
+                       until: datetime | None = None, memory_types: Sequence[str] | None = None,
+                       channels: Sequence[str] | None = None, include_archived: bool = False,
+                       limit: int = 100) -> list[dict[str, Any]]:
+        """The user's ``memory_timeline``, newest first: every memory (turn, fact, entity, goal) with
+        ``since <= event_time < until`` (None: unbounded), at most ``limit`` (1 to 10,000), optionally only some
+        memory types (episodic, fact, entity, goal) and channels (None: all). Each entry: ``memory_type``,
+        ``node_id``, ``channel``, ``event_time``, ``summary``, ``importance``, ``access_count`` and
+        ``last_accessed`` (how often and when recall last returned it), ``archived``, ``has_embedding``,
+        ``metadata``, ``agent_id``, ``scope``. Turns of archived conversations are left out unless
+        ``include_archived``."""
+        if since is not None:
+            check_datetime(since, "since")
+        if until is not None:
+            check_datetime(until, "until")
+        if memory_types is not None:
+            if isinstance(memory_types, str):
+                raise ValidationError("memory_types", "must be a list of memory types, not one string")
+            for kind in memory_types:
+                if kind not in CONFLICT_POLICY:
+                    raise ValidationError("memory_types", f"{kind!r} is not one of {', '.join(CONFLICT_POLICY)}")
+        if channels is not None:
+            if isinstance(channels, str):
+                raise ValidationError("channels", "must be a list of channels, not one string")
+            for channel in channels:
+                check_channel(channel, "channels")
+        check_int(limit, "limit", low=1, high=10_000)
+        return await self.ctx.sql.timeline.entries(
+            self._user(user_id), since=since, until=until, memory_types=memory_types, channels=channels,
+            include_archived=bool(include_archived), limit=limit)
 
     # --- maintenance --------------------------------------------------------------------------------------------
 
@@ -1921,6 +1955,19 @@ class AgentMemory:
     def delete_preference(self, key: str, user_id: str | None = None) -> bool:
         """Remove one of the user's preferences; True when it was set."""
         return self._portal.run(self._core.delete_preference(key, user_id))
+
+    def timeline(self, user_id: str | None = None, *, since: datetime | None = None, until: datetime | None = None,
+                 memory_types: Sequence[str] | None = None, channels: Sequence[str] | None = None,
+                 include_archived: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+        """The user's ``memory_timeline``, newest first: every memory (turn, fact, entity, goal) with
+        ``since <= event_time < until`` (None: unbounded), at most ``limit`` (1 to 10,000), optionally only some
+        memory types (episodic, fact, entity, goal) and channels (None: all). Each entry: ``memory_type``,
+        ``node_id``, ``channel``, ``event_time``, ``summary``, ``importance``, ``access_count`` and
+        ``last_accessed`` (how often and when recall last returned it), ``archived``, ``has_embedding``,
+        ``metadata``, ``agent_id``, ``scope``. Turns of archived conversations are left out unless
+        ``include_archived``."""
+        return self._portal.run(self._core.timeline(user_id, since=since, until=until, memory_types=memory_types,
+                                                    channels=channels, include_archived=include_archived, limit=limit))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next
