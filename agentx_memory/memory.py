@@ -956,7 +956,25 @@ class AsyncAgentMemory:
         """Remove one of the user's preferences; True when it was set."""
         return await self.profiles.delete_preference(self._user(user_id), key)
 
-    # --- the timeline (issue 19) ----------------------------------------------------------------------------
+    # --- goals from agent plans, and the timeline (issue 19) ----------------------------------------------------
+
+    async def goals_from_plan(self, plan_steps: Sequence[str | Mapping[str, Any]], *,
+                              parent_description: str | None = None, channel: str | None = None,
+                              user_id: str | None = None, ordered: bool = True) -> list[Goal]:
+        """Store an agent's plan as goals: a parent goal and one sub-goal per step (SUBGOAL_OF it; when ``ordered``,
+        each BLOCKED_BY the step before). A step is a description or a mapping with ``description`` and optionally
+        ``id``, ``priority``, ``deadline``, ``metadata``. Returns ``[parent, *steps]`` (see ``docs/goals.md``)."""
+        return await self.goals.goals_from_plan(plan_steps, user_id=self._user(user_id),
+                                                parent_description=parent_description, channel=channel,
+                                                ordered=ordered)
+
+    async def complete_goals_from_run(self, goal_ids_or_results: Mapping[str, str | Mapping[str, Any] | None], *,
+                                      status: str = "completed", user_id: str | None = None) -> list[Goal]:
+        """Set goals from a run's results: goal id → result text (or None), each taking ``status``, or goal id →
+        ``{"status": "abandoned" | "blocked" | ..., "result": ...}`` for a step of its own status. A plan goal whose
+        steps are then all completed is completed too. Returns the goals set (see ``docs/goals.md``)."""
+        return await self.goals.complete_goals_from_run(goal_ids_or_results, user_id=self._user(user_id),
+                                                        status=status)
 
     async def timeline(self, user_id: str | None = None, *, since: datetime | None = None,
                        until: datetime | None = None, memory_types: Sequence[str] | None = None,
@@ -1955,6 +1973,21 @@ class AgentMemory:
     def delete_preference(self, key: str, user_id: str | None = None) -> bool:
         """Remove one of the user's preferences; True when it was set."""
         return self._portal.run(self._core.delete_preference(key, user_id))
+
+    def goals_from_plan(self, plan_steps: Sequence[str | Mapping[str, Any]], *, parent_description: str | None = None,
+                        channel: str | None = None, user_id: str | None = None, ordered: bool = True) -> list[Goal]:
+        """Store an agent's plan as goals: a parent goal and one sub-goal per step (SUBGOAL_OF it; when ``ordered``,
+        each BLOCKED_BY the step before). A step is a description or a mapping with ``description`` and optionally
+        ``id``, ``priority``, ``deadline``, ``metadata``. Returns ``[parent, *steps]`` (see ``docs/goals.md``)."""
+        return self._portal.run(self._core.goals_from_plan(plan_steps, parent_description=parent_description,
+                                                           channel=channel, user_id=user_id, ordered=ordered))
+
+    def complete_goals_from_run(self, goal_ids_or_results: Mapping[str, str | Mapping[str, Any] | None], *,
+                                status: str = "completed", user_id: str | None = None) -> list[Goal]:
+        """Set goals from a run's results: goal id → result text (or None), each taking ``status``, or goal id →
+        ``{"status": "abandoned" | "blocked" | ..., "result": ...}`` for a step of its own status. A plan goal whose
+        steps are then all completed is completed too. Returns the goals set (see ``docs/goals.md``)."""
+        return self._portal.run(self._core.complete_goals_from_run(goal_ids_or_results, status=status, user_id=user_id))
 
     def timeline(self, user_id: str | None = None, *, since: datetime | None = None, until: datetime | None = None,
                  memory_types: Sequence[str] | None = None, channels: Sequence[str] | None = None,
