@@ -263,6 +263,8 @@ class RecallLayer:
         try:  # the timeline rows count the same access: one UPDATE, whether or not the graph answered
             await self.ctx.sql.timeline.reinforce(bundle.user_id, fact_ids=[f.id for f in bundle.facts],
                                                   entity_ids=[e.id for e in bundle.entities], now=datetime.now(UTC))
+        except StorageUnavailableError as exc:
+            log.info("timeline reinforcement after recall skipped for user %s: %s", bundle.user_id, exc)
         except Exception:
             log.exception("timeline reinforcement after recall failed for user %s", bundle.user_id)
         cross = [{"id": s.id, "kind": type(s.item).__name__.lower(), "channel": s.channel}
