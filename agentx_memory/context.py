@@ -36,4 +36,5 @@ class MemoryContext:
 
     def __post_init__(self) -> None:
         self.sql = Repositories.on(self.postgres)
+        self.working.saves = self.sql.working_saves  # WorkingMemory.persist / load save sessions there
         self.graph_health = GraphHealth(self.settings.graph.unavailable_cooldown_seconds)

@@ -2,12 +2,19 @@
 
 ``(:User)-[:HAS_GOAL]->(:Goal)``, ``(:Goal)-[:SUBGOAL_OF]->(:Goal)``, ``(:Goal)-[:BLOCKED_BY]->(:Goal)``. Statuses:
 active, completed, abandoned, blocked. ``complete_goal`` sets ``completed_at`` and the result.
+
+**Goals from agent plans** (issue 19): :meth:`GoalMemory.goals_from_plan` turns a plan (its steps, in order) into a
+parent goal with one sub-goal per step (SUBGOAL_OF the parent; when ``ordered``, each BLOCKED_BY the step before), and
+:meth:`GoalMemory.complete_goals_from_run` sets their statuses from what a run of the plan returned; once every step
+of a plan is completed, so is the plan's goal. Both go through :meth:`~GoalMemory.add_goal` and
+:meth:`~GoalMemory.complete_goal`: nothing else writes goals.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
@@ -28,9 +35,18 @@ from .validation import (
     checked_copy,
 )
 
-__all__ = ["GoalMemory"]
+__all__ = ["MAX_PLAN_STEPS", "PLAN_STEP_FIELDS", "GoalMemory"]
 
 log = logging.getLogger(__name__)
+
+#: The most steps one plan may have (``goals_from_plan``).
+MAX_PLAN_STEPS = 200
+
+#: The keys a plan step given as a mapping may have (``description`` is required).
+PLAN_STEP_FIELDS = frozenset({"id", "description", "priority", "deadline", "metadata"})
+
+#: Where a plan's goal lists its steps' ids, in its metadata (``complete_goals_from_run`` reads it).
+_PLAN_KEY = "plan_steps"
 
 
 class GoalMemory:
@@ -94,7 +110,7 @@ class GoalMemory:
         try:  # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised
             await self.ctx.sql.timeline.write([TimelineEntry(
                 memory_type="goal", node_id=goal.id, user_id=goal.user_id, channel=goal.channel,
-                event_time=goal.created_at, summary=goal.description, importance=0.5,
+                event_time=goal.created_at, summary=goal.description, importance=0.5, embedding=goal.embedding,
             )])
         except StorageError:
             log.warning("timeline row of goal %r (user %r) could not be written; the goal is stored in the graph",
@@ -163,3 +179,117 @@ class GoalMemory:
         goals = [goal_from_row(r["goal"], r["parent_id"], r["blocked_by"]) for r in rows]
         # the aggregation of blockers does not keep the statement's order: sort here
         return sorted(goals, key=lambda g: (-g.priority, g.created_at, g.id))
+
+    # --- goals from agent plans ---------------------------------------------------------------------------------
+
+    async def goals_from_plan(self, plan_steps: Sequence[str | Mapping[str, Any]], *, user_id: str,
+                              parent_description: str | None = None, channel: str | None = None,
+                              ordered: bool = True) -> list[Goal]:
+        """Store an agent's plan as goals: a parent goal (``parent_description``, by default ``"Plan: "`` and the
+        steps joined by ``"; "``) and one sub-goal per step, SUBGOAL_OF the parent; with ``ordered`` (the default)
+        each step is BLOCKED_BY the one before it. A step is its description, or a mapping with ``description`` and
+        optionally ``id``, ``priority``, ``deadline`` and ``metadata``. The parent's metadata lists the steps' ids
+        (``plan_steps``), each step's metadata its position (``plan_step``, from 0).
+
+        Every step is checked before anything is written (a :class:`~agentx_memory.errors.ValidationError` naming
+        ``plan_steps`` and the limit otherwise: 1 to :data:`MAX_PLAN_STEPS` steps); the descriptions are embedded in
+        one call. The goals are then added in order through :meth:`add_goal`: a failure part way leaves the goals
+        added before it. Returns ``[parent, *steps]`` as stored."""
+        if isinstance(plan_steps, (str, bytes, Mapping)) or not isinstance(plan_steps, Sequence):
+            raise ValidationError("plan_steps", "must be a list of steps (strings or mappings)")
+        if not 1 <= len(plan_steps) <= MAX_PLAN_STEPS:
+            raise ValidationError("plan_steps", f"must hold 1 to {MAX_PLAN_STEPS} steps, got {len(plan_steps)}")
+        check_id(user_id, "user_id")
+        if channel is not None:
+            check_channel(channel)
+        max_text = self.ctx.settings.limits.max_text_bytes
+        steps: list[Goal] = []
+        for position, step in enumerate(plan_steps):
+            fields: dict[str, Any]
+            if isinstance(step, str):
+                fields = {"description": step}
+            elif isinstance(step, Mapping):
+                unknown = sorted(set(map(str, step)) - PLAN_STEP_FIELDS)
+                if unknown or "description" not in step:
+                    raise ValidationError("plan_steps", f"step {position} must have a description and only "
+                                                        f"{sorted(PLAN_STEP_FIELDS)}; got {sorted(map(str, step))}")
+                fields = dict(step)
+            else:
+                raise ValidationError("plan_steps", f"step {position} must be a string or a mapping, got "
+                                                    f"{type(step).__name__}")
+            check_text(fields["description"], "plan_steps", max_bytes=max_text)
+            metadata = fields.get("metadata") or {}
+            if not isinstance(metadata, Mapping):
+                raise ValidationError("plan_steps", f"step {position}: metadata must be a mapping")
+            fields["metadata"] = {**metadata, "plan_step": position}
+            steps.append(Goal(user_id=user_id, **fields))
+        if len({g.id for g in steps}) < len(steps):
+            raise ValidationError("plan_steps", "two steps have the same id")
+        description = parent_description if parent_description is not None else (
+            "Plan: " + "; ".join(g.description for g in steps))
+        if parent_description is None and len(description.encode()) > max_text:
+            description = description.encode()[:max_text].decode(errors="ignore")
+        check_text(description, "parent_description", max_bytes=max_text)
+        parent = Goal(user_id=user_id, description=description, metadata={_PLAN_KEY: [g.id for g in steps]})
+        if parent.id in {g.id for g in steps}:
+            raise ValidationError("plan_steps", f"a step has the plan goal's id {parent.id!r}")
+        vectors = await self.ctx.embedder.embed_documents([parent.description, *(g.description for g in steps)])
+        parent.embedding = vectors[0].tolist()
+        stored = [await self.add_goal(parent, channel)]
+        previous: str | None = None
+        for goal, vector in zip(steps, vectors[1:], strict=True):
+            goal.parent_id = parent.id
+            goal.blocked_by = [previous] if (ordered and previous) else []
+            goal.embedding = vector.tolist()
+            stored.append(await self.add_goal(goal, channel))
+            previous = goal.id
+        return stored
+
+    async def complete_goals_from_run(self, results: Mapping[str, str | Mapping[str, Any] | None], *, user_id: str,
+                                      status: str = "completed") -> list[Goal]:
+        """Set the goals of a run's steps from its results: goal id → the step's result (text, or None), each goal
+        taking ``status``; or goal id → ``{"status": ..., "result": ...}`` for a step with its own status (a failed
+        step ``"abandoned"``, or ``"blocked"``). Statuses are those of :meth:`complete_goal`.
+
+        Every id and status is checked, and every goal looked up, before anything is written (unknown ids:
+        :class:`~agentx_memory.errors.NotFoundError`). Then each goal is set through :meth:`complete_goal`, in the
+        mapping's order; and a plan goal made by :meth:`goals_from_plan` whose steps are now all completed is
+        completed too (result: how many steps). Returns the goals set, as stored, the plan goals completed last."""
+        if not isinstance(results, Mapping) or not results:
+            raise ValidationError("goal_ids_or_results", "must be a non-empty mapping of goal ids to results")
+        if status not in GOAL_STATUSES:
+            raise ValidationError("status", f"{status!r} is not one of {', '.join(GOAL_STATUSES)}")
+        check_id(user_id, "user_id")
+        max_text = self.ctx.settings.limits.max_text_bytes
+        planned: list[tuple[str, str, str | None]] = []
+        for goal_id, outcome in results.items():
+            check_id(goal_id, "goal_ids_or_results")
+            step_status, result = status, outcome
+            if isinstance(outcome, Mapping):
+                unknown = sorted(set(map(str, outcome)) - {"status", "result"})
+                if unknown:
+                    raise ValidationError("goal_ids_or_results", f"goal {goal_id!r}: unknown keys {unknown}; a "
+                                                                 "step's outcome has only status and result")
+                step_status, result = outcome.get("status", status), outcome.get("result")
+                if step_status not in GOAL_STATUSES:
+                    raise ValidationError("goal_ids_or_results", f"goal {goal_id!r}: status {step_status!r} is not "
+                                                                 f"one of {', '.join(GOAL_STATUSES)}")
+            if result is not None:
+                check_text(result, "goal_ids_or_results", max_bytes=max_text)
+            planned.append((goal_id, str(step_status), result if isinstance(result, str) else None))
+        found = {g.id: g for g in await self.get_goals(user_id, list(results))}
+        for goal_id in results:
+            if goal_id not in found:
+                raise NotFoundError("goal", goal_id)
+        done = [await self.complete_goal(goal_id, step_status, result, user_id=user_id)
+                for goal_id, step_status, result in planned]
+        parents = list(dict.fromkeys(g.parent_id for g in done if g.parent_id))
+        for plan in await self.get_goals(user_id, parents) if parents else []:
+            step_ids = plan.metadata.get(_PLAN_KEY)
+            if plan.status == "completed" or not isinstance(step_ids, list) or not step_ids:
+                continue
+            steps = await self.get_goals(user_id, [str(i) for i in step_ids])
+            if len(steps) == len(step_ids) and all(g.status == "completed" for g in steps):
+                done.append(await self.complete_goal(plan.id, "completed", f"all {len(steps)} steps completed",
+                                                     user_id=user_id))
+        return done

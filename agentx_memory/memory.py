@@ -86,6 +86,7 @@ from .snapshots import (
     restore_snapshot,
     write_snapshot,
 )
+from .sql.timeline import CONFLICT_POLICY
 from .summaries import similar_conversations, summarize_conversation
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
@@ -978,6 +979,57 @@ class AsyncAgentMemory:
         """Remove one of the user's preferences; True when it was set."""
         return await self.profiles.delete_preference(self._user(user_id), key)
 
+    # --- goals from agent plans, and the timeline (issue 19) ----------------------------------------------------
+
+    async def goals_from_plan(self, plan_steps: Sequence[str | Mapping[str, Any]], *,
+                              parent_description: str | None = None, channel: str | None = None,
+                              user_id: str | None = None, ordered: bool = True) -> list[Goal]:
+        """Store an agent's plan as goals: a parent goal and one sub-goal per step (SUBGOAL_OF it; when ``ordered``,
+        each BLOCKED_BY the step before). A step is a description or a mapping with ``description`` and optionally
+        ``id``, ``priority``, ``deadline``, ``metadata``. Returns ``[parent, *steps]`` (see ``docs/goals.md``)."""
+        return await self.goals.goals_from_plan(plan_steps, user_id=self._user(user_id),
+                                                parent_description=parent_description, channel=channel,
+                                                ordered=ordered)
+
+    async def complete_goals_from_run(self, goal_ids_or_results: Mapping[str, str | Mapping[str, Any] | None], *,
+                                      status: str = "completed", user_id: str | None = None) -> list[Goal]:
+        """Set goals from a run's results: goal id → result text (or None), each taking ``status``, or goal id →
+        ``{"status": "abandoned" | "blocked" | ..., "result": ...}`` for a step of its own status. A plan goal whose
+        steps are then all completed is completed too. Returns the goals set (see ``docs/goals.md``)."""
+        return await self.goals.complete_goals_from_run(goal_ids_or_results, user_id=self._user(user_id),
+                                                        status=status)
+
+    async def timeline(self, user_id: str | None = None, *, since: datetime | None = None,
+                       until: datetime | None = None, memory_types: Sequence[str] | None = None,
+                       channels: Sequence[str] | None = None, include_archived: bool = False,
+                       limit: int = 100) -> list[dict[str, Any]]:
+        """The user's ``memory_timeline``, newest first: every memory (turn, fact, entity, goal) with
+        ``since <= event_time < until`` (None: unbounded), at most ``limit`` (1 to 10,000), optionally only some
+        memory types (episodic, fact, entity, goal) and channels (None: all). Each entry: ``memory_type``,
+        ``node_id``, ``channel``, ``event_time``, ``summary``, ``importance``, ``access_count`` and
+        ``last_accessed`` (how often and when recall last returned it), ``archived``, ``has_embedding``,
+        ``metadata``, ``agent_id``, ``scope``. Turns of archived conversations are left out unless
+        ``include_archived``."""
+        if since is not None:
+            check_datetime(since, "since")
+        if until is not None:
+            check_datetime(until, "until")
+        if memory_types is not None:
+            if isinstance(memory_types, str):
+                raise ValidationError("memory_types", "must be a list of memory types, not one string")
+            for kind in memory_types:
+                if kind not in CONFLICT_POLICY:
+                    raise ValidationError("memory_types", f"{kind!r} is not one of {', '.join(CONFLICT_POLICY)}")
+        if channels is not None:
+            if isinstance(channels, str):
+                raise ValidationError("channels", "must be a list of channels, not one string")
+            for channel in channels:
+                check_channel(channel, "channels")
+        check_int(limit, "limit", low=1, high=10_000)
+        return await self.ctx.sql.timeline.entries(
+            self._user(user_id), since=since, until=until, memory_types=memory_types, channels=channels,
+            include_archived=bool(include_archived), limit=limit)
+
     # --- maintenance --------------------------------------------------------------------------------------------
 
     async def maintain_audit_partitions(self) -> dict[str, int]:
@@ -1164,6 +1216,36 @@ class SyncWorkingMemory:
     def clear_session(self) -> int:
         """Delete every key of this session (the conversation hash and the ledger too); return how many existed."""
         return self._portal.run(self._core.clear_session())
+
+    def persist(self) -> dict[str, Any]:
+        """Save this session's whole working memory to PostgreSQL (seed 002's ``persist_to_database``): every key
+        of it -- the recent turns, the context values with each one's expiry, the active goal, the thoughts, the
+        conversation's working memory (spec 000's hash) and the injection ledger -- with the time each had left to
+        live. The save replaces the session's previous one (one per user, channel and conversation); Redis is not
+        changed. Returns ``{"user_id", "channel", "conversation_id", "saved_at", "keys"}`` (``keys``: the
+        suffixes saved, e.g. ``["turns", "context"]``)."""
+        return self._portal.run(self._core.persist())
+
+    def load(self) -> dict[str, Any] | None:
+        """Restore this session's working memory from its last :meth:`persist` (seed 002's ``load_from_database``),
+        replacing what Redis holds for it: every key of the session is deleted and the saved ones written back, in
+        one MULTI/EXEC. Each key (and each context value) gets again the time it had left to live when saved,
+        counted from now; the turn and thought lists are cut to ``working.max_turns`` / ``working.max_thoughts``.
+
+        A saved conversation hash larger than ``working.conversation_max_bytes`` (a cap lowered since the save)
+        raises :class:`~agentx_memory.errors.WorkingMemoryFullError` (413) and nothing is written. Only this user's
+        save of this channel and conversation is ever read. Returns None when there is no save (Redis untouched),
+        else ``{"user_id", "channel", "conversation_id", "saved_at", "restored"}`` with ``restored`` mapping each
+        key restored to the number of items (list entries or hash fields; 1 for the goal)."""
+        return self._portal.run(self._core.load())
+
+    def persist_to_database(self) -> dict[str, Any]:
+        """Seed 002's name for :meth:`persist`."""
+        return self._portal.run(self._core.persist_to_database())
+
+    def load_from_database(self) -> dict[str, Any] | None:
+        """Seed 002's name for :meth:`load`."""
+        return self._portal.run(self._core.load_from_database())
 
     def set_fields(self, data: Mapping[str, Any]) -> int:
         """Merge ``data`` (field → any JSON value) into the conversation's working memory, all fields or none;
@@ -1921,6 +2003,34 @@ class AgentMemory:
     def delete_preference(self, key: str, user_id: str | None = None) -> bool:
         """Remove one of the user's preferences; True when it was set."""
         return self._portal.run(self._core.delete_preference(key, user_id))
+
+    def goals_from_plan(self, plan_steps: Sequence[str | Mapping[str, Any]], *, parent_description: str | None = None,
+                        channel: str | None = None, user_id: str | None = None, ordered: bool = True) -> list[Goal]:
+        """Store an agent's plan as goals: a parent goal and one sub-goal per step (SUBGOAL_OF it; when ``ordered``,
+        each BLOCKED_BY the step before). A step is a description or a mapping with ``description`` and optionally
+        ``id``, ``priority``, ``deadline``, ``metadata``. Returns ``[parent, *steps]`` (see ``docs/goals.md``)."""
+        return self._portal.run(self._core.goals_from_plan(plan_steps, parent_description=parent_description,
+                                                           channel=channel, user_id=user_id, ordered=ordered))
+
+    def complete_goals_from_run(self, goal_ids_or_results: Mapping[str, str | Mapping[str, Any] | None], *,
+                                status: str = "completed", user_id: str | None = None) -> list[Goal]:
+        """Set goals from a run's results: goal id → result text (or None), each taking ``status``, or goal id →
+        ``{"status": "abandoned" | "blocked" | ..., "result": ...}`` for a step of its own status. A plan goal whose
+        steps are then all completed is completed too. Returns the goals set (see ``docs/goals.md``)."""
+        return self._portal.run(self._core.complete_goals_from_run(goal_ids_or_results, status=status, user_id=user_id))
+
+    def timeline(self, user_id: str | None = None, *, since: datetime | None = None, until: datetime | None = None,
+                 memory_types: Sequence[str] | None = None, channels: Sequence[str] | None = None,
+                 include_archived: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+        """The user's ``memory_timeline``, newest first: every memory (turn, fact, entity, goal) with
+        ``since <= event_time < until`` (None: unbounded), at most ``limit`` (1 to 10,000), optionally only some
+        memory types (episodic, fact, entity, goal) and channels (None: all). Each entry: ``memory_type``,
+        ``node_id``, ``channel``, ``event_time``, ``summary``, ``importance``, ``access_count`` and
+        ``last_accessed`` (how often and when recall last returned it), ``archived``, ``has_embedding``,
+        ``metadata``, ``agent_id``, ``scope``. Turns of archived conversations are left out unless
+        ``include_archived``."""
+        return self._portal.run(self._core.timeline(user_id, since=since, until=until, memory_types=memory_types,
+                                                    channels=channels, include_archived=include_archived, limit=limit))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next

@@ -117,11 +117,11 @@ class SemanticMemory:
         if entity.embedding is not None:
             entity.embedding = self.ctx.embedder.check(entity.embedding)
         key = entity_key(entity.user_id, entity.channel, entity.type, entity.name)
-        row = await self._merge_entity(entity, key)
+        row, embedding = await self._merge_entity(entity, key)
         stored = entity_from_row(row)
         await self._timeline_after_write("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
                                          stored.name + (f": {stored.description}" if stored.description else ""),
-                                         stored.salience)
+                                         stored.salience, embedding=embedding)
         await self.ctx.audit.log_write("upsert", "semantic", stored.channel, [stored.id], {"kind": "entity"},
                                        user_id=stored.user_id, latency_ms=_ms(started),
                                        payload=stored.model_dump(mode="json"))
@@ -194,9 +194,10 @@ class SemanticMemory:
             facts=[fact_from_row(r["fact"], r["entity_ids"]) for r in facts],
         )
 
-    async def _merge_entity(self, entity: Entity, key: str) -> dict[str, Any]:
+    async def _merge_entity(self, entity: Entity, key: str) -> tuple[dict[str, Any], list[float] | None]:
         """Merge ``entity`` into the stored one with that key, atomically: read, merge in Python, write only if no
-        one else wrote in between (the stored ``version`` is unchanged), else read again. Returns the stored row."""
+        one else wrote in between (the stored ``version`` is unchanged), else read again. Returns the stored row and
+        the vector the write stored (the timeline row carries it)."""
         embedding, embedded_text = entity.embedding, None
         for attempt in range(ENTITY_MERGE_ATTEMPTS):
             existing = await self.ctx.graph.read(cypher.GET_ENTITY_BY_KEY, {"key": key})
@@ -226,7 +227,7 @@ class SemanticMemory:
                 "version": stored.get("version") or 0,
             })
             if rows:
-                return rows[0]["entity"]
+                return rows[0]["entity"], embedding
             await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # a concurrent writer won: read again
         raise ConflictError(f"entity {entity.name!r}: {ENTITY_MERGE_ATTEMPTS} concurrent updates in a row overtook "
                             "this one; nothing was written")
@@ -305,7 +306,7 @@ class SemanticMemory:
         # the graph write is acknowledged: a PostgreSQL failure from here on is logged, not raised (see docstring)
         await self._timeline_after_write("fact", stored.id, stored.user_id, stored.channel, stored.created_at,
                                          stored.claim, stored.confidence, agent_id=stored.agent_id,
-                                         scope=stored.scope or "global")
+                                         scope=stored.scope or "global", embedding=fact.embedding)
         await self.ctx.audit.log_write("store", "semantic", stored.channel, [stored.id], {"kind": "fact"},
                                        user_id=stored.user_id, conversation_id=stored.conversation_id,
                                        latency_ms=_ms(started),
@@ -374,7 +375,8 @@ class SemanticMemory:
 
     async def reinforce(self, user_id: str, *, fact_ids: Sequence[str] = (), entity_ids: Sequence[str] = ()) -> None:
         """access_count += 1 and last_accessed = now for retrieved facts and entities (batched). Ids go in sorted, so
-        concurrent reinforcements lock nodes in one order (no deadlock-and-retry on Neo4j)."""
+        concurrent reinforcements lock nodes in one order (no deadlock-and-retry on Neo4j). Recall counts the same
+        access on their ``memory_timeline`` rows (``Timeline.reinforce``)."""
         now = now_ms()
         if fact_ids:
             await self.ctx.graph.write(cypher.REINFORCE_FACTS,
@@ -426,22 +428,23 @@ class SemanticMemory:
 
     async def _timeline_after_write(self, memory_type: str, node_id: str, user_id: str, channel: str,
                                     event_time: datetime, summary: str, importance: float, *,
-                                    agent_id: str | None = None, scope: str = "global") -> None:
+                                    agent_id: str | None = None, scope: str = "global",
+                                    embedding: Sequence[float] | None = None) -> None:
         """The timeline row of a graph write that already succeeded: a storage failure is logged, not raised, so an
         acknowledged write never turns into an exception (issue 11 item 4)."""
         try:
             await self._timeline(memory_type, node_id, user_id, channel, event_time, summary, importance,
-                                 agent_id=agent_id, scope=scope)
+                                 agent_id=agent_id, scope=scope, embedding=embedding)
         except StorageError:
             log.warning("timeline row of %s %r (user %r) could not be written; the %s is stored in the graph",
                         memory_type, node_id, user_id, memory_type, exc_info=True)
 
     async def _timeline(self, memory_type: str, node_id: str, user_id: str, channel: str, event_time: datetime,
                         summary: str, importance: float, *, agent_id: str | None = None,
-                        scope: str = "global") -> None:
+                        scope: str = "global", embedding: Sequence[float] | None = None) -> None:
         await self.ctx.sql.timeline.write([TimelineEntry(
             memory_type=memory_type, node_id=node_id, user_id=user_id, channel=channel, event_time=event_time,
-            summary=summary, importance=importance, agent_id=agent_id, scope=scope,
+            summary=summary, importance=importance, agent_id=agent_id, scope=scope, embedding=embedding,
         )])
 
 

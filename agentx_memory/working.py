@@ -22,6 +22,9 @@ multi-key operations (``clear_session``) work on a cluster too. Each ``<…>`` s
 ``w:_global:b`` and user ``w`` with conversation ``b:_global:c`` get different keys) and an id never opens a hash tag
 of its own. Ids without those characters appear in keys exactly as written above.
 
+:meth:`WorkingMemory.persist` saves every key of a session to PostgreSQL (``working_memory_saves``, one row per
+session) and :meth:`WorkingMemory.load` writes them back (seed 002's persist/load to the database).
+
 Every key has a TTL (``working.ttl_seconds``, 1 h by default), refreshed on write; the conversation hash and the
 ledger have ``working.conversation_ttl_seconds`` (24 h), refreshed on every read and write (spec 000). Values are
 JSON. Nothing acknowledged lives only here: turns are cached here after they are durable in PostgreSQL. Per-field
@@ -62,11 +65,16 @@ from .validation import check_depth, check_id
 
 if TYPE_CHECKING:
     from .audit import MemoryAuditLogger
+    from .sql.working_saves import WorkingSaves
 
 __all__ = ["MAX_TTL_SECONDS", "WorkingMemory", "WorkingStore", "key_segment", "turn_preview"]
 
 #: The longest TTL accepted anywhere in working memory: 100 years, in seconds.
 MAX_TTL_SECONDS = 100 * 365 * 86400
+
+#: The keys of one session (their suffixes) with the Redis type each holds, in the order a save lists them.
+SESSION_KEYS: dict[str, str] = {"turns": "list", "context": "hash", "goal": "string", "thoughts": "list",
+                                "memory": "hash", "ledger": "hash"}
 
 #: The longest context key (``set``/``get``/``delete``), in characters; keys follow the one id rule (check_id).
 _KEY_MAX = 200
@@ -188,12 +196,14 @@ class WorkingStore:
     """The Redis side of agentx-memory: key building, TTLs, consolidation locks and job records."""
 
     def __init__(self, client: aioredis.Redis, settings: WorkingMemorySettings, *, key_prefix: str = "",
-                 audit: MemoryAuditLogger | None = None):
+                 audit: MemoryAuditLogger | None = None, saves: WorkingSaves | None = None):
         self.client = client
         self.settings = settings
         self.prefix = key_prefix
         #: The audit logger every :meth:`session` gets unless it is given another (None: sessions are not audited).
         self.audit = audit
+        #: Where :meth:`WorkingMemory.persist` saves a session in PostgreSQL (the memory's context sets it).
+        self.saves = saves
 
     #: The first part of every key the store writes; dropping a namespace deletes ``{prefix}{family}:*`` for each.
     KEY_FAMILIES: tuple[str, ...] = ("working", "consolidation", "session", "ratelimit")
@@ -573,10 +583,124 @@ class WorkingMemory:
     async def clear_session(self) -> int:
         """Delete every key of this session (the conversation hash and the ledger too); return how many existed."""
         started = time.perf_counter()
-        keys = [self._key(s) for s in ("turns", "context", "goal", "thoughts", "memory", "ledger")]
+        keys = [self._key(s) for s in SESSION_KEYS]
         deleted = int(await self.store._call(self.store.client.delete(*keys)))
         await self._wrote("clear_session", [], started, metadata={"keys_deleted": deleted})
         return deleted
+
+    # --- seed 002: persist to / load from the database ----------------------------------------------------------
+
+    def _saves(self) -> WorkingSaves:
+        if self.store.saves is None:
+            raise StorageError("working memory has no database to persist to (open it through AgentMemory)")
+        return self.store.saves
+
+    async def _read_session(self) -> list[dict[str, Any]]:
+        """Every key of this session as plain values (see :meth:`persist`), read in one MULTI/EXEC; the context
+        fields' own expiry is read right after (a field that expired in between is left out)."""
+        client = self.store.client
+        async with client.pipeline(transaction=True) as pipe:
+            for suffix, kind in SESSION_KEYS.items():
+                key = self._key(suffix)
+                if kind == "list":
+                    pipe.lrange(key, 0, -1)
+                elif kind == "hash":
+                    pipe.hgetall(key)
+                else:
+                    pipe.get(key)
+                pipe.pttl(key)
+            replies = await self.store._call(pipe.execute())
+        entries: list[dict[str, Any]] = []
+        for i, (suffix, kind) in enumerate(SESSION_KEYS.items()):
+            value, ttl = replies[2 * i], replies[2 * i + 1]
+            if not value:  # absent (or an empty list / hash, which Redis does not keep)
+                continue
+            entry: dict[str, Any] = {"suffix": suffix, "type": kind, "ttl_ms": ttl if ttl > 0 else None,
+                                     "value": {_s(k): _s(v) for k, v in value.items()} if kind == "hash"
+                                     else [_s(v) for v in value] if kind == "list" else _s(value)}
+            entries.append(entry)
+        for entry in entries:
+            if entry["suffix"] == "context":
+                names = list(entry["value"])
+                left = await self.store._call(self.store.client.execute_command(
+                    "HPTTL", self._key("context"), "FIELDS", len(names), *names))
+                entry["field_ttl_ms"] = {n: int(ms) for n, ms in zip(names, left, strict=True) if int(ms) > 0}
+                entry["value"] = {n: v for (n, v), ms in zip(entry["value"].items(), left, strict=True)
+                                  if int(ms) != -2}
+        return entries
+
+    async def persist(self) -> dict[str, Any]:
+        """Save this session's whole working memory to PostgreSQL (seed 002's ``persist_to_database``): every key
+        of it -- the recent turns, the context values with each one's expiry, the active goal, the thoughts, the
+        conversation's working memory (spec 000's hash) and the injection ledger -- with the time each had left to
+        live. The save replaces the session's previous one (one per user, channel and conversation); Redis is not
+        changed. Returns ``{"user_id", "channel", "conversation_id", "saved_at", "keys"}`` (``keys``: the
+        suffixes saved, e.g. ``["turns", "context"]``)."""
+        entries = await self._read_session()
+        saved_at = await self._saves().save(self.user_id, self.channel, self.conversation_id, entries)
+        return {"user_id": self.user_id, "channel": self.channel, "conversation_id": self.conversation_id,
+                "saved_at": saved_at, "keys": [e["suffix"] for e in entries]}
+
+    async def load(self) -> dict[str, Any] | None:
+        """Restore this session's working memory from its last :meth:`persist` (seed 002's ``load_from_database``),
+        replacing what Redis holds for it: every key of the session is deleted and the saved ones written back, in
+        one MULTI/EXEC. Each key (and each context value) gets again the time it had left to live when saved,
+        counted from now; the turn and thought lists are cut to ``working.max_turns`` / ``working.max_thoughts``.
+
+        A saved conversation hash larger than ``working.conversation_max_bytes`` (a cap lowered since the save)
+        raises :class:`~agentx_memory.errors.WorkingMemoryFullError` (413) and nothing is written. Only this user's
+        save of this channel and conversation is ever read. Returns None when there is no save (Redis untouched),
+        else ``{"user_id", "channel", "conversation_id", "saved_at", "restored"}`` with ``restored`` mapping each
+        key restored to the number of items (list entries or hash fields; 1 for the goal)."""
+        found = await self._saves().load(self.user_id, self.channel, self.conversation_id)
+        if found is None:
+            return None
+        entries, saved_at = found
+        settings = self.store.settings
+        caps = {"turns": settings.max_turns, "thoughts": settings.max_thoughts}
+        for entry in entries:
+            suffix, kind, value = entry.get("suffix"), entry.get("type"), entry.get("value")
+            if SESSION_KEYS.get(str(suffix)) != kind or not isinstance(
+                    value, {"list": list, "hash": dict, "string": str}[str(kind)]):
+                raise StorageError(f"the saved working memory of conversation {self.conversation_id!r} holds an "
+                                   f"entry that is not a session key: {suffix!r} ({kind!r})")
+            if suffix == "memory" and (size := capped_hash.size_of(value)) > settings.conversation_max_bytes:
+                raise WorkingMemoryFullError("memory", conversation_id=self.conversation_id, size=size,
+                                             cap=settings.conversation_max_bytes)
+        restored: dict[str, int] = {}
+        async with self.store.client.pipeline(transaction=True) as pipe:
+            pipe.delete(*[self._key(s) for s in SESSION_KEYS])
+            for entry in entries:
+                suffix, value = entry["suffix"], entry["value"]
+                key = self._key(suffix)
+                if entry["type"] == "list":
+                    value = value[:caps[suffix]]  # newest first, as stored
+                    if not value:
+                        continue
+                    pipe.rpush(key, *value)
+                elif entry["type"] == "hash":
+                    if not value:
+                        continue
+                    pipe.hset(key, mapping=value)
+                    for name, ms in (entry.get("field_ttl_ms") or {}).items():
+                        if name in value:
+                            pipe.execute_command("HPEXPIRE", key, int(ms), "FIELDS", 1, name)
+                else:
+                    pipe.set(key, value)
+                default = self._conversation_ttl if suffix in ("memory", "ledger") else self._ttl
+                pipe.pexpire(key, int(entry.get("ttl_ms") or default * 1000))
+                restored[suffix] = len(value) if entry["type"] != "string" else 1
+            await self.store._call(pipe.execute())
+        return {"user_id": self.user_id, "channel": self.channel, "conversation_id": self.conversation_id,
+                "saved_at": saved_at, "restored": restored}
+
+    async def persist_to_database(self) -> dict[str, Any]:
+        """Seed 002's name for :meth:`persist`."""
+        return await self.persist()
+
+    async def load_from_database(self) -> dict[str, Any] | None:
+        """Seed 002's name for :meth:`load`."""
+        return await self.load()
 
     # --- spec 000: the conversation's working memory, one hash capped as a whole -----------------------------
 

@@ -16,7 +16,8 @@ self_query           time phrases ("last week", "in May 2023") read relative to 
 Retrieval always searches the active channel **and** ``_global``; items found in a channel other than the active
 one are cross-channel matches and are logged to the audit trail (level ``reads`` and above). Every returned fact and
 entity is reinforced (access_count + 1, last_accessed = now) in one batched write that runs after the result is
-built, without delaying it.
+built, without delaying it; its ``memory_timeline`` row counts the same access (one UPDATE per recall, in that same
+background task).
 
 While the graph is unreachable, recall answers from PostgreSQL (turns by full text and vector; facts and entities
 are left out, as are goals) and ``metrics.skipped`` names each part left out and why; ``bundle.complete`` is False.
@@ -262,6 +263,13 @@ class RecallLayer:
             log.info("reinforcement after recall skipped for user %s: %s", bundle.user_id, exc)
         except Exception:
             log.exception("reinforcement after recall failed for user %s", bundle.user_id)
+        try:  # the timeline rows count the same access: one UPDATE, whether or not the graph answered
+            await self.ctx.sql.timeline.reinforce(bundle.user_id, fact_ids=[f.id for f in bundle.facts],
+                                                  entity_ids=[e.id for e in bundle.entities], now=datetime.now(UTC))
+        except StorageUnavailableError as exc:
+            log.info("timeline reinforcement after recall skipped for user %s: %s", bundle.user_id, exc)
+        except Exception:
+            log.exception("timeline reinforcement after recall failed for user %s", bundle.user_id)
         cross = [{"id": s.id, "kind": type(s.item).__name__.lower(), "channel": s.channel}
                  for s in bundle.all_scored() if s.channel != active_channel]
         metadata = {

@@ -15,6 +15,7 @@
 ``forget``            one user's rows out of every table, their audit entries stripped of content
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 ``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
+``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
     from .timeline import Timeline, TimelineEntry
     from .tool_invocations import ToolInvocationLog
     from .worker_runs import WorkerRuns
+    from .working_saves import WorkingSaves
 
 #: Each name → its module. Loaded on first access, so ``from agentx_memory.sql.postgres import PostgresStore`` (the
 #: CLI's ``status``) does not import every repository and, through them, numpy and the models.
@@ -61,6 +63,7 @@ _EXPORTS: dict[str, str] = {
     "TimelineEntry": ".timeline",
     "ToolInvocationLog": ".tool_invocations",
     "WorkerRuns": ".worker_runs",
+    "WorkingSaves": ".working_saves",
 }
 
 __all__ = [
@@ -80,6 +83,7 @@ __all__ = [
     "TurnSearch",
     "UserRows",
     "WorkerRuns",
+    "WorkingSaves",
     "migrate",
     "schema_dir",
 ]
@@ -101,6 +105,7 @@ class Repositories:
     pools: PoolRows
     short_term: ShortTermRows
     reembed: ReembedRows
+    working_saves: WorkingSaves
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
@@ -117,11 +122,13 @@ class Repositories:
         from .timeline import Timeline
         from .tool_invocations import ToolInvocationLog
         from .worker_runs import WorkerRuns
+        from .working_saves import WorkingSaves
 
         return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
-                   pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store))
+                   pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
+                   working_saves=WorkingSaves(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute

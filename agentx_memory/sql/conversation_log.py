@@ -143,13 +143,17 @@ ARCHIVE_CANDIDATES: Final[LiteralString] = (
     " ORDER BY max(timestamp), conversation_id LIMIT %(limit)s"
 )
 
-#: Sets ``archived`` on each (user, conversation)'s turns stamped up to its time; returns the turns changed.
+#: Sets ``archived`` on each (user, conversation)'s turns stamped up to its time, and on those turns'
+#: ``memory_timeline`` rows; returns the turns changed.
 SET_ARCHIVED: Final[LiteralString] = (
-    "UPDATE conversation_logs c SET archived = %(archived)s"
+    "WITH changed AS (UPDATE conversation_logs c SET archived = %(archived)s"
     " FROM unnest(%(user_ids)s::text[], %(conversation_ids)s::text[], %(upto)s::timestamptz[])"
     " AS a(user_id, conversation_id, upto)"
     " WHERE c.user_id = a.user_id AND c.conversation_id = a.conversation_id AND c.timestamp <= a.upto"
-    " AND c.archived <> %(archived)s"
+    " AND c.archived <> %(archived)s RETURNING c.user_id, c.turn_id),"
+    " on_timeline AS (UPDATE memory_timeline t SET archived = %(archived)s FROM changed"
+    " WHERE t.memory_type = 'episodic' AND t.neo4j_node_id = changed.turn_id AND t.user_id = changed.user_id)"
+    " SELECT count(*) AS n FROM changed"
 )
 
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
@@ -328,14 +332,15 @@ class ConversationLog:
         }, what="reading conversations past retention")
 
     async def set_archived(self, conversations: Sequence[tuple[str, str, datetime]], *, archived: bool) -> int:
-        """Archive (or restore) the turns of each ``(user_id, conversation_id, upto)`` stamped up to ``upto``;
-        return how many turns changed."""
+        """Archive (or restore) the turns of each ``(user_id, conversation_id, upto)`` stamped up to ``upto``, in
+        the log and on their ``memory_timeline`` rows (one statement); return how many turns changed."""
         if not conversations:
             return 0
-        return await self.store.execute(SET_ARCHIVED, {
+        rows = await self.store.fetch(SET_ARCHIVED, {
             "archived": archived, "user_ids": [u for u, _, _ in conversations],
             "conversation_ids": [c for _, c, _ in conversations], "upto": [t for _, _, t in conversations],
         }, what="archiving conversations")
+        return int(rows[0]["n"])
 
     async def conversation_owner(self, conversation_id: str) -> str | None:
         """The user a conversation belongs to (its turns or tool invocations), or ``None`` when it is unused."""

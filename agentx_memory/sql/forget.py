@@ -3,7 +3,8 @@
 **A user** (:meth:`UserRows.forget`):
 
 One transaction: the user's rows of ``conversation_logs``, ``memory_timeline``, ``tool_invocations``,
-``user_profiles``, ``episodic_summaries``, ``worker_runs``, ``memory_pools`` and ``short_term_memory`` are deleted;
+``user_profiles``, ``episodic_summaries``, ``worker_runs``, ``memory_pools``, ``short_term_memory`` and
+``working_memory_saves`` are deleted;
 their entries in the change records of runs over every user are cut out; and their audit entries lose every content
 field (query text, metadata, error message), keeping operation, memory type, time and counts. Returns the rows
 touched per table.
@@ -11,8 +12,9 @@ touched per table.
 **Chosen memories** (:meth:`UserRows.forget_memories`), also one transaction: their log rows (turns by id), timeline
 rows and tool-log rows go, the summaries of the conversations that lost a turn go (a summary is made of its turns),
 and every run change record and audit entry of the user that names one of them loses its content the same way.
-Copies shared into the user's pools (``memory:<id>`` keys of their data) are cut out, each such pool's version going
-up by one (a writer holding the old version must read again).
+Saved working memories (``working_memory_saves``) lose the cached turns with those ids and the ledger entries naming
+them, as Redis does. Copies shared into the user's pools (``memory:<id>`` keys of their data) are cut out, each such
+pool's version going up by one (a writer holding the old version must read again).
 :meth:`UserRows.matching_turns` finds the logged turns a filter reaches (the log is the source of truth: a turn not
 yet projected into the graph is still found).
 """
@@ -27,6 +29,7 @@ from typing import Any, Final, LiteralString
 from .errors import pg_errors
 from .pools import SHARED_KEY_PREFIX
 from .postgres import PostgresStore
+from .working_saves import scrub_memories
 
 __all__ = ["UserRows"]
 
@@ -40,6 +43,7 @@ DELETES: Final[dict[str, LiteralString]] = {
     "worker_runs": "DELETE FROM worker_runs WHERE user_id = %(user_id)s",
     "memory_pools": "DELETE FROM memory_pools WHERE user_id = %(user_id)s",
     "short_term_memory": "DELETE FROM short_term_memory WHERE user_id = %(user_id)s",
+    "working_memory_saves": "DELETE FROM working_memory_saves WHERE user_id = %(user_id)s",
 }
 
 #: The user's entries cut out of the change records of runs over every user (an entry names its user directly, or
@@ -125,6 +129,7 @@ class UserRows:
             for table, statement in MEMORY_DELETES.items():
                 counts[table] = (await conn.execute(statement, params)).rowcount
             counts["memory_pools.data"] = (await conn.execute(SCRUB_POOL_COPIES, params)).rowcount
+            counts["working_memory_saves.entries"] = await scrub_memories(conn, user_id, ids)
             counts["worker_runs.changes"] = (await conn.execute(SCRUB_MEMORY_RUN_CHANGES, params)).rowcount
             counts["memory_audit_log"] = (await conn.execute(SCRUB_MEMORY_AUDIT, params)).rowcount
         return counts

@@ -34,7 +34,9 @@ __all__ = ["REEMBED_TABLES", "RETYPED_TABLES", "ReembedRows"]
 #: The tables whose vectors are re-embedded (each has a staging slot), in the order a re-embed visits them.
 REEMBED_TABLES: Final[tuple[str, ...]] = ("conversation_logs", "episodic_summaries")
 
-#: Vector columns the engine never writes (all NULL): the switch only re-types them to the new dimension.
+#: Vector columns that only copy vectors held elsewhere (``memory_timeline.embedding``: the graph's fact, entity and
+#: goal vectors): the switch empties them and re-types them to the new dimension; each row gets the new model's vector
+#: again when its memory is next written.
 RETYPED_TABLES: Final[tuple[str, ...]] = ("memory_timeline",)
 
 #: The HNSW index on each table's live vector (the names migrations 0001 and 0008 gave them).
@@ -176,13 +178,9 @@ class ReembedRows:
             if missing:
                 raise ConflictError(f"{table}: {missing} row(s) have a vector but none staged for {model!r}; "
                                     "run the re-embed again to stage them")
-        for table in RETYPED_TABLES:
-            cur = await conn.execute(sql.SQL("SELECT count(*) AS n FROM {} WHERE embedding IS NOT NULL").format(
+        for table in RETYPED_TABLES:  # copies of graph vectors of the old model: dropped, refilled on the next write
+            await conn.execute(sql.SQL("UPDATE {} SET embedding = NULL WHERE embedding IS NOT NULL").format(
                 sql.Identifier(table)))
-            held = (await cur.fetchone() or {"n": 0})["n"]
-            if held:
-                raise ConflictError(f"{table}.embedding: {held} row(s) hold a vector the engine did not write and "
-                                    "cannot re-embed; set them NULL, then run the re-embed again")
         for table in REEMBED_TABLES:
             name, index = sql.Identifier(table), sql.Identifier(_INDEXES[table])
             for statement in (

@@ -29,6 +29,7 @@ SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
     "episodic_summaries": "conversation_id",
     "memory_pools": "pool_id",
     "short_term_memory": "session_id, memory_key",
+    "working_memory_saves": "channel, conversation_id",
 }
 
 PAGE: Final = 500

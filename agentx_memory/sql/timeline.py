@@ -13,11 +13,19 @@ fact         refresh         re-learning a fact updates its claim (and raises it
                              the copy
 ===========  ==============  =====================================================================================
 
-"refresh" sets ``summary``, ``importance_score`` and ``channel`` from the new write (``metadata`` and
+"refresh" sets ``summary``, ``importance_score``, ``channel`` and ``embedding`` from the new write (``metadata`` and
 ``event_time`` keep their first value); "keep the first" leaves the stored row untouched. Callers write what is
 stored, never the caller's copy: a re-stored turn is the logged one, a re-learned fact keeps its channel and its
-higher confidence. Reconcile writes the episodic rows again (keep-first: nothing changes) for turns whose first
-write was interrupted; a turn counts as projected only once its timeline row exists.
+higher confidence.
+
+``embedding`` is the memory's vector as its graph write stored it (facts, entities and goals carry it; the timeline
+never embeds anything itself), so a refreshed summary never keeps the old text's vector. ``access_count`` and
+``last_accessed`` follow recall: :meth:`Timeline.reinforce` counts the facts and entities a recall returned, in one
+statement, when the graph reinforces them. :meth:`Timeline.entries` reads the timeline back with those statistics,
+leaving ``archived`` rows out unless asked.
+
+Reconcile writes the episodic rows again (keep-first: nothing changes) for turns whose first write was interrupted; a
+turn counts as projected only once its timeline row exists.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, LiteralString
 
+import numpy as np
 from psycopg.types.json import Jsonb
 
 from .errors import pg_errors
@@ -57,9 +66,9 @@ CONFLICT_POLICY: Final[Mapping[str, OnConflict]] = MappingProxyType({
 
 _INSERT: Final[LiteralString] = (
     "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"
-    " channel, metadata, agent_id, scope)"
+    " channel, metadata, agent_id, scope, embedding)"
     " VALUES (%(user_id)s, %(memory_type)s, %(node_id)s, %(event_time)s, %(summary)s, %(importance)s, %(channel)s,"
-    " %(metadata)s, %(agent_id)s, %(scope)s)"
+    " %(metadata)s, %(agent_id)s, %(scope)s, %(embedding)s)"
 )
 
 INSERT_KEEP_FIRST: Final[LiteralString] = _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO NOTHING"
@@ -67,12 +76,29 @@ INSERT_KEEP_FIRST: Final[LiteralString] = _INSERT + " ON CONFLICT (memory_type, 
 INSERT_REFRESH: Final[LiteralString] = (
     _INSERT + " ON CONFLICT (memory_type, neo4j_node_id) DO UPDATE SET summary = EXCLUDED.summary,"
     " importance_score = EXCLUDED.importance_score, channel = EXCLUDED.channel, agent_id = EXCLUDED.agent_id,"
-    " scope = EXCLUDED.scope"
+    " scope = EXCLUDED.scope, embedding = EXCLUDED.embedding"
     # defence in depth: node ids are unique per store, but a row is only ever refreshed by its own user
     " WHERE memory_timeline.user_id = EXCLUDED.user_id"
 )
 
 DELETE: Final[LiteralString] = "DELETE FROM memory_timeline WHERE memory_type = %s AND neo4j_node_id = ANY(%s)"
+
+#: One recall's reinforcement: access_count + 1 and last_accessed = now for the user's rows of these nodes.
+REINFORCE: Final[LiteralString] = (
+    "UPDATE memory_timeline SET access_count = coalesce(access_count, 0) + 1, last_accessed = %(now)s"
+    " WHERE user_id = %(user_id)s AND memory_type = ANY(%(types)s) AND neo4j_node_id = ANY(%(ids)s)")
+
+#: The user's timeline, newest first, with the access statistics (archived rows only when asked).
+ENTRIES: Final[LiteralString] = (
+    "SELECT memory_type, neo4j_node_id AS node_id, channel, event_time, summary, importance_score AS importance,"
+    " access_count, last_accessed, archived, embedding IS NOT NULL AS has_embedding, metadata, agent_id, scope"
+    " FROM memory_timeline WHERE user_id = %(user_id)s"
+    " AND (%(types)s::text[] IS NULL OR memory_type = ANY(%(types)s))"
+    " AND (%(channels)s::text[] IS NULL OR channel = ANY(%(channels)s))"
+    " AND (%(since)s::timestamptz IS NULL OR event_time >= %(since)s)"
+    " AND (%(until)s::timestamptz IS NULL OR event_time < %(until)s)"
+    " AND (%(include_archived)s OR NOT coalesce(archived, false))"
+    " ORDER BY event_time DESC, id DESC LIMIT %(limit)s")
 
 _STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({
     OnConflict.KEEP_FIRST: INSERT_KEEP_FIRST,
@@ -94,6 +120,8 @@ class TimelineEntry:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     agent_id: str | None = None
     scope: str = "global"
+    #: The vector the memory's graph write stored (None: the row holds no vector).
+    embedding: Sequence[float] | None = None
 
 
 class Timeline:
@@ -121,6 +149,28 @@ class Timeline:
             return 0
         return await self.store.execute(DELETE, (memory_type, list(node_ids)), what="deleting memory_timeline rows")
 
+    async def reinforce(self, user_id: str, *, fact_ids: Sequence[str] = (), entity_ids: Sequence[str] = (),
+                        now: datetime) -> int:
+        """Count one access of these facts and entities of the user (``access_count`` + 1, ``last_accessed`` =
+        ``now``), in one statement; return how many rows changed."""
+        ids = sorted(set(fact_ids) | set(entity_ids))
+        if not ids:
+            return 0
+        types = [t for t, chosen in (("fact", fact_ids), ("entity", entity_ids)) if chosen]
+        return await self.store.execute(REINFORCE, {"user_id": user_id, "types": types, "ids": ids, "now": now},
+                                        what="counting timeline accesses")
+
+    async def entries(self, user_id: str, *, since: datetime | None = None, until: datetime | None = None,
+                      memory_types: Sequence[str] | None = None, channels: Sequence[str] | None = None,
+                      include_archived: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+        """The user's timeline rows with ``since <= event_time < until`` (None: unbounded), newest first, at most
+        ``limit``: memory type, node id, channel, event time, summary, importance, ``access_count``,
+        ``last_accessed``, ``archived``, ``has_embedding``, metadata, agent and scope of each."""
+        return await self.store.fetch(ENTRIES, {
+            "user_id": user_id, "since": since, "until": until, "limit": limit, "include_archived": include_archived,
+            "types": list(memory_types) if memory_types is not None else None,
+            "channels": list(channels) if channels is not None else None}, what="reading memory_timeline")
+
 
 def _params(entry: TimelineEntry) -> dict[str, Any]:
     return {
@@ -128,4 +178,5 @@ def _params(entry: TimelineEntry) -> dict[str, Any]:
         "event_time": entry.event_time, "summary": entry.summary[:SUMMARY_MAX_CHARS], "importance": entry.importance,
         "channel": entry.channel, "metadata": Jsonb(dict(entry.metadata)), "agent_id": entry.agent_id,
         "scope": entry.scope,
+        "embedding": np.asarray(entry.embedding, dtype=np.float32) if entry.embedding is not None else None,
     }

@@ -13,7 +13,7 @@ from agentx_memory.errors import NotFoundError, ValidationError
 from tests.conftest import gread
 
 TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
-          "memory_pools", "short_term_memory")
+          "memory_pools", "short_term_memory", "working_memory_saves")
 
 
 def _fill(memory: AgentMemory, user: str) -> None:
@@ -34,6 +34,7 @@ def _fill(memory: AgentMemory, user: str) -> None:
     wm.set("k", 1)
     wm.set_fields({"scratchpad": "notes"})
     wm.ledger_mark("fact:x")
+    wm.persist()
     memory.remember("Where do I live?", user_id=user)
 
 

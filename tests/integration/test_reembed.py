@@ -79,6 +79,8 @@ def test_recall_works_during_a_reembed_and_with_the_new_model_after_the_switch(s
     with AgentMemory(s, user_id="alice") as memory:
         _fill(memory)
         before = {q: _turns(memory, q) for q in QUERIES}
+        copies = "SELECT count(*) AS n FROM memory_timeline WHERE embedding IS NOT NULL"
+        assert sql(memory, copies)[0]["n"] > 0  # the timeline copies the facts', entities' and goals' vectors
         with pytest.raises(Interrupted):
             memory.reembed(NEW_MODEL, NEW_DIMENSION, batch_size=2, progress=_stop_after_first_batch)
 
@@ -125,6 +127,7 @@ def test_recall_works_during_a_reembed_and_with_the_new_model_after_the_switch(s
         status = _status(memory)
         assert status["graph"] == {"active": {"model": NEW_MODEL, "dimension": NEW_DIMENSION}, "reembed": None}
         assert status["postgres"] == {"active": {"model": NEW_MODEL, "dimension": NEW_DIMENSION}, "reembed": None}
+        assert sql(memory, copies)[0]["n"] == 0  # the old model's copies went with the switch
 
     # The new model opens the stores and recalls every kind of memory, the mid-way turn included.
     with AgentMemory(_new_settings(s), user_id="alice") as memory:
@@ -135,6 +138,9 @@ def test_recall_works_during_a_reembed_and_with_the_new_model_after_the_switch(s
         assert memory.find_strategies("Book flights early travel")[0].description == "Book flights early"
         assert memory.similar_conversations("grey cat Miso", exclude=[])
         memory.store_turn(Turn(conversation_id="c3", user_id="alice", content="A new turn after the switch."))
+        fact = memory.learn_fact(Fact(user_id="alice", claim="Alice adopted a second cat"))
+        rows = sql(memory, "SELECT embedding FROM memory_timeline WHERE neo4j_node_id = %s", (fact.id,))
+        assert len(rows[0]["embedding"]) == NEW_DIMENSION  # ... and a new write copies the new model's vector
         assert "A new turn after the switch." in _top_turns(memory, "new turn after the switch")
 
     # The old model is refused, as for any store made with another model.
