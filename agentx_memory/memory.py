@@ -839,7 +839,7 @@ class AsyncAgentMemory:
         audited like the other stores' (docs/working-memory.md)."""
         check_id(conversation_id, "conversation_id", max_len=200)
         return self.ctx.working.session(self._user(user_id), conversation_id, check_channel(channel),
-                                        audit=self.ctx.audit)
+                                        audit=self.ctx.audit, agent_id=self.agent_id)
 
     async def summarize_conversation(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
         """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and
@@ -1028,7 +1028,7 @@ class AsyncAgentMemory:
         check_int(limit, "limit", low=1, high=10_000)
         return await self.ctx.sql.timeline.entries(
             self._user(user_id), since=since, until=until, memory_types=memory_types, channels=channels,
-            include_archived=bool(include_archived), limit=limit)
+            include_archived=bool(include_archived), limit=limit, agent_id=self.agent_id)
 
     # --- maintenance --------------------------------------------------------------------------------------------
 

@@ -332,11 +332,11 @@ class WorkingStore:
         return len(entries)
 
     def session(self, user_id: str, conversation_id: str, channel: str = "_global", *,
-                audit: MemoryAuditLogger | None = None) -> WorkingMemory:
+                audit: MemoryAuditLogger | None = None, agent_id: str | None = None) -> WorkingMemory:
         """A :class:`WorkingMemory` view of one user's session in one channel; its operations are audited by
-        ``audit`` (default: the store's :attr:`audit`; None: not audited)."""
+        ``audit`` (default: the store's :attr:`audit`; None: not audited); read by ``agent_id`` (None: the user)."""
         return WorkingMemory(self, user_id=user_id, conversation_id=conversation_id, channel=channel,
-                             audit=audit if audit is not None else self.audit)
+                             audit=audit if audit is not None else self.audit, agent_id=agent_id)
 
     # --- rate limits ------------------------------------------------------------------------------------------
 
@@ -425,11 +425,13 @@ class WorkingMemory:
     """One session's working memory: recent turns, context values, the active goal and a scratchpad of thoughts."""
 
     def __init__(self, store: WorkingStore, *, user_id: str, conversation_id: str, channel: str,
-                 audit: MemoryAuditLogger | None = None):
+                 audit: MemoryAuditLogger | None = None, agent_id: str | None = None):
         self.store = store
         self.user_id = user_id
         self.conversation_id = conversation_id
         self.channel = channel
+        #: The agent reading (None: the user): the cached turns it reads leave out other agents' private turns.
+        self.agent_id = agent_id
         #: The audit logger of this session's operations (None: not audited; see the module docstring).
         self.audit = audit
 
@@ -486,10 +488,22 @@ class WorkingMemory:
         await self._push("turns", item, self.store.settings.max_turns)
         await self._wrote("add_turn", [str(item.get("id", ""))] if item.get("id") else [], started, payload=item)
 
+    async def _visible_turns(self, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` most recent cached turns this session's reader may read, oldest first (the cache holds
+        every turn of the conversation; an agent does not read another agent's private ones)."""
+        if self.agent_id is None:
+            return list(reversed(await self._recent("turns", limit)))
+        if _limit(limit) <= 0:
+            return []
+        cached = await self._recent("turns", self.store.settings.max_turns)
+        seen = [t for t in cached if not isinstance(t, dict) or t.get("scope") != "agent"
+                or t.get("agent_id") == self.agent_id]
+        return list(reversed(seen[:limit]))
+
     async def get_recent_turns(self, limit: int = 10) -> list[dict[str, Any]]:
         """The most recent cached turns, oldest first."""
         started = time.perf_counter()
-        turns = list(reversed(await self._recent("turns", limit)))
+        turns = await self._visible_turns(limit)
         await self._read("get_recent_turns", "turns", len(turns), started, payload=turns)
         return turns
 
@@ -573,7 +587,7 @@ class WorkingMemory:
             "channel": self.channel,
             "conversation_id": self.conversation_id,
             "values": {_s(k): _load(v) for k, v in raw.items()},
-            "recent_turns": list(reversed(await self._recent("turns", self.store.settings.max_turns))),
+            "recent_turns": await self._visible_turns(self.store.settings.max_turns),
             "active_goal": await self._active_goal(),
             "thoughts": list(reversed(await self._recent("thoughts", self.store.settings.max_thoughts))),
         }

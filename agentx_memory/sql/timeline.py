@@ -98,6 +98,7 @@ ENTRIES: Final[LiteralString] = (
     " AND (%(since)s::timestamptz IS NULL OR event_time >= %(since)s)"
     " AND (%(until)s::timestamptz IS NULL OR event_time < %(until)s)"
     " AND (%(include_archived)s OR NOT coalesce(archived, false))"
+    " AND (%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)"
     " ORDER BY event_time DESC, id DESC LIMIT %(limit)s")
 
 _STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({
@@ -162,11 +163,13 @@ class Timeline:
 
     async def entries(self, user_id: str, *, since: datetime | None = None, until: datetime | None = None,
                       memory_types: Sequence[str] | None = None, channels: Sequence[str] | None = None,
-                      include_archived: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+                      include_archived: bool = False, limit: int = 100,
+                      agent_id: str | None = None) -> list[dict[str, Any]]:
         """The user's timeline rows with ``since <= event_time < until`` (None: unbounded), newest first, at most
         ``limit``: memory type, node id, channel, event time, summary, importance, ``access_count``,
-        ``last_accessed``, ``archived``, ``has_embedding``, metadata, agent and scope of each."""
-        return await self.store.fetch(ENTRIES, {
+        ``last_accessed``, ``archived``, ``has_embedding``, metadata, agent and scope of each (only those
+        ``agent_id`` may read, when given)."""
+        return await self.store.fetch(ENTRIES, {"agent_id": agent_id,
             "user_id": user_id, "since": since, "until": until, "limit": limit, "include_archived": include_archived,
             "types": list(memory_types) if memory_types is not None else None,
             "channels": list(channels) if channels is not None else None}, what="reading memory_timeline")

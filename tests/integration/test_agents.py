@@ -168,3 +168,16 @@ def test_knowledge_drawn_from_an_agents_private_turns_is_private_to_it(settings)
         assert all(e.item.description == "" for e in bundle.entities)
         with pytest.raises(NotFoundError):
             coder.extract_conversation("chat")  # an agent extracts only what it may read
+
+
+def test_the_working_memory_cache_and_the_timeline_hide_another_agents_private_turns(agents):
+    memory, planner, coder = agents["memory"], agents["planner"], agents["coder"]
+    cached = {t["id"] for t in memory.working("alice", "plan").get_recent_turns(10)}
+    assert agents["private"].id in cached and agents["mixed"].id in cached  # the user's view: every turn
+    for view, own, other in ((planner, "private", "mixed"), (coder, "mixed", "private")):
+        wm = view.working("alice", "plan")
+        seen = {t["id"] for t in wm.get_recent_turns(10)}
+        assert agents[own].id in seen and agents[other].id not in seen
+        assert agents[other].id not in {t["id"] for t in wm.get_context()["recent_turns"]}
+        on_timeline = {e["node_id"] for e in view.timeline(limit=100)}
+        assert agents[own].id in on_timeline and agents[other].id not in on_timeline
