@@ -658,25 +658,29 @@ class AsyncAgentMemory:
 
     async def create_snapshot(self, user_id: str | None = None) -> SnapshotInfo:
         """Snapshot the user's memory — graph, PostgreSQL memory tables, working memory — at this moment into the
-        engine's snapshot directory (``snapshots.dir``); its ``snapshot_id`` restores it (docs/snapshots.md)."""
-        return await create_snapshot(self.ctx, self._user(user_id))
+        engine's snapshot directory (``snapshots.dir``); its ``snapshot_id`` restores it (docs/snapshots.md). On an
+        agent's view (:meth:`for_agent`), the snapshot holds what that agent wrote: its turns, facts and control
+        memories, its timeline and short-term rows."""
+        return await create_snapshot(self.ctx, self._user(user_id), agent_id=self.agent_id)
 
     async def list_snapshots(self, user_id: str | None = None) -> list[SnapshotInfo]:
-        """The user's kept snapshots, oldest first."""
-        return list_snapshots(self.ctx, self._user(user_id))
+        """The user's kept snapshots, oldest first (on an agent's view: that agent's)."""
+        return list_snapshots(self.ctx, self._user(user_id), agent_id=self.agent_id)
 
     async def restore_from_snapshot(self, snapshot_id: str, user_id: str | None = None) -> dict[str, int]:
-        """Put the user's memory back as the kept snapshot ``snapshot_id`` holds it (what they have now is replaced;
-        their kept snapshots stay); return the records written per store. Audited."""
+        """Put the memory a kept snapshot holds back as it was: the user's (what they have now is replaced; their
+        kept snapshots stay), or for a snapshot of one agent what that agent wrote (the rest of the user's memory
+        stays); return the records written per store. An agent's view restores only its own snapshots. Audited."""
         check_id(snapshot_id, "snapshot_id")
-        return await restore_snapshot(self.ctx, self._user(user_id), snapshot_id)
+        return await restore_snapshot(self.ctx, self._user(user_id), snapshot_id, agent_id=self.agent_id)
 
     async def export_memory(self, path: str | Path, user_id: str | None = None, *,
                             progress: Progress | None = None) -> SnapshotInfo:
         """Write the user's memory to a portable snapshot file at ``path`` (JSON lines; gzip when it ends in
         ``.gz``), for :meth:`import_memory` here or on another installation. ``progress(stage, count)`` is called
         as it goes."""
-        return await write_snapshot(self.ctx, self._user(user_id), Path(path), progress=progress or _no_progress)
+        return await write_snapshot(self.ctx, self._user(user_id), Path(path), progress=progress or _no_progress,
+                                    agent_id=self.agent_id)
 
     async def import_memory(self, path: str | Path, user_id: str | None = None, *,
                             progress: Progress | None = None) -> dict[str, int]:
@@ -1753,16 +1757,19 @@ class AgentMemory:
 
     def create_snapshot(self, user_id: str | None = None) -> SnapshotInfo:
         """Snapshot the user's memory — graph, PostgreSQL memory tables, working memory — at this moment into the
-        engine's snapshot directory (``snapshots.dir``); its ``snapshot_id`` restores it (docs/snapshots.md)."""
+        engine's snapshot directory (``snapshots.dir``); its ``snapshot_id`` restores it (docs/snapshots.md). On an
+        agent's view (:meth:`for_agent`), the snapshot holds what that agent wrote: its turns, facts and control
+        memories, its timeline and short-term rows."""
         return self._portal.run(self._core.create_snapshot(user_id))
 
     def list_snapshots(self, user_id: str | None = None) -> list[SnapshotInfo]:
-        """The user's kept snapshots, oldest first."""
+        """The user's kept snapshots, oldest first (on an agent's view: that agent's)."""
         return self._portal.run(self._core.list_snapshots(user_id))
 
     def restore_from_snapshot(self, snapshot_id: str, user_id: str | None = None) -> dict[str, int]:
-        """Put the user's memory back as the kept snapshot ``snapshot_id`` holds it (what they have now is replaced;
-        their kept snapshots stay); return the records written per store. Audited."""
+        """Put the memory a kept snapshot holds back as it was: the user's (what they have now is replaced; their
+        kept snapshots stay), or for a snapshot of one agent what that agent wrote (the rest of the user's memory
+        stays); return the records written per store. An agent's view restores only its own snapshots. Audited."""
         return self._portal.run(self._core.restore_from_snapshot(snapshot_id, user_id))
 
     def export_memory(self, path: str | Path, user_id: str | None = None, *,

@@ -33,7 +33,7 @@ from typing import IO, Any, Final, cast
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
 from .graph import cypher
-from .sql.snapshots import SNAPSHOT_TABLES
+from .sql.snapshots import AGENT_TABLES, SNAPSHOT_TABLES
 from .wipe import wipe_user
 
 __all__ = ["FORMAT", "VERSION", "SnapshotInfo", "create_snapshot", "delete_user_snapshots", "list_snapshots",
@@ -56,6 +56,8 @@ class SnapshotInfo:
     created_at: datetime
     path: Path
     counts: dict[str, int] = field(default_factory=dict)
+    #: The agent whose memory it holds (None: the whole user's memory).
+    agent_id: str | None = None
 
 
 @contextmanager
@@ -72,8 +74,11 @@ def _quiet(stage: str, done: int) -> None:
     """The default progress callback: says nothing."""
 
 
-async def write_snapshot(ctx: MemoryContext, user_id: str, path: Path, *, progress: Progress = _quiet) -> SnapshotInfo:
-    """Write every store's memory of ``user_id`` to ``path`` (see the module docstring) and return what it holds."""
+async def write_snapshot(ctx: MemoryContext, user_id: str, path: Path, *, progress: Progress = _quiet,
+                         agent_id: str | None = None) -> SnapshotInfo:
+    """Write every store's memory of ``user_id`` to ``path`` (see the module docstring) and return what it holds;
+    with ``agent_id``, only what that agent wrote: its turns (log rows), facts and control memories with their
+    edges, its timeline and short-term rows (no working memory: a session's state is shared)."""
     created = datetime.now(UTC)
     counts: dict[str, int] = defaultdict(int)
     partial = path.with_name(path.name + ".partial")  # a crash never leaves a file that looks whole
@@ -82,35 +87,38 @@ async def write_snapshot(ctx: MemoryContext, user_id: str, path: Path, *, progre
             out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
             counts[store] += 1
 
-        emit({"format": FORMAT, "version": VERSION, "user_id": user_id, "created_at": created.isoformat(),
+        emit({"format": FORMAT, "version": VERSION, "user_id": user_id, "agent_id": agent_id,
+              "created_at": created.isoformat(),
               "embedding": {"model": ctx.settings.embedding.model, "dimension": ctx.settings.embedding.dimension},
               "graph_backend": ctx.graph.dialect.name}, "header")
-        for label in cypher.SNAPSHOT_LABELS:
+        node_reads = cypher.SNAPSHOT_AGENT_NODES if agent_id else cypher.SNAPSHOT_NODES
+        edge_reads = cypher.SNAPSHOT_AGENT_EDGES_FROM if agent_id else cypher.SNAPSHOT_EDGES_FROM
+        for label in node_reads:
             after = ""
             while True:
-                params = {"user_id": user_id, "after": after, "limit": PAGE}
-                nodes = await ctx.graph.read(cypher.SNAPSHOT_NODES[label], params)
+                params = {"user_id": user_id, "after": after, "limit": PAGE, "agent_id": agent_id}
+                nodes = await ctx.graph.read(node_reads[label], params)
                 for node in nodes:
                     props = dict(node["props"])
                     vector = props.pop("embedding", None)
                     emit({"store": "graph", "node": label, "id": node["id"], "props": props,
                           "embedding": None if vector is None else [float(x) for x in vector]}, "graph nodes")
-                for edge in await ctx.graph.read(cypher.SNAPSHOT_EDGES_FROM[label], params):
+                for edge in await ctx.graph.read(edge_reads[label], params):
                     emit({"store": "graph", "edge": [label, edge["type"], edge["target_label"]],
                           "source": edge["source"], "target": edge["target"], "props": edge["props"]}, "graph edges")
                 progress("graph", counts["graph nodes"])
                 if len(nodes) < PAGE:
                     break
                 after = nodes[-1]["id"]
-        for table in SNAPSHOT_TABLES:
-            async for row in ctx.sql.snapshots.read(table, user_id):
+        for table in AGENT_TABLES if agent_id else SNAPSHOT_TABLES:
+            async for row in ctx.sql.snapshots.read(table, user_id, agent_id=agent_id):
                 emit({"store": "postgres", "table": table, "row": row}, "postgres rows")
             progress("postgres", counts["postgres rows"])
-        for entry in await ctx.working.export_user(user_id):
+        for entry in [] if agent_id else await ctx.working.export_user(user_id):
             emit({"store": "redis", "entry": entry}, "redis keys")
         out.write(json.dumps({"end": True, "counts": dict(counts)}) + "\n")
     partial.replace(path)
-    return SnapshotInfo(_snapshot_id(path), user_id, created, path, dict(counts))
+    return SnapshotInfo(_snapshot_id(path), user_id, created, path, dict(counts), agent_id)
 
 
 def read_header(path: Path) -> dict[str, Any]:
@@ -160,15 +168,35 @@ def _read_records(path: Path) -> dict[str, list[dict[str, Any]]]:
     return by_store
 
 
-async def user_has_memory(ctx: MemoryContext, user_id: str) -> bool:
-    """True when the user has a node of any memory label or a row in any memory table."""
-    for label in cypher.USER_LABELS:
-        if await ctx.graph.read(cypher.SNAPSHOT_NODES[label], {"user_id": user_id, "after": "", "limit": 1}):
+async def user_has_memory(ctx: MemoryContext, user_id: str, agent_id: str | None = None) -> bool:
+    """True when the user (or, with ``agent_id``, that agent) has a node of any memory label or a row in any memory
+    table."""
+    reads = cypher.SNAPSHOT_AGENT_NODES if agent_id else {label: cypher.SNAPSHOT_NODES[label]
+                                                           for label in cypher.USER_LABELS}
+    for statement in reads.values():
+        if await ctx.graph.read(statement, {"user_id": user_id, "agent_id": agent_id, "after": "", "limit": 1}):
             return True
-    for table in SNAPSHOT_TABLES:
-        async for _ in ctx.sql.snapshots.read(table, user_id):
+    for table in AGENT_TABLES if agent_id else SNAPSHOT_TABLES:
+        async for _ in ctx.sql.snapshots.read(table, user_id, agent_id=agent_id):
             return True
     return False
+
+
+async def wipe_agent(ctx: MemoryContext, user_id: str, agent_id: str) -> dict[str, int]:
+    """Delete what ``agent_id`` wrote: its turns, facts and control memories in the graph (with their edges) and its
+    rows of the tables that record agents; return the counts."""
+    counts: dict[str, int] = {}
+    for label, statement in cypher.FORGET_AGENT_NODES.items():
+        deleted = 0
+        while True:
+            rows = await ctx.graph.write(statement, {"user_id": user_id, "agent_id": agent_id, "limit": PAGE})
+            page = rows[0]["deleted"] if rows else 0
+            deleted += page
+            if page < PAGE:
+                break
+        counts[label] = deleted
+    counts.update(await ctx.sql.snapshots.delete_agent(user_id, agent_id))
+    return counts
 
 
 async def load_snapshot(ctx: MemoryContext, path: Path, *, user_id: str | None = None,
@@ -179,17 +207,20 @@ async def load_snapshot(ctx: MemoryContext, path: Path, *, user_id: str | None =
     holds. A failure while writing removes what was written."""
     header = read_header(path)
     target = user_id or str(header["user_id"])
+    agent = header.get("agent_id")
     _check_embedding(ctx, header)
     records = _read_records(path)
-    if await user_has_memory(ctx, target):
-        raise ConflictError(f"user {target!r} already has memory: forget it first, or restore the snapshot "
-                            "(which replaces it)")
+    if await user_has_memory(ctx, target, agent):
+        who = f"agent {agent!r} of user {target!r}" if agent else f"user {target!r}"
+        raise ConflictError(f"{who} already has memory: forget it first, or restore the snapshot (which replaces it)")
     nodes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     edges: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for record in records["graph"]:
         if "node" in record:
-            if record["node"] not in cypher.SNAPSHOT_RESTORE_NODES:
+            if record["node"] not in (cypher.SNAPSHOT_AGENT_NODES if agent else cypher.SNAPSHOT_RESTORE_NODES):
                 raise ValidationError("snapshot", f"unknown node label {record['node']!r}")
+            if agent:
+                record["props"]["agent_id"] = agent  # an agent's snapshot restores only that agent's memory
             nodes[record["node"]].append(record)
         else:
             edge = tuple(record["edge"])
@@ -205,6 +236,12 @@ async def load_snapshot(ctx: MemoryContext, path: Path, *, user_id: str | None =
                                     "snapshot cannot be loaded under another user of the installation it came from")
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in records["postgres"]:
+        if agent:
+            if record["table"] not in AGENT_TABLES:
+                raise ValidationError("snapshot", f"table {record['table']!r} is not part of an agent's snapshot")
+            record["row"]["agent_id"] = agent
+            if record["table"] == "conversation_logs":
+                record["row"]["projected"] = False  # projected again below: the graph's conversation links
         rows[record["table"]].append(record["row"])
     redis_entries = [_rekey(r["entry"], str(header["user_id"]), target) for r in records["redis"]]
 
@@ -213,11 +250,16 @@ async def load_snapshot(ctx: MemoryContext, path: Path, *, user_id: str | None =
         written = await ctx.sql.snapshots.write(target, rows)
         counts["postgres rows"] = sum(written.values())
         progress("postgres", counts["postgres rows"])
+        if agent:
+            from .episodic import EpisodicMemory
+
+            await EpisodicMemory(ctx).reconcile()  # the agent's turns into the graph, in their conversations
         counts["graph nodes"] = await _load_nodes(ctx, target, nodes, edges, progress)
         counts["graph edges"] = await _load_edges(ctx, target, edges, progress)
         counts["redis keys"] = await ctx.working.import_user(target, redis_entries)
     except BaseException:
-        await wipe_user(ctx, target)  # the user had no memory before: nothing of theirs is lost
+        # the user (or the agent) had no memory before: nothing of theirs is lost
+        await (wipe_agent(ctx, target, agent) if agent else wipe_user(ctx, target))
         raise
     return counts
 
@@ -229,7 +271,7 @@ async def _load_nodes(ctx: MemoryContext, user_id: str, nodes: dict[str, list[di
         await ctx.graph.write(cypher.SNAPSHOT_RESTORE_NODES["Tool"], {"rows": [{"id": t, "props": {"name": t}}
                                                                       for t in sorted(tools)]})
     done = 0
-    for label in cypher.SNAPSHOT_LABELS:
+    for label in cypher.SNAPSHOT_LABELS:  # an agent's snapshot holds only facts and controls among them
         found = nodes.get(label, [])
         for start in range(0, len(found), PAGE):
             page = found[start:start + PAGE]
@@ -278,44 +320,55 @@ def _snapshot_id(path: Path) -> str:
     return path.name.split(".", 1)[0]
 
 
-async def create_snapshot(ctx: MemoryContext, user_id: str, *, progress: Progress = _quiet) -> SnapshotInfo:
-    """Snapshot the user's memory into the engine's snapshot directory; return it (its id restores it)."""
+async def create_snapshot(ctx: MemoryContext, user_id: str, *, progress: Progress = _quiet,
+                          agent_id: str | None = None) -> SnapshotInfo:
+    """Snapshot the user's memory (or what ``agent_id`` wrote) into the engine's snapshot directory; return it (its
+    id restores it)."""
     directory = user_snapshot_dir(ctx, user_id)
     directory.mkdir(parents=True, exist_ok=True)
     snapshot_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
-    return await write_snapshot(ctx, user_id, directory / f"{snapshot_id}.jsonl.gz", progress=progress)
+    return await write_snapshot(ctx, user_id, directory / f"{snapshot_id}.jsonl.gz", progress=progress,
+                                agent_id=agent_id)
 
 
-def list_snapshots(ctx: MemoryContext, user_id: str) -> list[SnapshotInfo]:
-    """The user's kept snapshots, oldest first."""
+def list_snapshots(ctx: MemoryContext, user_id: str, *, agent_id: str | None = None) -> list[SnapshotInfo]:
+    """The user's kept snapshots, oldest first (with ``agent_id``: only that agent's)."""
     directory = user_snapshot_dir(ctx, user_id)
     out = []
     for path in sorted(directory.glob("*.jsonl.gz")) if directory.is_dir() else []:
         header = read_header(path)
+        if agent_id is not None and header.get("agent_id") != agent_id:
+            continue
         out.append(SnapshotInfo(_snapshot_id(path), str(header["user_id"]),
-                                datetime.fromisoformat(header["created_at"]), path))
+                                datetime.fromisoformat(header["created_at"]), path, agent_id=header.get("agent_id")))
     return out
 
 
-def find_snapshot(ctx: MemoryContext, user_id: str, snapshot_id: str) -> Path:
-    """The file of one of the user's kept snapshots; :class:`NotFoundError` if they have none with that id."""
-    for info in list_snapshots(ctx, user_id):
+def find_snapshot(ctx: MemoryContext, user_id: str, snapshot_id: str, *, agent_id: str | None = None) -> SnapshotInfo:
+    """One of the user's kept snapshots (with ``agent_id``: of that agent); :class:`NotFoundError` if there is none
+    with that id."""
+    for info in list_snapshots(ctx, user_id, agent_id=agent_id):
         if info.snapshot_id == snapshot_id:
-            return info.path
+            return info
     raise NotFoundError("snapshot", snapshot_id)
 
 
-async def restore_snapshot(ctx: MemoryContext, user_id: str, snapshot_id: str, *,
-                           progress: Progress = _quiet) -> dict[str, int]:
-    """Put the user's memory back as the kept snapshot holds it: wipe what they have now (their kept snapshots stay),
-    then load it; return the records written per store. The file is read and checked before anything is wiped."""
-    path = find_snapshot(ctx, user_id, snapshot_id)
-    _check_embedding(ctx, read_header(path))
-    _read_records(path)
-    await wipe_user(ctx, user_id)
-    counts = await load_snapshot(ctx, path, user_id=user_id, progress=progress)
-    await ctx.audit.log_write("restore_snapshot", "user", None, [user_id], {"snapshot_id": snapshot_id, **counts},
-                              user_id=user_id)
+async def restore_snapshot(ctx: MemoryContext, user_id: str, snapshot_id: str, *, progress: Progress = _quiet,
+                           agent_id: str | None = None) -> dict[str, int]:
+    """Put the memory the kept snapshot holds back as it was: the user's (their kept snapshots stay), or, for a
+    snapshot of one agent, what that agent wrote (the rest of the user's memory stays). What is there now is wiped,
+    then the snapshot loaded; return the records written per store. The file is read and checked before anything is
+    wiped. With ``agent_id`` (an agent acting), only that agent's snapshots are found."""
+    info = find_snapshot(ctx, user_id, snapshot_id, agent_id=agent_id)
+    _check_embedding(ctx, read_header(info.path))
+    _read_records(info.path)
+    if info.agent_id:
+        await wipe_agent(ctx, user_id, info.agent_id)
+    else:
+        await wipe_user(ctx, user_id)
+    counts = await load_snapshot(ctx, info.path, user_id=user_id, progress=progress)
+    await ctx.audit.log_write("restore_snapshot", "user", None, [user_id],
+                              {"snapshot_id": snapshot_id, "agent_id": info.agent_id, **counts}, user_id=user_id)
     return counts
 
 

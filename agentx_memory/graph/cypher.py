@@ -1374,3 +1374,38 @@ REEMBED_STAGE: Final[dict[str, LiteralString]] = {label: _reembed_stage(label) f
 
 #: The staged vectors of the nodes ``$ids`` made the live ones (the staging slot emptied), by label.
 REEMBED_SWAP: Final[dict[str, LiteralString]] = {label: _reembed_swap(label) for label in REEMBED_LABELS}
+
+# --- snapshots of one agent's memory -------------------------------------------------------------------------------
+# An agent's memory is what it wrote: its turns (kept in the log and projected again on restore), facts and control
+# memories. Entities, goals and strategies are the user's and stay out.
+
+#: The labels whose nodes record the agent that wrote them.
+AGENT_LABELS: Final[tuple[LiteralString, ...]] = ("Turn", "Fact", "Control")
+
+
+def _agent_nodes(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + " {user_id: $user_id}) WHERE n.agent_id = $agent_id AND n.id > $after "
+            "WITH n ORDER BY n.id LIMIT $limit RETURN n.id AS id, properties(n) AS props")
+
+
+def _agent_edges(label: LiteralString) -> LiteralString:
+    return ("MATCH (a:" + label + " {user_id: $user_id}) WHERE a.agent_id = $agent_id AND a.id > $after "
+            "WITH a ORDER BY a.id LIMIT $limit MATCH (a)-[r]->(b) "
+            "RETURN a.id AS source, type(r) AS type, labels(b)[0] AS target_label, coalesce(b.id, b.name) AS target, "
+            "properties(r) AS props")
+
+
+def _forget_agent_nodes(label: LiteralString) -> LiteralString:
+    return ("MATCH (n:" + label + " {user_id: $user_id}) WHERE n.agent_id = $agent_id WITH n LIMIT $limit "
+            "DETACH DELETE n RETURN count(*) AS deleted")
+
+
+#: One page of an agent's facts or control memories with their properties, by label (its turns come from the log).
+SNAPSHOT_AGENT_NODES: Final[dict[str, LiteralString]] = {label: _agent_nodes(label) for label in ("Fact", "Control")}
+
+#: The edges leaving one page of an agent's facts or control memories, by label.
+SNAPSHOT_AGENT_EDGES_FROM: Final[dict[str, LiteralString]] = {
+    label: _agent_edges(label) for label in ("Fact", "Control")}
+
+#: One page of an agent's nodes of a label deleted with their edges, by label.
+FORGET_AGENT_NODES: Final[dict[str, LiteralString]] = {label: _forget_agent_nodes(label) for label in AGENT_LABELS}

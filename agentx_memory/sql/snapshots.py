@@ -18,7 +18,7 @@ from ..errors import ValidationError
 from .errors import pg_errors
 from .postgres import PostgresStore
 
-__all__ = ["SNAPSHOT_TABLES", "SnapshotRows"]
+__all__ = ["AGENT_TABLES", "SNAPSHOT_TABLES", "SnapshotRows"]
 
 #: The memory tables a snapshot holds, each with the order its rows are read in.
 SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
@@ -31,6 +31,9 @@ SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
     "short_term_memory": "session_id, memory_key",
     "working_memory_saves": "channel, conversation_id",
 }
+
+#: The memory tables whose rows record the agent that wrote them (a snapshot of one agent holds its rows of these).
+AGENT_TABLES: Final[tuple[LiteralString, ...]] = ("conversation_logs", "memory_timeline", "short_term_memory")
 
 PAGE: Final = 500
 
@@ -56,18 +59,22 @@ class SnapshotRows:
             self._columns[table] = [r["column_name"] for r in rows]
         return self._columns[table]
 
-    async def read(self, table: str, user_id: str) -> AsyncIterator[dict[str, Any]]:
-        """The user's rows of ``table`` (portable columns only), in pages."""
+    async def read(self, table: str, user_id: str, *, agent_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """The user's rows of ``table`` (portable columns only; with ``agent_id``, the rows that agent wrote, of an
+        :data:`AGENT_TABLES` table), in pages."""
         columns = await self.columns(table)
-        query = sql.SQL("SELECT jsonb_build_object({pairs}) AS row FROM {table} WHERE user_id = %(user_id)s"
-                        " ORDER BY {order} LIMIT %(limit)s OFFSET %(offset)s").format(
+        if agent_id is not None and table not in AGENT_TABLES:
+            raise ValidationError("table", f"{table!r} does not record agents; one of {list(AGENT_TABLES)}")
+        by_agent = sql.SQL(" AND agent_id = %(agent_id)s" if agent_id is not None else "")
+        query = sql.SQL("SELECT jsonb_build_object({pairs}) AS row FROM {table} WHERE user_id = %(user_id)s{by_agent}"
+                        " ORDER BY {order} LIMIT %(limit)s OFFSET %(offset)s").format(by_agent=by_agent,
             pairs=sql.SQL(", ").join(sql.SQL("{}, to_jsonb({})").format(sql.Literal(c), sql.Identifier(c))
                                      for c in columns),
             table=sql.Identifier(table), order=sql.SQL(SNAPSHOT_TABLES[table]))
         offset = 0
         while True:
-            rows = await self.store.fetch(query, {"user_id": user_id, "limit": PAGE, "offset": offset},
-                                          what="reading a snapshot")
+            rows = await self.store.fetch(query, {"user_id": user_id, "agent_id": agent_id, "limit": PAGE,
+                                                  "offset": offset}, what="reading a snapshot")
             for row in rows:
                 yield row["row"]
             if len(rows) < PAGE:
@@ -94,4 +101,15 @@ class SnapshotRows:
                     page = [{**r, "user_id": user_id} for r in table_rows[start:start + PAGE]]
                     written += (await conn.execute(statement, {"rows": json.dumps(page)})).rowcount
                 counts[table] = written
+        return counts
+
+    async def delete_agent(self, user_id: str, agent_id: str) -> dict[str, int]:
+        """Delete the rows ``agent_id`` wrote of every :data:`AGENT_TABLES` table, in one transaction; return the
+        rows deleted per table."""
+        counts: dict[str, int] = {}
+        async with pg_errors("deleting an agent's rows"), self.store.connection() as conn, conn.transaction():
+            for table in AGENT_TABLES:
+                statement = sql.SQL("DELETE FROM {table} WHERE user_id = %(user_id)s AND agent_id = %(agent_id)s"
+                                    ).format(table=sql.Identifier(table))
+                counts[table] = (await conn.execute(statement, {"user_id": user_id, "agent_id": agent_id})).rowcount
         return counts

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import gzip
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from agentx_memory import AgentMemory, ConflictError, NotFoundError, Turn, ValidationError
+from agentx_memory import AgentMemory, ConflictError, ControlMemory, Fact, NotFoundError, Turn, ValidationError
 from agentx_memory.sql.snapshots import SNAPSHOT_TABLES
 from tests.conftest import cli_env, gread
 from tests.integration.test_forget import _fill
@@ -147,3 +148,52 @@ def test_export_and_import_from_the_command_line(settings, embedded_home, tmp_pa
     assert again.returncode == 2 and "already has memory" in again.stdout
     missing = agentx("import", str(tmp_path / "nope.jsonl"), env=cli_env(target, COLUMNS="200"))
     assert missing.returncode == 2 and "file:" in missing.stdout
+
+
+def _agent_state(view: AgentMemory) -> dict:
+    """What an agent reads of its own: the conversations, facts and controls it wrote."""
+    turns = sorted((t.id, t.content, t.scope) for c in ("plan", "plan-2") for t in _turns_or_none(view, c)
+                   if t.agent_id == view.agent_id)
+    facts = sorted((f.id, f.claim, f.scope) for f in view.facts_as_of(datetime.now(UTC) + timedelta(minutes=1))
+                   if f.agent_id == view.agent_id)
+    controls = sorted((c.id, c.content) for c in view.list_controls() if c.agent_id == view.agent_id)
+    return {"turns": turns, "facts": facts, "controls": controls}
+
+
+def _turns_or_none(view: AgentMemory, conversation: str) -> list:
+    try:
+        return view.get_conversation(conversation)
+    except NotFoundError:
+        return []
+
+
+def test_an_agents_snapshot_restores_what_it_wrote_and_leaves_the_rest_of_the_user(settings):
+    with AgentMemory(settings(), user_id="alice") as memory:
+        planner, coder = memory.for_agent("planner"), memory.for_agent("coder")
+        planner.store_turns([Turn(conversation_id="plan", user_id="alice", content="Private: the code is 7-3-9."),
+                             Turn(conversation_id="plan", user_id="alice", content="Shared: launch Monday.",
+                                  scope="global")])
+        coder.store_turn(Turn(conversation_id="plan", user_id="alice", content="Coder: tests are green."))
+        planner.learn_fact(Fact(user_id="alice", claim="the code is 7-3-9", scope="agent"))
+        planner.add_control(ControlMemory(user_id="alice", content="Never say the code aloud", scope="agent"))
+        user_fact = memory.learn_fact(Fact(user_id="alice", claim="alice likes tea"))
+        memory.drain()
+        before, coder_before = _agent_state(planner), _agent_state(coder)
+        assert len(before["turns"]) == 2 and len(before["facts"]) == 1 and len(before["controls"]) == 1
+
+        snapshot = planner.create_snapshot()
+        assert snapshot.agent_id == "planner" and snapshot.counts.get("redis keys", 0) == 0
+        assert [s.snapshot_id for s in planner.list_snapshots()] == [snapshot.snapshot_id]
+        assert coder.list_snapshots() == []  # an agent lists its own snapshots
+        planner.store_turn(Turn(conversation_id="plan-2", user_id="alice", content="Later private note."))
+        planner.forget([f for f, _, _ in before["facts"]])
+        assert _agent_state(planner) != before
+
+        with pytest.raises(NotFoundError):
+            coder.restore_from_snapshot(snapshot.snapshot_id)  # not the coder's snapshot
+        counts = planner.restore_from_snapshot(snapshot.snapshot_id)
+        assert counts["graph nodes"] == 2  # its fact and control (its turns come back through the log)
+        assert _agent_state(planner) == before
+        assert _agent_state(coder) == coder_before and memory.get_fact(user_fact.id).claim == "alice likes tea"
+        assert any("7-3-9" in str(s.item) for s in planner.remember("what is the code?").all_scored())
+        assert not any("7-3-9" in str(s.item) for s in coder.remember("what is the code?").all_scored())
