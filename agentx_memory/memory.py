@@ -892,36 +892,37 @@ class AsyncAgentMemory:
                               now: datetime | None = None) -> ShortTermEntry | None:
         """The short-term entry, counting the read (access count + 1, last access); ``None`` when absent or
         expired."""
-        return await self.short_term.read(self._user(user_id), session_id, key, now=now)
+        return await self.short_term.read(self._user(user_id), session_id, key, now=now, reader=self.agent_id)
 
     async def touch_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
                                now: datetime | None = None) -> int | None:
         """Count one use of a short-term entry without reading it; its access count after that, or ``None`` when
         absent or expired."""
-        return await self.short_term.touch(self._user(user_id), session_id, key, now=now)
+        return await self.short_term.touch(self._user(user_id), session_id, key, now=now, reader=self.agent_id)
 
     async def refresh_short_term_ttl(self, session_id: str, key: str, ttl_seconds: int | None = None,
                                      user_id: str | None = None, *,
                                      now: datetime | None = None) -> ShortTermEntry | None:
         """Let a live short-term entry expire ``ttl_seconds`` (default: its own TTL) from ``now``; ``None`` when
         absent or already expired."""
-        return await self.short_term.refresh_ttl(self._user(user_id), session_id, key, ttl_seconds, now=now)
+        return await self.short_term.refresh_ttl(self._user(user_id), session_id, key, ttl_seconds, now=now,
+                                                 reader=self.agent_id)
 
     async def delete_short_term(self, session_id: str, key: str, user_id: str | None = None, *,
                                 now: datetime | None = None) -> bool:
         """Remove a short-term entry; True when a live one was there."""
-        return await self.short_term.delete(self._user(user_id), session_id, key, now=now)
+        return await self.short_term.delete(self._user(user_id), session_id, key, now=now, reader=self.agent_id)
 
     async def list_short_term(self, session_id: str, user_id: str | None = None, *,
                               now: datetime | None = None) -> list[ShortTermEntry]:
         """The live short-term entries of the user's session, by key (reads are not counted)."""
-        return await self.short_term.list_entries(self._user(user_id), session_id, now=now)
+        return await self.short_term.list_entries(self._user(user_id), session_id, now=now, reader=self.agent_id)
 
     async def short_term_statistics(self, session_id: str | None = None, user_id: str | None = None, *,
                                     now: datetime | None = None) -> dict[str, Any]:
         """The short-term tier of one session (or all the user's): ``entries`` (live), ``expired`` (waiting for the
         ``short_term`` job), ``by_type``, ``mean_access_count`` and ``bytes``."""
-        return await self.short_term.statistics(self._user(user_id), session_id, now=now)
+        return await self.short_term.statistics(self._user(user_id), session_id, now=now, reader=self.agent_id)
 
     async def consolidate_short_term(self, *, now: datetime | None = None, dry_run: bool = False,
                                      user_id: str | None = None) -> ShortTermReport:

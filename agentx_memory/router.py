@@ -68,7 +68,7 @@ class MemoryRouter:
         if tier == "working":
             return await self._working.get(key)
         if tier == "short_term":
-            entry = await self._short_term.read(self.user_id, self.session_id, key)
+            entry = await self._short_term.read(self.user_id, self.session_id, key, reader=self.agent_id)
             return None if entry is None else entry.value
         try:
             fact = await self._semantic.get_fact(fact_id_for(self.user_id, self.session_id, key), self.user_id)
@@ -113,6 +113,6 @@ class MemoryRouter:
             rows = await self._semantic.ctx.graph.read(statement, {"user_id": self.user_id})
             long_term[name] = rows[0]["n"] if rows else 0
         return {"working_memory": working,
-                "short_term": await self._short_term.statistics(self.user_id, self.session_id),
+                "short_term": await self._short_term.statistics(self.user_id, self.session_id, reader=self.agent_id),
                 "long_term": long_term,
                 "shared": await self._semantic.ctx.sql.pools.totals(self.user_id, self.agent_id)}

@@ -146,59 +146,63 @@ class ShortTermStore:
             session_id=session_id)
         return stored
 
-    async def read(self, user_id: str, session_id: str, key: str, *,
-                   now: datetime | None = None) -> ShortTermEntry | None:
+    async def read(self, user_id: str, session_id: str, key: str, *, now: datetime | None = None,
+                   reader: str | None = None) -> ShortTermEntry | None:
         """The entry, counting the read (access count + 1, last access ``now``); ``None`` when it is absent or
-        expired (an expired entry is not counted)."""
+        expired (an expired entry is not counted), or, for the agent ``reader``, another agent's."""
         self._check_key(user_id, session_id, key)
-        return await self.ctx.sql.short_term.touch(user_id, session_id, key, now=_now(now))
+        return await self.ctx.sql.short_term.touch(user_id, session_id, key, now=_now(now), reader=reader)
 
-    async def touch(self, user_id: str, session_id: str, key: str, *, now: datetime | None = None) -> int | None:
+    async def touch(self, user_id: str, session_id: str, key: str, *, now: datetime | None = None,
+                    reader: str | None = None) -> int | None:
         """Count one use of the entry without reading it (seed 002's ``touch_access!``); its access count after
-        that, or ``None`` when it is absent or expired."""
-        entry = await self.read(user_id, session_id, key, now=now)
+        that, or ``None`` when it is absent or expired (or another agent's, for the agent ``reader``)."""
+        entry = await self.read(user_id, session_id, key, now=now, reader=reader)
         return None if entry is None else entry.access_count
 
     async def refresh_ttl(self, user_id: str, session_id: str, key: str, ttl_seconds: int | None = None, *,
-                          now: datetime | None = None) -> ShortTermEntry | None:
+                          now: datetime | None = None, reader: str | None = None) -> ShortTermEntry | None:
         """Let the entry expire ``ttl_seconds`` after ``now`` (default: its own TTL again; a given TTL becomes its
         TTL). ``None`` when it is absent or already expired: an expired entry cannot be brought back."""
         self._check_key(user_id, session_id, key)
         ttl = None if ttl_seconds is None else check_ttl(ttl_seconds)
-        return await self.ctx.sql.short_term.refresh_ttl(user_id, session_id, key, ttl, now=_now(now))
+        return await self.ctx.sql.short_term.refresh_ttl(user_id, session_id, key, ttl, now=_now(now), reader=reader)
 
-    async def delete(self, user_id: str, session_id: str, key: str, *, now: datetime | None = None) -> bool:
-        """Remove the entry; True when a live one was there (an expired one goes too, and counts as absent)."""
+    async def delete(self, user_id: str, session_id: str, key: str, *, now: datetime | None = None,
+                     reader: str | None = None) -> bool:
+        """Remove the entry; True when a live one was there (an expired one goes too, and counts as absent); the
+        agent ``reader`` removes only its own or the user's."""
         self._check_key(user_id, session_id, key)
-        removed = await self.ctx.sql.short_term.delete(user_id, session_id, key, now=_now(now))
+        removed = await self.ctx.sql.short_term.delete(user_id, session_id, key, now=_now(now), reader=reader)
         if removed:
             await self.ctx.audit.log_write("delete", "short_term", None, [key], {"session_id": session_id},
                                            user_id=user_id, session_id=session_id)
         return removed
 
-    async def get(self, user_id: str, session_id: str, key: str, *,
-                  now: datetime | None = None) -> ShortTermEntry | None:
+    async def get(self, user_id: str, session_id: str, key: str, *, now: datetime | None = None,
+                  reader: str | None = None) -> ShortTermEntry | None:
         """The live entry without counting a read (for statistics and the tier router's peeks); ``None`` when
         absent or expired."""
         self._check_key(user_id, session_id, key)
-        return await self.ctx.sql.short_term.get(user_id, session_id, key, now=_now(now))
+        return await self.ctx.sql.short_term.get(user_id, session_id, key, now=_now(now), reader=reader)
 
-    async def list_entries(self, user_id: str, session_id: str, *,
-                           now: datetime | None = None) -> list[ShortTermEntry]:
-        """The session's live entries, by key (reads are not counted)."""
+    async def list_entries(self, user_id: str, session_id: str, *, now: datetime | None = None,
+                           reader: str | None = None) -> list[ShortTermEntry]:
+        """The session's live entries (for the agent ``reader``: its own and the user's), by key (reads are not
+        counted)."""
         check_id(user_id, "user_id")
         check_id(session_id, "session_id", max_len=_KEY_MAX)
-        return await self.ctx.sql.short_term.list_session(user_id, session_id, now=_now(now))
+        return await self.ctx.sql.short_term.list_session(user_id, session_id, now=_now(now), reader=reader)
 
-    async def statistics(self, user_id: str, session_id: str | None = None, *,
-                         now: datetime | None = None) -> dict[str, Any]:
+    async def statistics(self, user_id: str, session_id: str | None = None, *, now: datetime | None = None,
+                         reader: str | None = None) -> dict[str, Any]:
         """Figures of one session (or all the user's when ``session_id`` is None): ``entries`` (live), ``expired``
         (waiting for the ``short_term`` job), ``by_type`` (live entries per memory type), ``mean_access_count``
         (over the live entries; 0.0 when none) and ``bytes`` (their values as JSON text)."""
         check_id(user_id, "user_id")
         if session_id is not None:
             check_id(session_id, "session_id", max_len=_KEY_MAX)
-        rows = await self.ctx.sql.short_term.statistics(user_id, session_id, now=_now(now))
+        rows = await self.ctx.sql.short_term.statistics(user_id, session_id, now=_now(now), reader=reader)
         entries = sum(r["entries"] for r in rows)
         accesses = sum(r["accesses"] for r in rows)
         return {"entries": entries, "expired": sum(r["expired"] for r in rows),

@@ -14,6 +14,7 @@ from typing import Any, Final, LiteralString
 
 from psycopg.types.json import Jsonb
 
+from ..errors import ConflictError
 from ..models import ShortTermEntry
 from .errors import pg_errors
 from .postgres import PostgresStore
@@ -25,6 +26,9 @@ _COLUMNS: Final[LiteralString] = (
     " last_accessed_at, created_at, updated_at")
 
 _KEY: Final[LiteralString] = "user_id = %(user_id)s AND session_id = %(session_id)s AND memory_key = %(key)s"
+
+#: What the agent ``%(reader)s`` may read (NULL: the user, everything): its own entries and the user's (no agent).
+_SEEN: Final[LiteralString] = "(%(reader)s::text IS NULL OR agent_id IS NULL OR agent_id = %(reader)s)"
 
 #: Serializes the writes of one session, so the entry cap holds under concurrent writers.
 LOCK_SESSION: Final[LiteralString] = (
@@ -47,28 +51,31 @@ UPSERT: Final[LiteralString] = (
     "  access_count = CASE WHEN s.expires_at > %(now)s THEN s.access_count ELSE 0 END,"
     "  last_accessed_at = CASE WHEN s.expires_at > %(now)s THEN s.last_accessed_at END,"
     "  created_at = CASE WHEN s.expires_at > %(now)s THEN s.created_at ELSE EXCLUDED.created_at END"
+    # another agent's live entry under the key is not overwritten (no row comes back: the caller refuses)
+    " WHERE s.expires_at <= %(now)s OR EXCLUDED.agent_id IS NULL OR s.agent_id IS NULL"
+    "  OR s.agent_id = EXCLUDED.agent_id"
     " RETURNING " + _COLUMNS)
 
 TOUCH: Final[LiteralString] = (
     "UPDATE short_term_memory SET access_count = access_count + 1, last_accessed_at = %(now)s"
-    " WHERE " + _KEY + " AND expires_at > %(now)s RETURNING " + _COLUMNS)
+    " WHERE " + _KEY + " AND " + _SEEN + " AND expires_at > %(now)s RETURNING " + _COLUMNS)
 
 #: A live entry expires ``ttl`` seconds (default: its own TTL) from ``now``; a given TTL becomes its TTL.
 REFRESH_TTL: Final[LiteralString] = (
     "UPDATE short_term_memory SET ttl_seconds = coalesce(%(ttl)s, ttl_seconds),"
     " expires_at = %(now)s + make_interval(secs => coalesce(%(ttl)s, ttl_seconds))"
-    " WHERE " + _KEY + " AND expires_at > %(now)s RETURNING " + _COLUMNS)
+    " WHERE " + _KEY + " AND " + _SEEN + " AND expires_at > %(now)s RETURNING " + _COLUMNS)
 
 #: Removes the entry, live or expired; says whether it was live.
 DELETE: Final[LiteralString] = (
-    "DELETE FROM short_term_memory WHERE " + _KEY + " RETURNING expires_at > %(now)s AS live")
+    "DELETE FROM short_term_memory WHERE " + _KEY + " AND " + _SEEN + " RETURNING expires_at > %(now)s AS live")
 
 GET: Final[LiteralString] = (
-    "SELECT " + _COLUMNS + " FROM short_term_memory WHERE " + _KEY + " AND expires_at > %(now)s")
+    "SELECT " + _COLUMNS + " FROM short_term_memory WHERE " + _KEY + " AND " + _SEEN + " AND expires_at > %(now)s")
 
 LIST: Final[LiteralString] = (
     "SELECT " + _COLUMNS + " FROM short_term_memory WHERE user_id = %(user_id)s AND session_id = %(session_id)s"
-    " AND expires_at > %(now)s ORDER BY memory_key")
+    " AND " + _SEEN + " AND expires_at > %(now)s ORDER BY memory_key")
 
 #: Per memory type: live entries, expired ones waiting for the job, accesses and value bytes of the live ones.
 STATISTICS: Final[LiteralString] = (
@@ -77,7 +84,7 @@ STATISTICS: Final[LiteralString] = (
     " coalesce(sum(access_count) FILTER (WHERE expires_at > %(now)s), 0) AS accesses,"
     " coalesce(sum(octet_length(memory_value::text)) FILTER (WHERE expires_at > %(now)s), 0) AS bytes"
     " FROM short_term_memory WHERE user_id = %(user_id)s"
-    " AND (%(session_id)s::text IS NULL OR session_id = %(session_id)s) GROUP BY memory_type")
+    " AND (%(session_id)s::text IS NULL OR session_id = %(session_id)s) AND " + _SEEN + " GROUP BY memory_type")
 
 _AFTER: Final[LiteralString] = (
     " AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)"
@@ -123,8 +130,8 @@ def entry_from_row(row: Mapping[str, Any]) -> ShortTermEntry:
         created_at=row["created_at"], updated_at=row["updated_at"])
 
 
-def _key(user_id: str, session_id: str, key: str, now: datetime) -> dict[str, Any]:
-    return {"user_id": user_id, "session_id": session_id, "key": key, "now": now}
+def _key(user_id: str, session_id: str, key: str, now: datetime, reader: str | None = None) -> dict[str, Any]:
+    return {"user_id": user_id, "session_id": session_id, "key": key, "now": now, "reader": reader}
 
 
 class ShortTermRows:
@@ -144,43 +151,56 @@ class ShortTermRows:
             if load is not None and not load["present"] and load["live"] >= max_entries:
                 return None
             row = await (await conn.execute(UPSERT, params)).fetchone()
-        assert row is not None
+        if row is None:
+            raise ConflictError(f"key {entry.key!r} of session {entry.session_id!r} holds another agent's live entry; "
+                                "it is not overwritten")
         return entry_from_row(row)
 
-    async def get(self, user_id: str, session_id: str, key: str, *, now: datetime) -> ShortTermEntry | None:
+    async def get(self, user_id: str, session_id: str, key: str, *, now: datetime,
+                  reader: str | None = None) -> ShortTermEntry | None:
         """The live entry, without counting a read; ``None`` when absent or expired."""
-        rows = await self.store.fetch(GET, _key(user_id, session_id, key, now), what="reading short_term_memory")
+        rows = await self.store.fetch(GET, _key(user_id, session_id, key, now, reader),
+                                      what="reading short_term_memory")
         return entry_from_row(rows[0]) if rows else None
 
-    async def touch(self, user_id: str, session_id: str, key: str, *, now: datetime) -> ShortTermEntry | None:
+    async def touch(self, user_id: str, session_id: str, key: str, *, now: datetime,
+                    reader: str | None = None) -> ShortTermEntry | None:
         """Count one read of the live entry (access count + 1, last access ``now``); the entry after it, or
         ``None`` when absent or expired."""
-        rows = await self.store.fetch(TOUCH, _key(user_id, session_id, key, now), what="touching short_term_memory")
+        rows = await self.store.fetch(TOUCH, _key(user_id, session_id, key, now, reader),
+                                      what="touching short_term_memory")
         return entry_from_row(rows[0]) if rows else None
 
     async def refresh_ttl(self, user_id: str, session_id: str, key: str, ttl_seconds: int | None, *,
-                          now: datetime) -> ShortTermEntry | None:
+                          now: datetime, reader: str | None = None) -> ShortTermEntry | None:
         """Let the live entry expire ``ttl_seconds`` (default: its own TTL) after ``now``; ``None`` when absent or
         expired."""
-        rows = await self.store.fetch(REFRESH_TTL, {**_key(user_id, session_id, key, now), "ttl": ttl_seconds},
+        rows = await self.store.fetch(REFRESH_TTL, {**_key(user_id, session_id, key, now, reader),
+                                                    "ttl": ttl_seconds},
                                       what="refreshing short_term_memory")
         return entry_from_row(rows[0]) if rows else None
 
-    async def delete(self, user_id: str, session_id: str, key: str, *, now: datetime) -> bool:
+    async def delete(self, user_id: str, session_id: str, key: str, *, now: datetime,
+                     reader: str | None = None) -> bool:
         """Remove the entry (an expired one too); True when a live entry was removed."""
-        rows = await self.store.fetch(DELETE, _key(user_id, session_id, key, now), what="deleting short_term_memory")
+        rows = await self.store.fetch(DELETE, _key(user_id, session_id, key, now, reader),
+                                      what="deleting short_term_memory")
         return bool(rows and rows[0]["live"])
 
-    async def list_session(self, user_id: str, session_id: str, *, now: datetime) -> list[ShortTermEntry]:
-        """The session's live entries, by key."""
-        rows = await self.store.fetch(LIST, {"user_id": user_id, "session_id": session_id, "now": now},
+    async def list_session(self, user_id: str, session_id: str, *, now: datetime,
+                           reader: str | None = None) -> list[ShortTermEntry]:
+        """The session's live entries (those the agent ``reader`` may read, when given), by key."""
+        rows = await self.store.fetch(LIST, {"user_id": user_id, "session_id": session_id, "now": now,
+                                             "reader": reader},
                                       what="reading short_term_memory")
         return [entry_from_row(row) for row in rows]
 
-    async def statistics(self, user_id: str, session_id: str | None, *, now: datetime) -> list[dict[str, Any]]:
+    async def statistics(self, user_id: str, session_id: str | None, *, now: datetime,
+                         reader: str | None = None) -> list[dict[str, Any]]:
         """Per memory type: ``entries`` (live), ``expired``, ``accesses`` and ``bytes`` (of the live ones), for one
         session or all the user's."""
-        return await self.store.fetch(STATISTICS, {"user_id": user_id, "session_id": session_id, "now": now},
+        return await self.store.fetch(STATISTICS, {"user_id": user_id, "session_id": session_id, "now": now,
+                                                   "reader": reader},
                                       what="reading short_term_memory")
 
     async def _page(self, query: LiteralString, params: dict[str, Any], after: tuple[str, str, str],

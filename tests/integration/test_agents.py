@@ -181,3 +181,20 @@ def test_the_working_memory_cache_and_the_timeline_hide_another_agents_private_t
         assert agents[other].id not in {t["id"] for t in wm.get_context()["recent_turns"]}
         on_timeline = {e["node_id"] for e in view.timeline(limit=100)}
         assert agents[own].id in on_timeline and agents[other].id not in on_timeline
+
+
+def test_an_agents_short_term_entries_are_its_own(agents):
+    from agentx_memory import ConflictError
+
+    memory, planner, coder = agents["memory"], agents["planner"], agents["coder"]
+    planner.write_short_term("s1", "todo", "open the vault", memory_type="task_context")
+    memory.write_short_term("s1", "shared", "the user's note", memory_type="observation")
+    assert coder.read_short_term("s1", "todo") is None and coder.touch_short_term("s1", "todo") is None
+    assert [e.key for e in coder.list_short_term("s1")] == ["shared"]  # the user's entries are everyone's
+    assert coder.delete_short_term("s1", "todo") is False
+    with pytest.raises(ConflictError):
+        coder.write_short_term("s1", "todo", "overwrite", memory_type="task_context")
+    assert planner.read_short_term("s1", "todo").value == "open the vault"
+    assert planner.read_short_term("s1", "todo").access_count == 2  # the coder's tries were not counted
+    assert {e.key for e in memory.list_short_term("s1")} == {"todo", "shared"}
+    assert coder.short_term_statistics("s1")["entries"] == 1
