@@ -26,11 +26,12 @@ two models in its live slot, and opening it with another model is refused
    meta node. Until that commit both stores record the old model, so an interrupted switch leaves stores that open
    with the old model and a rerun that finishes the switch.
 
-What is atomic: the PostgreSQL switch (readers wait on its lock, then see only new vectors). What is not: the graph
-switch. While it runs, a label being switched holds old and new vectors side by side (its vector index is gone, so
-searches scan exactly); a reader still on the old model may get a wrong similarity or an error for that label. Run
-the switch when writers and readers on the old model are stopped, or accept that their graph results are off for
-that time; reopen every process with the new model afterwards (the stores refuse the old one).
+What is atomic: the PostgreSQL switch (readers wait on its lock, then see only new vectors) and the graph's swap of
+vectors (one batch for every label: one transaction on Neo4j, one MULTI/EXEC on FalkorDB), so a reader sees the old
+vectors or the new ones, never a mix. The graph's vector indexes are dropped before the swap and rebuilt after it;
+meanwhile vector reads scan exactly. The two stores switch one after the other, and the memory that embeds queries
+must be reopened with the new model afterwards (the stores refuse the old one); a graph-only write by a process still
+on the old model between the staging and the swap keeps an old vector.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from .context import MemoryContext
 from .episodic import turn_text
 from .errors import ConflictError, ValidationError
 from .graph import cypher
+from .graph.port import Statement
 from .models import EpisodicSummary
 from .procedural import strategy_text
 from .providers.embeddings import Embedder, make_embedder
@@ -326,29 +328,34 @@ class _Run:
     # --- switching --------------------------------------------------------------------------------------------
 
     async def switch_graph(self) -> None:
-        """Label by label: stage stragglers, drop the vector index, swap in pages, index at the new dimension."""
+        """Stage the stragglers of every label, drop the vector indexes, swap every label's vectors in one
+        :meth:`GraphStore.batch` (one transaction on Neo4j, one MULTI/EXEC on FalkorDB: a reader sees the old
+        vectors or the new ones, never a mix), then index at the new dimension. While the indexes are rebuilt,
+        vector reads scan exactly (slower, same answers)."""
         record = self.records["graph"]
         assert record is not None
-        switched = record["cursors"].setdefault(_SWITCHED, [])
-        for source in self.sources("graph"):
-            if source.name in switched:
-                continue
+        sources = self.sources("graph")
+        for source in sources:
             await self.stage_pass(source, resume=False, stage_name=f"catching up {source.name}")
+        for source in sources:
             await self.ctx.graph.drop_vector_index(source.name)
-            cursor, done = source.start, 0
+        swaps: list[Statement] = []
+        for source in sources:
+            cursor = source.start
             while True:
                 rows = await self.ctx.graph.read(cypher.REEMBED_PAGE[source.name],
                                                  {"after": cursor, "limit": self.batch_size})
-                if not rows:
-                    break
-                await self.ctx.graph.write(cypher.REEMBED_SWAP[source.name], {"ids": [r["id"] for r in rows]})
-                cursor, done = rows[-1]["id"], done + len(rows)
-                self.progress(f"switching {source.name}", done)
+                if rows:
+                    swaps.append(Statement(cypher.REEMBED_SWAP[source.name], {"ids": [r["id"] for r in rows]}))
+                    cursor = rows[-1]["id"]
                 if len(rows) < self.batch_size:
                     break
+        self.progress("switching the graph", len(swaps))
+        await self.ctx.graph.batch(swaps)
+        for source in sources:
             await self.ctx.graph.create_vector_index(source.name, dimension=self.dimension)
-            switched.append(source.name)
-            await self.save("graph")
+        record["cursors"][_SWITCHED] = [source.name for source in sources]
+        await self.save("graph")
 
     async def record_graph_generation(self) -> None:
         """Record the target as the graph's active generation (every label is switched)."""
