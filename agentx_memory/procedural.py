@@ -195,8 +195,12 @@ class ProceduralMemory:
             "conversation_id": from_conversation_id, "task_type": task_type,
         })
         strategy = strategy_from_row(rows[0]["strategy"])
+        # the audit names the conversation (the session) only when it is the user's: another user's conversation id
+        # is accepted (the strategy is not linked to it) but is not theirs to have in their audit trail
+        own = from_conversation_id is not None and (
+            await self.ctx.sql.conversations.conversation_owner(from_conversation_id)) == user_id
         await self.ctx.audit.log_write("store", "procedural", channel, [strategy.id], {"kind": "strategy"},
-                                       user_id=user_id, conversation_id=from_conversation_id)
+                                       user_id=user_id, conversation_id=from_conversation_id if own else None)
         return strategy
 
     async def get_strategy(self, strategy_id: str, user_id: str) -> Strategy:

@@ -19,8 +19,8 @@ two models in its live slot, and opening it with another model is refused
 2. **Catch up.** Pass over everything again and stage what is missing or stale: rows written during the staging
    (by processes still on the old model) and rows whose text changed since they were staged. Only those are
    embedded; repeated until a pass finds nothing.
-3. **Switch.** The graph, label by label: stage that label's stragglers, drop its vector index, make the staged
-   vectors the live ones in pages, create the index at the new dimension. Then PostgreSQL, in one transaction
+3. **Switch.** The graph: stage every label's stragglers, drop the vector indexes, make the staged vectors of every
+   label the live ones in one batch, create the indexes at the new dimension. Then PostgreSQL, in one transaction
    (:meth:`~agentx_memory.sql.reembed.ReembedRows.switching`): stage the rows written since, swap the columns,
    rebuild the HNSW indexes, record the new model in ``agentx_meta`` and, last before the commit, on the graph's
    meta node. Until that commit both stores record the old model, so an interrupted switch leaves stores that open

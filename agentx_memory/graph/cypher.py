@@ -1298,7 +1298,7 @@ SNAPSHOT_COLLISIONS: Final[dict[str, LiteralString]] = {
     for label in USER_LABELS}
 
 
-# --- re-embedding: new vectors staged beside the live ones, then switched label by label ---------------------------
+# --- re-embedding: new vectors staged beside the live ones, then switched in one batch -----------------------------
 # The active generation stays on the AgentxMeta 'embedding' node (EMBEDDING_META); a re-embed in progress is recorded
 # on a second meta node, key 'reembed' (target model, dimension, start, phase, per-label cursors as a JSON string:
 # neither database stores maps as property values). A node's staged vector is `embedding_next`, and
