@@ -159,6 +159,15 @@ def _load(text: str | bytes | None) -> Any:
         raise StorageError(f"Redis holds a value that is not JSON under a working-memory key: {exc}") from exc
 
 
+def restore_hash(pipe: Any, key: str, value: Mapping[str, Any], field_ttl_ms: Mapping[str, int] | None) -> None:
+    """Queue on ``pipe`` the writing of a hash read with its fields' own expiry (``HPTTL``): the fields, then each
+    field's time left again (``HPEXPIRE``), so a value set with its own TTL still expires when it would have."""
+    pipe.hset(key, mapping=value)
+    for name, ms in (field_ttl_ms or {}).items():
+        if name in value:
+            pipe.execute_command("HPEXPIRE", key, int(ms), "FIELDS", 1, name)
+
+
 def _limit(value: Any) -> int:
     """A read's ``limit``: a whole number up to 2**62 (0 or less reads nothing; Redis ranges are 64-bit)."""
     if isinstance(value, bool) or not isinstance(value, int) or value > 2**62:
@@ -292,8 +301,10 @@ class WorkingStore:
             out: list[dict[str, Any]] = []
             async for key in self.client.scan_iter(match=self._user_keys(user_id), count=500):
                 kind = await self.client.type(key)
+                field_ttls: dict[str, int] = {}
                 if kind == "hash":
                     value: Any = await self.client.hgetall(key)
+                    value, field_ttls = await self._hash_with_field_ttls(key, value)
                 elif kind == "list":
                     value = await self.client.lrange(key, 0, -1)
                 elif kind == "string":
@@ -302,7 +313,7 @@ class WorkingStore:
                     continue  # expired between SCAN and TYPE ("none"), or not ours
                 ttl = await self.client.pttl(key)
                 out.append({"key": key[len(self.prefix):], "type": kind, "value": value,
-                            "ttl_ms": ttl if ttl > 0 else None})
+                            "ttl_ms": ttl if ttl > 0 else None, "field_ttl_ms": field_ttls})
             return sorted(out, key=lambda r: r["key"])
 
         return list(await self._call(read_all()))
@@ -321,7 +332,7 @@ class WorkingStore:
                 key = self.prefix + entry["key"]
                 pipe.delete(key)
                 if entry["type"] == "hash" and entry["value"]:
-                    pipe.hset(key, mapping=entry["value"])
+                    restore_hash(pipe, key, entry["value"], entry.get("field_ttl_ms"))
                 elif entry["type"] == "list" and entry["value"]:
                     pipe.rpush(key, *entry["value"])
                 elif entry["type"] == "string":
@@ -330,6 +341,17 @@ class WorkingStore:
                     pipe.pexpire(key, int(entry["ttl_ms"]))
             await self._call(pipe.execute())
         return len(entries)
+
+    async def _hash_with_field_ttls(self, key: str, value: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+        """A hash's fields that are still there, and the time each of those with its own expiry has left (ms),
+        read with ``HPTTL`` (a field that expired since ``value`` was read is left out)."""
+        names = list(value)
+        if not names:
+            return {}, {}
+        left = [int(ms) for ms in await self._call(self.client.execute_command(
+            "HPTTL", key, "FIELDS", len(names), *names))]
+        kept = {n: v for (n, v), ms in zip(value.items(), left, strict=True) if ms != -2}
+        return kept, {n: ms for n, ms in zip(names, left, strict=True) if ms > 0}
 
     def session(self, user_id: str, conversation_id: str, channel: str = "_global", *,
                 audit: MemoryAuditLogger | None = None, agent_id: str | None = None) -> WorkingMemory:
@@ -635,12 +657,8 @@ class WorkingMemory:
             entries.append(entry)
         for entry in entries:
             if entry["suffix"] == "context":
-                names = list(entry["value"])
-                left = await self.store._call(self.store.client.execute_command(
-                    "HPTTL", self._key("context"), "FIELDS", len(names), *names))
-                entry["field_ttl_ms"] = {n: int(ms) for n, ms in zip(names, left, strict=True) if int(ms) > 0}
-                entry["value"] = {n: v for (n, v), ms in zip(entry["value"].items(), left, strict=True)
-                                  if int(ms) != -2}
+                entry["value"], entry["field_ttl_ms"] = await self.store._hash_with_field_ttls(
+                    self._key("context"), entry["value"])
         return entries
 
     async def persist(self) -> dict[str, Any]:
@@ -695,10 +713,7 @@ class WorkingMemory:
                 elif entry["type"] == "hash":
                     if not value:
                         continue
-                    pipe.hset(key, mapping=value)
-                    for name, ms in (entry.get("field_ttl_ms") or {}).items():
-                        if name in value:
-                            pipe.execute_command("HPEXPIRE", key, int(ms), "FIELDS", 1, name)
+                    restore_hash(pipe, key, value, entry.get("field_ttl_ms"))
                 else:
                     pipe.set(key, value)
                 default = self._conversation_ttl if suffix in ("memory", "ledger") else self._ttl

@@ -39,7 +39,9 @@ def _state(memory: AgentMemory, user: str) -> dict:
         return sorted(json.dumps(i, sort_keys=True, default=lambda v: [float(x) for x in v]) for i in items)
 
     return {"nodes": canon(nodes), "edges": canon(edges), "postgres": rows,
-            "redis": canon([{k: v for k, v in e.items() if k != "ttl_ms"} for e in redis])}
+            # times left to live move on: compare which keys and fields expire, not when
+            "redis": canon([{**{k: v for k, v in e.items() if k not in ("ttl_ms", "field_ttl_ms")},
+                             "expiring_fields": sorted(e.get("field_ttl_ms") or {})} for e in redis])}
 
 
 def test_a_snapshot_restores_every_store_as_it_was(settings):
@@ -89,6 +91,11 @@ def test_an_exported_file_loads_into_another_installation_equal(settings, tmp_pa
         counts = target.import_memory(path, progress=lambda stage, done: None)
         assert counts["redis keys"] == len(before["redis"])
         assert _state(target, "alice") == before
+        # a working-memory value set with its own TTL still expires after the move
+        store = target.core.ctx.working
+        key = store.session_key("alice", "_global", "alice-c1", "context")
+        left = target._portal.run(store.client.execute_command("HPTTL", key, "FIELDS", 1, "k"))
+        assert 0 < int(left[0]) <= target.settings.working.ttl_seconds * 1000
         with pytest.raises(ConflictError, match="already has memory"):
             target.import_memory(path)  # alice has memory now: nothing is merged over it
         assert _state(target, "alice") == before
