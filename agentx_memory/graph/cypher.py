@@ -1242,17 +1242,19 @@ SNAPSHOT_EDGES: Final[tuple[tuple[LiteralString, LiteralString, LiteralString], 
     *(("Entity", rel, "Entity") for rel in CREATE_RELATIONSHIP))
 
 
-def _snapshot_nodes(label: LiteralString) -> LiteralString:
+def _snapshot_nodes(label: LiteralString, where: LiteralString = "") -> LiteralString:
+    # ``where``: a further condition on the node ``n``, ending in AND (an agent's snapshot: _by_agent("n"))
     match = "MATCH (n:User {id: $user_id})" if label == "User" else "MATCH (n:" + label + " {user_id: $user_id})"
-    return (match + " WHERE n.id > $after WITH n ORDER BY n.id LIMIT $limit "
+    return (match + " WHERE " + where + "n.id > $after WITH n ORDER BY n.id LIMIT $limit "
             "RETURN n.id AS id, properties(n) AS props")
 
 
-def _snapshot_edges(label: LiteralString) -> LiteralString:
+def _snapshot_edges(label: LiteralString, where: LiteralString = "") -> LiteralString:
+    # ``where``: a further condition on the source node ``a``, ending in AND (an agent's snapshot: _by_agent("a"))
     match = "MATCH (a:User {id: $user_id})" if label == "User" else "MATCH (a:" + label + " {user_id: $user_id})"
-    return (match + " WHERE a.id > $after WITH a ORDER BY a.id LIMIT $limit MATCH (a)-[r]->(b) "
-            "RETURN a.id AS source, type(r) AS type, labels(b)[0] AS target_label, coalesce(b.id, b.name) AS target, "
-            "properties(r) AS props")
+    return (match + " WHERE " + where + "a.id > $after WITH a ORDER BY a.id LIMIT $limit "
+            "MATCH (a)-[r]->(b) RETURN a.id AS source, type(r) AS type, labels(b)[0] AS target_label, "
+            "coalesce(b.id, b.name) AS target, properties(r) AS props")
 
 
 def _snapshot_restore_nodes(label: LiteralString) -> LiteralString:
@@ -1383,16 +1385,8 @@ REEMBED_SWAP: Final[dict[str, LiteralString]] = {label: _reembed_swap(label) for
 AGENT_LABELS: Final[tuple[LiteralString, ...]] = ("Turn", "Fact", "Control")
 
 
-def _agent_nodes(label: LiteralString) -> LiteralString:
-    return ("MATCH (n:" + label + " {user_id: $user_id}) WHERE n.agent_id = $agent_id AND n.id > $after "
-            "WITH n ORDER BY n.id LIMIT $limit RETURN n.id AS id, properties(n) AS props")
-
-
-def _agent_edges(label: LiteralString) -> LiteralString:
-    return ("MATCH (a:" + label + " {user_id: $user_id}) WHERE a.agent_id = $agent_id AND a.id > $after "
-            "WITH a ORDER BY a.id LIMIT $limit MATCH (a)-[r]->(b) "
-            "RETURN a.id AS source, type(r) AS type, labels(b)[0] AS target_label, coalesce(b.id, b.name) AS target, "
-            "properties(r) AS props")
+def _by_agent(var: LiteralString) -> LiteralString:
+    return var + ".agent_id = $agent_id AND "
 
 
 def _forget_agent_nodes(label: LiteralString) -> LiteralString:
@@ -1401,11 +1395,12 @@ def _forget_agent_nodes(label: LiteralString) -> LiteralString:
 
 
 #: One page of an agent's facts or control memories with their properties, by label (its turns come from the log).
-SNAPSHOT_AGENT_NODES: Final[dict[str, LiteralString]] = {label: _agent_nodes(label) for label in ("Fact", "Control")}
+SNAPSHOT_AGENT_NODES: Final[dict[str, LiteralString]] = {
+    label: _snapshot_nodes(label, _by_agent("n")) for label in ("Fact", "Control")}
 
 #: The edges leaving one page of an agent's facts or control memories, by label.
 SNAPSHOT_AGENT_EDGES_FROM: Final[dict[str, LiteralString]] = {
-    label: _agent_edges(label) for label in ("Fact", "Control")}
+    label: _snapshot_edges(label, _by_agent("a")) for label in ("Fact", "Control")}
 
 #: One page of an agent's nodes of a label deleted with their edges, by label.
 FORGET_AGENT_NODES: Final[dict[str, LiteralString]] = {label: _forget_agent_nodes(label) for label in AGENT_LABELS}
