@@ -113,8 +113,14 @@ COUNT_QUARANTINED: Final[LiteralString] = (
     "SELECT count(*) AS n FROM conversation_logs WHERE projection_error IS NOT NULL AND NOT projected"
 )
 
-#: What an agent may read (``agent_id`` NULL: the user's view, everything): global rows and its own private ones.
-SEEN_BY_AGENT: Final[LiteralString] = "(%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)"
+def seen_by_agent(alias: LiteralString = "") -> LiteralString:
+    """The condition on a row (of table ``alias``, if given) of a table that records agents: what the agent
+    ``%(agent_id)s`` may read (NULL: the user's view, everything): global rows and its own private ones."""
+    col = alias + "." if alias else ""
+    return "(%(agent_id)s::text IS NULL OR " + col + "scope = 'global' OR " + col + "agent_id = %(agent_id)s)"
+
+
+SEEN_BY_AGENT: Final[LiteralString] = seen_by_agent()
 
 CONVERSATION_TURNS: Final[LiteralString] = (
     "SELECT " + _COLUMNS + ", embedding FROM conversation_logs"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
-from .conversation_log import TURN_COLUMNS
+from .conversation_log import SEEN_BY_AGENT, TURN_COLUMNS, seen_by_agent
 from .postgres import PostgresStore
 
 __all__ = [
@@ -45,6 +45,9 @@ __all__ = [
     "SearchScope",
     "TurnSearch",
 ]
+
+_SEEN_T: Final = seen_by_agent("t")
+_SEEN_C: Final = seen_by_agent("c")
 
 #: The OR-tsquery of a question's content words (stemmed, stopwords out).
 OR_QUERY: Final[LiteralString] = "to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|'))"
@@ -108,14 +111,14 @@ matched AS (
   SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, length(t.content_tsv) AS dl FROM conversation_logs t, q
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
     AND (%(include_archived)s OR NOT t.archived)
-    AND (%(agent_id)s::text IS NULL OR t.scope = 'global' OR t.agent_id = %(agent_id)s)
+    AND {_SEEN_T}
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
 docs AS (
   SELECT count(*) AS n, avg(length(t.content_tsv)) AS avgdl FROM conversation_logs t
   WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
     AND (%(include_archived)s OR NOT t.archived)
-    AND (%(agent_id)s::text IS NULL OR t.scope = 'global' OR t.agent_id = %(agent_id)s)
+    AND {_SEEN_T}
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
 counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)", "turn_id, timestamp, dl")}),
@@ -132,7 +135,7 @@ den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
     AND (%(include_archived)s OR NOT t.archived)
-    AND (%(agent_id)s::text IS NULL OR t.scope = 'global' OR t.agent_id = %(agent_id)s)
+    AND {_SEEN_T}
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
   ORDER BY {dense_order} LIMIT %(limit)s),
@@ -173,7 +176,7 @@ near AS (
      AND c.turn_index BETWEEN hit.turn_index - %(span)s AND hit.turn_index + %(span)s
     WHERE c.user_id = %(user_id)s AND c.channel = ANY(%(channels)s) AND NOT (c.turn_id = ANY(%(have)s))
       AND (%(include_archived)s OR NOT c.archived)
-      AND (%(agent_id)s::text IS NULL OR c.scope = 'global' OR c.agent_id = %(agent_id)s)
+      AND {_SEEN_C}
       AND (%(start)s::timestamptz IS NULL OR c.timestamp >= %(start)s)
       AND (%(end)s::timestamptz IS NULL OR c.timestamp < %(end)s))),
 counts AS ({_term_counts("near", "%(lexemes)s::text[]", "dl")}),
@@ -201,7 +204,7 @@ TURNS_BY_IDS: Final[str] = f"""
 SELECT {TURN_COLUMNS} FROM conversation_logs
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND turn_id = ANY(%(ids)s)
   AND (%(include_archived)s OR NOT archived)
-  AND (%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)
+  AND {SEEN_BY_AGENT}
   AND (%(start)s::timestamptz IS NULL OR timestamp >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR timestamp < %(end)s)
 """
@@ -213,7 +216,7 @@ SELECT memory_type, neo4j_node_id AS node_id, ts_rank(summary_tsv, q.query) AS r
 FROM memory_timeline, q
 WHERE user_id = %(user_id)s AND channel = ANY(%(channels)s) AND memory_type = ANY(%(types)s)
   AND summary_tsv @@ q.query AND NOT archived
-  AND (%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)
+  AND {SEEN_BY_AGENT}
   AND (%(start)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time >= %(start)s)
   AND (%(end)s::timestamptz IS NULL OR memory_type <> 'fact' OR event_time < %(end)s)
 ORDER BY rank DESC, node_id

@@ -40,6 +40,7 @@ from typing import Any, Final, LiteralString
 import numpy as np
 from psycopg.types.json import Jsonb
 
+from .conversation_log import SEEN_BY_AGENT
 from .errors import pg_errors
 from .postgres import PostgresStore
 
@@ -98,7 +99,7 @@ ENTRIES: Final[LiteralString] = (
     " AND (%(since)s::timestamptz IS NULL OR event_time >= %(since)s)"
     " AND (%(until)s::timestamptz IS NULL OR event_time < %(until)s)"
     " AND (%(include_archived)s OR NOT coalesce(archived, false))"
-    " AND (%(agent_id)s::text IS NULL OR scope = 'global' OR agent_id = %(agent_id)s)"
+    " AND " + SEEN_BY_AGENT +
     " ORDER BY event_time DESC, id DESC LIMIT %(limit)s")
 
 _STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({
