@@ -23,7 +23,7 @@ import dataclasses
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -274,8 +274,10 @@ class AsyncAgentMemory:
 
     async def store_turns(self, turns: Sequence[Turn], channel: str | None = None) -> list[Turn]:
         """Store many turns with one embedding batch and one transaction per store."""
-        return await self.episodic.store_turns(
-            [self._own(t, "turns") for t in turns] if isinstance(turns, (list, tuple)) else turns, channel)
+        if self.agent_id is not None and not isinstance(turns, (str, bytes, Mapping, Turn)) and isinstance(
+                turns, Iterable):  # any iterable (a generator too) is read once here; anything else validate refuses
+            turns = [self._own(t, "turns") if isinstance(t, Turn) else t for t in turns]
+        return await self.episodic.store_turns(turns, channel)
 
     async def get_conversation(self, conversation_id: str, user_id: str | None = None) -> list[Turn]:
         """Every turn of one of the user's conversations, in order."""

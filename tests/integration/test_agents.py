@@ -198,3 +198,11 @@ def test_an_agents_short_term_entries_are_its_own(agents):
     assert planner.read_short_term("s1", "todo").access_count == 2  # the coder's tries were not counted
     assert {e.key for e in memory.list_short_term("s1")} == {"todo", "shared"}
     assert coder.short_term_statistics("s1")["entries"] == 1
+
+
+def test_turns_an_agent_stores_from_a_generator_are_its_own(memory):
+    planner = memory.for_agent("planner")
+    stored = planner.store_turns(Turn(user_id="alice", conversation_id="gen", content=f"step {i}") for i in range(2))
+    assert {(t.agent_id, t.scope) for t in stored} == {("planner", "agent")}
+    with pytest.raises(NotFoundError):
+        memory.for_agent("coder").get_conversation("gen")
