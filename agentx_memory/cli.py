@@ -757,7 +757,7 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     except ModuleNotFoundError as exc:
         if exc.name is None or not exc.name.startswith("mcp"):
             raise
-        raise ConfigurationError("agentx-memory mcp needs the MCP SDK: pip install 'agentx-memory[mcp]'") from None
+        raise ConfigurationError("agentx-memory mcp needs the MCP SDK 2.x: pip install 'agentx-memory[mcp]'") from None
 
     binding = McpBinding(user_id=args.user, agent_id=args.agent, channel=args.channel)
     if args.transport == "http":  # stdout is the protocol's on stdio; here say where the server answers

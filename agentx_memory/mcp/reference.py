@@ -37,7 +37,7 @@ def _type(schema: dict[str, Any], defs: dict[str, Any]) -> str:
     names = []
     for option in _variants(schema, defs):
         if "enum" in option:
-            names.append(" \\| ".join(f"`{v}`" for v in option["enum"]))
+            names.append(" | ".join(f"`{v}`" for v in option["enum"]))
         elif option.get("type") == "array":
             names.append(f"array of {_type(option.get('items', {}), defs)}")
         elif option.get("format") == "date-time":
@@ -83,6 +83,10 @@ def _params_table(schema: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".") + "."
+
+
 async def _listing() -> tuple[list[Any], list[Any]]:
     from .server import build_server
 
@@ -99,8 +103,7 @@ def tool_reference() -> str:
     of the default settings (``limits.max_text_bytes`` and ``limits.max_turn_bytes`` set the text lengths)."""
     tools, resources = asyncio.run(_listing())
     lines = [BEGIN, "", "| tool | what it does |", "|---|---|"]
-    lines += [f"| [`{t.name}`](#{t.name.replace('_', '-')}) | {_cell((t.description or '').split('. ')[0])}. |"
-              for t in tools]
+    lines += [f"| [`{t.name}`](#{t.name}) | {_cell(_first_sentence(t.description or ''))} |" for t in tools]
     for tool in tools:
         lines += ["", f"### `{tool.name}`", "", _cell(tool.description or ""), ""]
         lines += _params_table(tool.input_schema)
