@@ -749,6 +749,43 @@ def _worker_status(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """Serve one user's memory over the Model Context Protocol (stdio, or streamable HTTP at /mcp) until the client
+    disconnects or the process is stopped (docs/mcp.md)."""
+    try:
+        from .mcp import McpBinding, serve
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("mcp"):
+            raise
+        raise ConfigurationError("agentx-memory mcp needs the MCP SDK 2.x: pip install 'agentx-memory[mcp]'") from None
+
+    binding = McpBinding(user_id=args.user, agent_id=args.agent, channel=args.channel)
+    if args.transport == "http":  # stdout is the protocol's on stdio; here say where the server answers
+        print(f"agentx-memory MCP server for user {args.user!r} at http://{args.host}:{args.port}/mcp",
+              file=sys.stderr, flush=True)
+    _run(serve(settings, binding, transport=args.transport, host=args.host, port=args.port))
+    return 0
+
+
+def _port(text: str) -> int:
+    """An argparse type: a TCP port, 1-65535."""
+    value = _count(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be at most 65535, got {value}")
+    return value
+
+
+def _mcp_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (a client starts the server; default) or http (streamable HTTP at /mcp)")
+    p.add_argument("--host", default="127.0.0.1", help="with http: the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8078, help="with http: the port to listen on (default 8078)")
+    p.add_argument("--user", required=True, help="the user whose memory the server serves (the only one it reaches)")
+    p.add_argument("--agent", default=None, help="act as this agent of the user (its private memory and the user's "
+                                                  "global memory)")
+    p.add_argument("--channel", default="_global", help="the default channel of every tool call (default _global)")
+
+
 def _no_args(p: argparse.ArgumentParser) -> None:
     """A subcommand without options."""
 
@@ -807,6 +844,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "export": (cmd_export, "write a user's memory to a portable snapshot file", _export_args),
     "import": (cmd_import, "load a snapshot file into a user with no memory yet", _import_args),
     "reembed": (cmd_reembed, "re-embed every vector with another model, online and resumable", _reembed_args),
+    "mcp": (cmd_mcp, "serve one user's memory over the Model Context Protocol (docs/mcp.md)", _mcp_args),
 }
 
 
