@@ -191,6 +191,22 @@ def test_vectors_emptied_by_a_reembed_are_made_again_by_the_next_search(memory):
     assert sql(memory, "SELECT count(*) AS n FROM store_items WHERE embedding IS NULL") == [{"n": 0}]
 
 
+def test_a_real_reembed_switches_item_vectors_to_the_new_model(settings):
+    from agentx_memory import AgentMemory
+    from tests.integration.test_reembed import NEW_DIMENSION, NEW_MODEL, _new_settings
+
+    s = settings()
+    with AgentMemory(s, user_id="alice") as memory:
+        memory.put_item(("m",), "lisbon", {"t": "lives in Lisbon"}, text="lives in Lisbon")
+        memory.put_item(("m",), "pizza", {"t": "loves pizza"}, text="loves pizza")
+        assert memory.reembed(NEW_MODEL, NEW_DIMENSION).switched
+        assert sql(memory, "SELECT count(*) AS n FROM store_items WHERE embedding IS NOT NULL") == [{"n": 0}]
+    with AgentMemory(_new_settings(s), user_id="alice") as memory:
+        assert _keys(memory.search_items(("m",), query="Lisbon")) == ["lisbon", "pizza"]
+        rows = sql(memory, "SELECT vector_dims(embedding) AS d FROM store_items")
+        assert [r["d"] for r in rows] == [NEW_DIMENSION, NEW_DIMENSION]
+
+
 def test_the_async_facade_is_the_same(settings):
     import asyncio
 
