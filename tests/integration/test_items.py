@@ -181,6 +181,17 @@ def test_bad_input_names_the_field_and_writes_nothing(memory, call, field):
     assert sql(memory, "SELECT count(*) AS n FROM store_items") == [{"n": 0}]
 
 
+def test_items_travel_in_a_snapshot(memory, tmp_path):
+    memory.put_item(("notes",), "home", {"city": "Lisbon"}, text="lives in Lisbon", ttl_minutes=60, channel="travel")
+    stored = memory.get_item(("notes",), "home", refresh_ttl=False)
+    memory.export_memory(tmp_path / "alice.jsonl")
+    memory.forget_user("alice")
+    assert memory.get_item(("notes",), "home") is None
+    assert memory.import_memory(tmp_path / "alice.jsonl")["postgres rows"] >= 1
+    assert memory.get_item(("notes",), "home", refresh_ttl=False) == stored
+    assert _keys(memory.search_items(query="Lisbon")) == ["home"]
+
+
 def test_vectors_emptied_by_a_reembed_are_made_again_by_the_next_search(memory):
     memory.put_item(("m",), "lisbon", {"t": "lives in Lisbon"}, text="lives in Lisbon")
     memory.put_item(("m",), "pizza", {"t": "loves pizza"}, text="loves pizza")
