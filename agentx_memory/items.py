@@ -89,6 +89,7 @@ def filter_conditions(filter: Any, field: str = "filter") -> list[Condition]:
         for name, wanted in spec.items():
             if not isinstance(name, str) or not name:
                 raise ValidationError(where, f"field names must be non-empty strings, got {name!r}")
+            check_json(name, where, max_bytes=1000)  # no NUL or lone surrogate: the path is sent as text
             here = (*path, name)
             at = ".".join((field, *here))
             if isinstance(wanted, Mapping) and any(isinstance(k, str) and k.startswith("$") for k in wanted):

@@ -5,9 +5,13 @@ re-embed emptied them."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from agentx_memory.errors import ConflictError, ValidationError
 from tests.conftest import sql
@@ -232,3 +236,30 @@ def test_the_async_facade_is_the_same(settings):
             assert await memory.delete_item(("a",), "k")
 
     asyncio.run(main())
+
+
+#: Hostile values: any Unicode (NUL, lone surrogates, control characters), long text, wrong types, odd numbers.
+_HOSTILE = st.one_of(st.text(max_size=300), st.text(min_size=190, max_size=600), st.none(), st.integers(),
+                     st.floats(), st.booleans(), st.lists(st.text(max_size=5), max_size=3),
+                     st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
+
+
+@hsettings(max_examples=60, derandomize=True, deadline=None, database=None,
+           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_hostile_input_is_stored_or_refused_with_our_error(memory, data):
+    namespace = data.draw(st.one_of(st.lists(_HOSTILE, max_size=3), _HOSTILE), label="namespace")
+    key = data.draw(_HOSTILE, label="key")
+    value = data.draw(st.one_of(st.dictionaries(st.text(max_size=10), _HOSTILE, max_size=3), _HOSTILE), label="value")
+    text = data.draw(st.one_of(st.none(), st.text(max_size=50)), label="text")
+    where = data.draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=5), _HOSTILE, max_size=2)), label="filter")
+    before = sql(memory, "SELECT count(*) AS n FROM store_items")
+    try:
+        stored = memory.put_item(namespace, key, value, text=text)
+    except ValidationError:
+        assert sql(memory, "SELECT count(*) AS n FROM store_items") == before  # refused: nothing written
+    else:
+        assert memory.get_item(namespace, key) == stored.model_copy(update={"score": None})
+    with contextlib.suppress(ValidationError):  # a search returns or refuses with our error, nothing else
+        memory.search_items(namespace if isinstance(namespace, list) else (), filter=where,
+                            query=text if text and text.strip() else None)
