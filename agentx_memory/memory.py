@@ -47,6 +47,7 @@ from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .forget import ForgetFilter, ForgetReceipt, forget_memories, forget_user, forget_where
 from .goals import GoalMemory
+from .items import ItemStore
 from .models import (
     GLOBAL_CHANNEL,
     ControlMemory,
@@ -56,6 +57,7 @@ from .models import (
     Goal,
     Relationship,
     ShortTermEntry,
+    StoredItem,
     Strategy,
     ToolInvocation,
     Turn,
@@ -184,6 +186,7 @@ class AsyncAgentMemory:
         self.controls = ControlStore(self.ctx)
         self.pools = PoolStore(self.ctx, self.semantic, self.procedural, self.goals, self.controls)
         self.short_term = ShortTermStore(self.ctx)
+        self.items = ItemStore(self.ctx)
         self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles, self.controls)
 
     @classmethod
@@ -1036,6 +1039,56 @@ class AsyncAgentMemory:
         return await self.ctx.sql.timeline.entries(
             self._user(user_id), since=since, until=until, memory_types=memory_types, channels=channels,
             include_archived=bool(include_archived), limit=limit, agent_id=self.agent_id)
+
+    # --- namespaced items: a document store per user, the LangGraph store's engine (issue 18; agentx_memory.items)
+    # An agent's view writes as that agent and reads its own items and the user's, never another agent's.
+
+    async def put_item(self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *,
+                       text: str | None = None, ttl_minutes: float | None = None, channel: str | None = None,
+                       agent_id: str | None = None, user_id: str | None = None,
+                       now: datetime | None = None) -> StoredItem:
+        """Store a JSON object under ``key`` of a ``namespace`` path (a tuple of labels, possibly empty) of the
+        user, replacing the item there; with ``text``, the engine's embedder makes it searchable by meaning
+        (:meth:`search_items`). It expires ``ttl_minutes`` after its last write or refreshing read (None: never);
+        ``agent_id`` is the agent it belongs to (default: this view's; None: the user's), ``channel`` what it is
+        filed under (default ``_global``). Items are durable rows, not facts: no decay, dedup or retention touches
+        them. Overwriting another agent's item raises :class:`~agentx_memory.errors.ConflictError`; bad input a
+        :class:`~agentx_memory.errors.ValidationError` naming the field. Returns the item as stored."""
+        return await self.items.put(self._user(user_id), namespace, key, value, text=text, ttl_minutes=ttl_minutes,
+                                    channel=channel, agent_id=self._writer(agent_id), writer=self.agent_id, now=now)
+
+    async def get_item(self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True,
+                       user_id: str | None = None, now: datetime | None = None) -> StoredItem | None:
+        """The user's live item under ``key`` of ``namespace`` (its TTL started again when ``refresh_ttl``), or
+        None."""
+        return await self.items.get(self._user(user_id), namespace, key, refresh_ttl=refresh_ttl,
+                                    reader=self.agent_id, now=now)
+
+    async def delete_item(self, namespace: Sequence[str], key: str, *, user_id: str | None = None,
+                          now: datetime | None = None) -> bool:
+        """Remove the user's item under ``key`` of ``namespace``; True when a live one was there."""
+        return await self.items.delete(self._user(user_id), namespace, key, reader=self.agent_id, now=now)
+
+    async def search_items(self, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
+                           filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+                           refresh_ttl: bool = True, user_id: str | None = None,
+                           now: datetime | None = None) -> list[StoredItem]:
+        """One page (``limit`` from ``offset``) of the user's live items whose namespace starts with
+        ``namespace_prefix`` and whose value passes ``filter`` (``{"field": value}``, ``{"field": {"$gte": 3}}``
+        with ``$eq $ne $gt $gte $lt $lte``, nested objects key by key). With ``query`` they are ranked by meaning
+        (cosine similarity of the engine's vectors, in ``score``; items without text come last), else newest
+        first. Returned items' TTLs start again when ``refresh_ttl``."""
+        return await self.items.search(self._user(user_id), namespace_prefix, query=query, filter=filter,
+                                       limit=limit, offset=offset, refresh_ttl=refresh_ttl, reader=self.agent_id,
+                                       now=now)
+
+    async def list_item_namespaces(self, prefix: Sequence[str | None] = (), *, max_depth: int | None = None,
+                                   limit: int = 100, offset: int = 0, user_id: str | None = None,
+                                   now: datetime | None = None) -> list[tuple[str, ...]]:
+        """The user's distinct namespaces holding live items that start with ``prefix`` (a None label matches any
+        label), cut to ``max_depth`` labels, sorted, ``limit`` of them from ``offset``."""
+        return await self.items.namespaces(self._user(user_id), prefix, max_depth=max_depth, limit=limit,
+                                           offset=offset, reader=self.agent_id, now=now)
 
     # --- maintenance --------------------------------------------------------------------------------------------
 
@@ -2041,6 +2094,51 @@ class AgentMemory:
         ``include_archived``."""
         return self._portal.run(self._core.timeline(user_id, since=since, until=until, memory_types=memory_types,
                                                     channels=channels, include_archived=include_archived, limit=limit))
+
+    def put_item(self, namespace: Sequence[str], key: str, value: Mapping[str, Any], *, text: str | None = None,
+                 ttl_minutes: float | None = None, channel: str | None = None, agent_id: str | None = None,
+                 user_id: str | None = None, now: datetime | None = None) -> StoredItem:
+        """Store a JSON object under ``key`` of a ``namespace`` path (a tuple of labels, possibly empty) of the
+        user, replacing the item there; with ``text``, the engine's embedder makes it searchable by meaning
+        (:meth:`search_items`). It expires ``ttl_minutes`` after its last write or refreshing read (None: never);
+        ``agent_id`` is the agent it belongs to (default: this view's; None: the user's), ``channel`` what it is
+        filed under (default ``_global``). Items are durable rows, not facts: no decay, dedup or retention touches
+        them. Overwriting another agent's item raises :class:`~agentx_memory.errors.ConflictError`; bad input a
+        :class:`~agentx_memory.errors.ValidationError` naming the field. Returns the item as stored."""
+        return self._portal.run(self._core.put_item(namespace, key, value, text=text, ttl_minutes=ttl_minutes,
+                                                    channel=channel, agent_id=agent_id, user_id=user_id, now=now))
+
+    def get_item(self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True, user_id: str | None = None,
+                 now: datetime | None = None) -> StoredItem | None:
+        """The user's live item under ``key`` of ``namespace`` (its TTL started again when ``refresh_ttl``), or
+        None."""
+        return self._portal.run(self._core.get_item(namespace, key, refresh_ttl=refresh_ttl, user_id=user_id, now=now))
+
+    def delete_item(self, namespace: Sequence[str], key: str, *, user_id: str | None = None,
+                    now: datetime | None = None) -> bool:
+        """Remove the user's item under ``key`` of ``namespace``; True when a live one was there."""
+        return self._portal.run(self._core.delete_item(namespace, key, user_id=user_id, now=now))
+
+    def search_items(self, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
+                     filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+                     refresh_ttl: bool = True, user_id: str | None = None,
+                     now: datetime | None = None) -> list[StoredItem]:
+        """One page (``limit`` from ``offset``) of the user's live items whose namespace starts with
+        ``namespace_prefix`` and whose value passes ``filter`` (``{"field": value}``, ``{"field": {"$gte": 3}}``
+        with ``$eq $ne $gt $gte $lt $lte``, nested objects key by key). With ``query`` they are ranked by meaning
+        (cosine similarity of the engine's vectors, in ``score``; items without text come last), else newest
+        first. Returned items' TTLs start again when ``refresh_ttl``."""
+        return self._portal.run(self._core.search_items(namespace_prefix, query=query, filter=filter, limit=limit,
+                                                        offset=offset, refresh_ttl=refresh_ttl, user_id=user_id,
+                                                        now=now))
+
+    def list_item_namespaces(self, prefix: Sequence[str | None] = (), *, max_depth: int | None = None, limit: int = 100,
+                             offset: int = 0, user_id: str | None = None,
+                             now: datetime | None = None) -> list[tuple[str, ...]]:
+        """The user's distinct namespaces holding live items that start with ``prefix`` (a None label matches any
+        label), cut to ``max_depth`` labels, sorted, ``limit`` of them from ``offset``."""
+        return self._portal.run(self._core.list_item_namespaces(prefix, max_depth=max_depth, limit=limit, offset=offset,
+                                                                user_id=user_id, now=now))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next

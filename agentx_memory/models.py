@@ -32,6 +32,7 @@ __all__ = [
     "Goal",
     "Relationship",
     "ShortTermEntry",
+    "StoredItem",
     "Strategy",
     "ToolInvocation",
     "Turn",
@@ -331,3 +332,23 @@ class ShortTermEntry(_Model):
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether the entry had expired at ``now`` (default: the current time); an expired entry reads as absent."""
         return self.expires_at <= (now or utcnow())
+
+
+class StoredItem(_Model):
+    """A JSON document under a key of a namespace path of one user's item store (PostgreSQL ``store_items``;
+    :mod:`agentx_memory.items`, and the LangGraph store of :mod:`agentx_memory.integrations.langgraph`)."""
+
+    user_id: str
+    namespace: tuple[str, ...] = Field(description="the path below the user, e.g. ('memories', 'food'); may be ()")
+    key: str
+    value: dict[str, Any]
+    agent_id: str | None = Field(None, description="the agent it belongs to (None: the user's, every agent reads it)")
+    channel: str = GLOBAL_CHANNEL
+    searchable: bool = Field(False, description="whether it has a text embedded for search by meaning")
+    ttl_minutes: float | None = Field(None, description="it expires this long after its last write or refreshing "
+                                                        "read (None: never)")
+    expires_at: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = Field(None, description="set by a search by meaning: the cosine similarity to the query "
+                                                  "(None: not ranked, or not searchable)")

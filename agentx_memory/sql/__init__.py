@@ -16,6 +16,7 @@
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 ``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
 ``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
+``items``             ``store_items``: namespaced JSON documents per user, searched by filter and by vector
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
     from .audit_log import AuditLog
     from .conversation_log import ConversationLog
     from .forget import UserRows
+    from .items import ItemRows
     from .pools import PoolRows
     from .postgres import PostgresStore, migrate, schema_dir
     from .profiles import ProfileRows
@@ -49,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "AuditLog": ".audit_log",
     "ConversationLog": ".conversation_log",
     "UserRows": ".forget",
+    "ItemRows": ".items",
     "PoolRows": ".pools",
     "PostgresStore": ".postgres",
     "migrate": ".postgres",
@@ -69,6 +72,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AuditLog",
     "ConversationLog",
+    "ItemRows",
     "PoolRows",
     "PostgresStore",
     "ProfileRows",
@@ -106,12 +110,14 @@ class Repositories:
     short_term: ShortTermRows
     reembed: ReembedRows
     working_saves: WorkingSaves
+    items: ItemRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
         from .conversation_log import ConversationLog
         from .forget import UserRows
+        from .items import ItemRows
         from .pools import PoolRows
         from .profiles import ProfileRows
         from .reembed import ReembedRows
@@ -128,7 +134,7 @@ class Repositories:
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
-                   working_saves=WorkingSaves(store))
+                   working_saves=WorkingSaves(store), items=ItemRows(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute

@@ -3,8 +3,8 @@
 **A user** (:meth:`UserRows.forget`):
 
 One transaction: the user's rows of ``conversation_logs``, ``memory_timeline``, ``tool_invocations``,
-``user_profiles``, ``episodic_summaries``, ``worker_runs``, ``memory_pools``, ``short_term_memory`` and
-``working_memory_saves`` are deleted;
+``user_profiles``, ``episodic_summaries``, ``worker_runs``, ``memory_pools``, ``short_term_memory``,
+``working_memory_saves`` and ``store_items`` are deleted;
 their entries in the change records of runs over every user are cut out; and their audit entries lose every content
 field (query text, metadata, error message), keeping operation, memory type, time and counts. Returns the rows
 touched per table.
@@ -44,6 +44,7 @@ DELETES: Final[dict[str, LiteralString]] = {
     "memory_pools": "DELETE FROM memory_pools WHERE user_id = %(user_id)s",
     "short_term_memory": "DELETE FROM short_term_memory WHERE user_id = %(user_id)s",
     "working_memory_saves": "DELETE FROM working_memory_saves WHERE user_id = %(user_id)s",
+    "store_items": "DELETE FROM store_items WHERE user_id = %(user_id)s",
 }
 
 #: The user's entries cut out of the change records of runs over every user (an entry names its user directly, or

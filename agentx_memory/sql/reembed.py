@@ -34,10 +34,11 @@ __all__ = ["REEMBED_TABLES", "RETYPED_TABLES", "ReembedRows"]
 #: The tables whose vectors are re-embedded (each has a staging slot), in the order a re-embed visits them.
 REEMBED_TABLES: Final[tuple[str, ...]] = ("conversation_logs", "episodic_summaries")
 
-#: Vector columns that only copy vectors held elsewhere (``memory_timeline.embedding``: the graph's fact, entity and
-#: goal vectors): the switch empties them and re-types them to the new dimension; each row gets the new model's vector
-#: again when its memory is next written.
-RETYPED_TABLES: Final[tuple[str, ...]] = ("memory_timeline",)
+#: Vector columns made again later rather than staged: ``memory_timeline.embedding`` copies the graph's fact, entity
+#: and goal vectors (each row gets the new model's vector when its memory is next written); ``store_items.embedding``
+#: is made from the item's stored ``search_text`` by the user's next search by meaning. The switch empties them and
+#: re-types them to the new dimension.
+RETYPED_TABLES: Final[tuple[str, ...]] = ("memory_timeline", "store_items")
 
 #: The HNSW index on each table's live vector (the names migrations 0001 and 0008 gave them).
 _INDEXES: Final[Mapping[str, str]] = {

@@ -30,10 +30,12 @@ SNAPSHOT_TABLES: Final[dict[str, LiteralString]] = {
     "memory_pools": "pool_id",
     "short_term_memory": "session_id, memory_key",
     "working_memory_saves": "channel, conversation_id",
+    "store_items": "namespace, item_key",
 }
 
 #: The memory tables whose rows record the agent that wrote them (a snapshot of one agent holds its rows of these).
-AGENT_TABLES: Final[tuple[LiteralString, ...]] = ("conversation_logs", "memory_timeline", "short_term_memory")
+AGENT_TABLES: Final[tuple[LiteralString, ...]] = ("conversation_logs", "memory_timeline", "short_term_memory",
+                                                  "store_items")
 
 PAGE: Final = 500
 

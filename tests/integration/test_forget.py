@@ -13,7 +13,7 @@ from agentx_memory.errors import NotFoundError, ValidationError
 from tests.conftest import gread
 
 TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
-          "memory_pools", "short_term_memory", "working_memory_saves")
+          "memory_pools", "short_term_memory", "working_memory_saves", "store_items")
 
 
 def _fill(memory: AgentMemory, user: str) -> None:
@@ -29,6 +29,7 @@ def _fill(memory: AgentMemory, user: str) -> None:
     memory.update_profile(user, preferences={"units": "metric"})
     memory.create_pool("trip", agent_id="planner", data={"city": "Porto"}, user_id=user)
     memory.write_short_term(f"{user}-s1", "city", "Porto", memory_type="observation", user_id=user)
+    memory.put_item(("memories",), "home", {"city": "Porto"}, text="lives in Porto", user_id=user)
     memory.summarize_conversation(f"{user}-c1", user_id=user)
     wm = memory.working(user, f"{user}-c1")
     wm.set("k", 1)
@@ -83,6 +84,7 @@ def test_forgetting_a_user_removes_them_from_every_store_and_leaves_others(setti
         with pytest.raises(NotFoundError):
             memory.read_pool_data("trip", agent_id="planner")
         assert memory.list_short_term("alice-s1") == [] and memory.short_term_statistics()["expired"] == 0
+        assert memory.search_items(query="Porto") == [] and memory.list_item_namespaces() == []
         runs = memory.worker_runs()
         assert all(c["user_id"] != "alice" for c in memory._portal.run(memory.core.ctx.sql.runs.get(
             decay.run_id))["changes"]) and runs

@@ -204,7 +204,8 @@ def test_vector_columns_have_the_configured_dimension(pg):
                  (schema,))
     assert sorted(rows) == [("conversation_logs", "embedding", "vector(48)"),
                             ("episodic_summaries", "embedding", "vector(48)"),
-                            ("memory_timeline", "embedding", "vector(48)")]
+                            ("memory_timeline", "embedding", "vector(48)"),
+                            ("store_items", "embedding", "vector(48)")]
     # and the database enforces it
     with (psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema},public") as conn,
           pytest.raises(psycopg.errors.DataException)):
