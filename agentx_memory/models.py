@@ -168,9 +168,9 @@ class ControlMemory(_Model):
     access_count: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
     agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
-    scope: Literal["agent", "global"] | None = Field(
-        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
-        "(seed 001: a turn an agent writes is private to it, every other memory global)")
+    scope: Literal["agent", "global", "system"] | None = Field(
+        None, description="agent: only agent_id reads it; global: every agent of the user; system: every user of "
+        "the installation (written with the admin key: AgentMemory.as_admin); None: global")
     embedding: list[float] | None = None
 
 
