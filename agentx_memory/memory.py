@@ -38,6 +38,8 @@ from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
+from .context_rot import ContextRotReport, archive_stale, restore_stale
+from .context_rot import unarchive as unarchive_memories
 from .context_window import ContextMessage, ContextWindow, PruneStrategy
 from .control import ControlMatch, ControlStore
 from .decay import DecayReport, apply_decay, undo_decay
@@ -450,8 +452,8 @@ class AsyncAgentMemory:
                                                    self.settings.worker, now=when, user_id=user_id, report=report))
 
     async def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup`` or
-        ``short_term`` (see
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup``,
+        ``short_term`` or ``context_rot`` (see
         :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
@@ -463,6 +465,7 @@ class AsyncAgentMemory:
             "dedup": lambda changes: undo_dedup(self.semantic, run_id, changes),
             "expire_facts": lambda changes: restore_expired(self.ctx.graph, changes),
             "short_term": lambda changes: undo_short_term(self.semantic, changes),
+            "context_rot": lambda changes: restore_stale(self.ctx.graph, self.ctx.sql.timeline, changes),
         }
         return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
 
@@ -1045,6 +1048,33 @@ class AsyncAgentMemory:
         return await self.ctx.sql.timeline.entries(
             self._user(user_id), since=since, until=until, memory_types=memory_types, channels=channels,
             include_archived=bool(include_archived), limit=limit, agent_id=self.agent_id)
+
+    # --- context-rot archival (issue 19, seed 002; agentx_memory.context_rot) -----------------------------------
+
+    async def archive_stale(self, *, now: datetime | None = None, dry_run: bool = False,
+                            user_id: str | None = None) -> ContextRotReport:
+        """Archive the facts and entities (of every user, or only ``user_id``) whose staleness as of ``now`` reaches
+        ``context_rot.threshold`` (0.9): staleness grows with idle time and fades slower for memories used often
+        or salient (:mod:`agentx_memory.context_rot` gives the formula). Archived memories leave recall and stay
+        readable; ``timeline(include_archived=True)`` lists them, :meth:`unarchive` or :meth:`undo_run` brings them
+        back. The worker's daily ``context_rot`` job (a recorded run); ``dry_run`` lists what would be archived, with
+        each one's staleness."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("context_rot", ContextRotReport(dry_run=dry_run), user_id, lambda report:
+                                   archive_stale(self.ctx.graph, self.ctx.sql.timeline, self.ctx.audit,
+                                                 self.settings.context_rot, now=when, user_id=user_id,
+                                                 report=report))
+
+    async def unarchive(self, ids: Sequence[str], user_id: str | None = None) -> dict[str, int]:
+        """Bring archived facts and entities of the user back into recall (archived by :meth:`archive_stale`):
+        ``{"restored": n, "skipped": m}``; an id that is not an archived fact or entity of the user is skipped.
+        Audited."""
+        user = self._user(user_id)
+        wanted = list(dict.fromkeys(check_ids(ids, "ids")))
+        result = await unarchive_memories(self.ctx.graph, self.ctx.sql.timeline, user, wanted)
+        await self.ctx.audit.log_write("unarchive", "semantic", None, wanted, {"restored": result["restored"]},
+                                       user_id=user)
+        return result
 
     # --- the system scope: rules for every user, written with the admin key (issue 19; agentx_memory.admin) -----
 
@@ -1686,8 +1716,8 @@ class AgentMemory:
         return self._portal.run(self._core.detect_patterns(now=now, dry_run=dry_run, user_id=user_id))
 
     def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup`` or
-        ``short_term`` (see
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup``,
+        ``short_term`` or ``context_rot`` (see
         :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
@@ -2113,6 +2143,22 @@ class AgentMemory:
         ``include_archived``."""
         return self._portal.run(self._core.timeline(user_id, since=since, until=until, memory_types=memory_types,
                                                     channels=channels, include_archived=include_archived, limit=limit))
+
+    def archive_stale(self, *, now: datetime | None = None, dry_run: bool = False,
+                      user_id: str | None = None) -> ContextRotReport:
+        """Archive the facts and entities (of every user, or only ``user_id``) whose staleness as of ``now`` reaches
+        ``context_rot.threshold`` (0.9): staleness grows with idle time and fades slower for memories used often
+        or salient (:mod:`agentx_memory.context_rot` gives the formula). Archived memories leave recall and stay
+        readable; ``timeline(include_archived=True)`` lists them, :meth:`unarchive` or :meth:`undo_run` brings them
+        back. The worker's daily ``context_rot`` job (a recorded run); ``dry_run`` lists what would be archived, with
+        each one's staleness."""
+        return self._portal.run(self._core.archive_stale(now=now, dry_run=dry_run, user_id=user_id))
+
+    def unarchive(self, ids: Sequence[str], user_id: str | None = None) -> dict[str, int]:
+        """Bring archived facts and entities of the user back into recall (archived by :meth:`archive_stale`):
+        ``{"restored": n, "skipped": m}``; an id that is not an archived fact or entity of the user is skipped.
+        Audited."""
+        return self._portal.run(self._core.unarchive(ids, user_id))
 
     def add_system_control(self, content: str, *, severity: str = "medium", error_pattern: str | None = None,
                            control_id: str | None = None, metadata: Mapping[str, Any] | None = None,
