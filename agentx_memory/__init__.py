@@ -68,6 +68,7 @@ if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__``
     from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
     from .short_term import ShortTermStore
     from .short_term_consolidation import ShortTermReport
+    from .tool_payloads import ReencryptReport
     from .working import WorkingMemory
 
 __version__ = "0.1.0"
@@ -140,6 +141,7 @@ _EXPORTS: dict[str, str] = {
     "load_settings": ".settings",
     "ShortTermStore": ".short_term",
     "ShortTermReport": ".short_term_consolidation",
+    "ReencryptReport": ".tool_payloads",
     "WorkingMemory": ".working",
 }
 
@@ -180,6 +182,7 @@ __all__ = [
     "ReconcileResult",
     "ReembedProgress",
     "ReembedReport",
+    "ReencryptReport",
     "Relationship",
     "RetrievalSettings",
     "RuntimeServerError",

@@ -42,6 +42,7 @@ from .context_rot import ContextRotReport, archive_stale, restore_stale
 from .context_rot import unarchive as unarchive_memories
 from .context_window import ContextMessage, ContextWindow, PruneStrategy
 from .control import ControlMatch, ControlStore
+from .crypto import ColumnCipher
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
@@ -92,6 +93,7 @@ from .snapshots import (
 )
 from .sql.timeline import CONFLICT_POLICY
 from .summaries import similar_conversations, summarize_conversation
+from .tool_payloads import ReencryptReport, reencrypt
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
 
@@ -1075,6 +1077,26 @@ class AsyncAgentMemory:
         await self.ctx.audit.log_write("unarchive", "semantic", None, wanted, {"restored": result["restored"]},
                                        user_id=user)
         return result
+
+    # --- encryption of tool-call payloads (issue 19; agentx_memory.crypto, agentx_memory.tool_payloads) ---------
+
+    async def get_tool_invocations(self, conversation_id: str, user_id: str | None = None, *,
+                                   limit: int = 1000) -> list[ToolInvocation]:
+        """The user's recorded tool calls of one conversation, in call order, with input, output and error message
+        in plaintext: decrypted when they were stored encrypted (``security.encryption_key_id``), which raises
+        :class:`~agentx_memory.errors.EncryptionKeyError` when the row's key is not configured or is another key."""
+        return await self.procedural.invocations(self._user(user_id), conversation_id, limit=limit)
+
+    async def reencrypt_tool_invocations(self, *, batch_size: int = 500) -> ReencryptReport:
+        """Bring every stored tool-call payload (of every user) to the active key, ``security.encryption_key_id``:
+        rows sealed with an older key are sealed again, plaintext rows are sealed; with encryption off, sealed rows
+        become plaintext. Run it after a key rotation, then the old key can leave ``security.encryption_keys``
+        (docs/encryption.md). Audited."""
+        report = await reencrypt(self.ctx.sql.tools, ColumnCipher(self.settings.security),
+                                 batch_size=check_int(batch_size, "batch_size", low=1, high=100_000))
+        await self.ctx.audit.log_write("reencrypt", "procedural", None, [], {
+            "key_id": report.key_id, "resealed": report.resealed, "skipped": report.skipped})
+        return report
 
     # --- the system scope: rules for every user, written with the admin key (issue 19; agentx_memory.admin) -----
 
@@ -2159,6 +2181,20 @@ class AgentMemory:
         ``{"restored": n, "skipped": m}``; an id that is not an archived fact or entity of the user is skipped.
         Audited."""
         return self._portal.run(self._core.unarchive(ids, user_id))
+
+    def get_tool_invocations(self, conversation_id: str, user_id: str | None = None, *,
+                             limit: int = 1000) -> list[ToolInvocation]:
+        """The user's recorded tool calls of one conversation, in call order, with input, output and error message
+        in plaintext: decrypted when they were stored encrypted (``security.encryption_key_id``), which raises
+        :class:`~agentx_memory.errors.EncryptionKeyError` when the row's key is not configured or is another key."""
+        return self._portal.run(self._core.get_tool_invocations(conversation_id, user_id, limit=limit))
+
+    def reencrypt_tool_invocations(self, *, batch_size: int = 500) -> ReencryptReport:
+        """Bring every stored tool-call payload (of every user) to the active key, ``security.encryption_key_id``:
+        rows sealed with an older key are sealed again, plaintext rows are sealed; with encryption off, sealed rows
+        become plaintext. Run it after a key rotation, then the old key can leave ``security.encryption_keys``
+        (docs/encryption.md). Audited."""
+        return self._portal.run(self._core.reencrypt_tool_invocations(batch_size=batch_size))
 
     def add_system_control(self, content: str, *, severity: str = "medium", error_pattern: str | None = None,
                            control_id: str | None = None, metadata: Mapping[str, Any] | None = None,
