@@ -468,7 +468,7 @@ class SecuritySettings(_Section):
     encryption_key_id: str | None = Field(
         None, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$",
         description="id of the key in encryption_keys that encrypts new values of the sensitive columns (tool "
-        "invocations' input, output and error message; saved working memory). None: encryption off (default)"
+        "invocations' input, output and error message; docs/security.md). None: encryption off (default)"
     )
     encryption_keys: dict[str, SecretStr] = Field(
         default_factory=dict,
