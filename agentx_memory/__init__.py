@@ -15,12 +15,14 @@ if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__``
     from .context_window import ContextMessage, ContextWindow, PruneStrategy
     from .episodic import QuarantinedTurn, ReconcileResult
     from .errors import (
+        AdminKeyError,
         AgentXMemoryError,
         CallTimeoutError,
         ClosedError,
         ConfigurationError,
         ConflictError,
         EmbeddingDimensionMismatchError,
+        EncryptionKeyError,
         NotFoundError,
         PermissionDeniedError,
         RateLimitedError,
@@ -67,6 +69,7 @@ if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__``
     from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
     from .short_term import ShortTermStore
     from .short_term_consolidation import ShortTermReport
+    from .tool_payloads import ReencryptReport
     from .working import WorkingMemory
 
 __version__ = "0.1.0"
@@ -79,12 +82,14 @@ _EXPORTS: dict[str, str] = {
     "PruneStrategy": ".context_window",
     "QuarantinedTurn": ".episodic",
     "ReconcileResult": ".episodic",
+    "AdminKeyError": ".errors",
     "AgentXMemoryError": ".errors",
     "CallTimeoutError": ".errors",
     "ClosedError": ".errors",
     "ConfigurationError": ".errors",
     "ConflictError": ".errors",
     "EmbeddingDimensionMismatchError": ".errors",
+    "EncryptionKeyError": ".errors",
     "NotFoundError": ".errors",
     "PermissionDeniedError": ".errors",
     "RateLimitedError": ".errors",
@@ -138,6 +143,7 @@ _EXPORTS: dict[str, str] = {
     "load_settings": ".settings",
     "ShortTermStore": ".short_term",
     "ShortTermReport": ".short_term_consolidation",
+    "ReencryptReport": ".tool_payloads",
     "WorkingMemory": ".working",
 }
 
@@ -146,6 +152,7 @@ __all__ = [
     "RELATIONSHIP_TYPES",
     "SHORT_TERM_TYPES",
     "TIERS",
+    "AdminKeyError",
     "AgentMemory",
     "AgentXMemoryError",
     "AsyncAgentMemory",
@@ -158,6 +165,7 @@ __all__ = [
     "ControlMemory",
     "Embedder",
     "EmbeddingDimensionMismatchError",
+    "EncryptionKeyError",
     "Entity",
     "EntityGraph",
     "Fact",
@@ -176,6 +184,7 @@ __all__ = [
     "ReconcileResult",
     "ReembedProgress",
     "ReembedReport",
+    "ReencryptReport",
     "Relationship",
     "RetrievalSettings",
     "RuntimeServerError",

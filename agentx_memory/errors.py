@@ -6,13 +6,15 @@ so callers never have to import a driver to catch a failure::
 
     AgentXMemoryError
      ├── ConfigurationError          a setting is missing, out of range or inconsistent with stored data
-     │    └── EmbeddingDimensionMismatchError  the store was created with another embedding model/dimension
+     │    ├── EmbeddingDimensionMismatchError  the store was created with another embedding model/dimension
+     │    └── EncryptionKeyError     an encrypted value cannot be read with the configured keys (missing or wrong key)
      ├── ValidationError             bad input: names the field and the limit (also a ValueError)
      │    └── WorkingMemoryFullError  a conversation's working memory would pass its size cap (413): nothing written
      ├── NotFoundError               an id that does not exist for this user (also a KeyError)
      ├── ConflictError               a write that collides with stored state (unique key, concurrent update)
      │    └── StaleVersionError      a versioned write (a shared pool) was based on an older version: nothing written
      ├── PermissionDeniedError       an agent asked for an access its grants do not give (also a PermissionError)
+     │    └── AdminKeyError          a system-scope write without the right admin key (names the field)
      ├── ClosedError                 a call on a memory after its close() (also a RuntimeError)
      ├── RateLimitedError            a user (or agent) passed a configured call rate (429); retry_after seconds
      ├── StorageError                a database refused or failed an operation
@@ -32,12 +34,14 @@ so callers never have to import a driver to catch a failure::
 from __future__ import annotations
 
 __all__ = [
+    "AdminKeyError",
     "AgentXMemoryError",
     "CallTimeoutError",
     "ClosedError",
     "ConfigurationError",
     "ConflictError",
     "EmbeddingDimensionMismatchError",
+    "EncryptionKeyError",
     "LLMBudgetExceededError",
     "LLMError",
     "LLMOutputError",
@@ -67,6 +71,17 @@ class ConfigurationError(AgentXMemoryError):
 
 class EmbeddingDimensionMismatchError(ConfigurationError):
     """The store was created with a different embedding model or dimension than the one configured now."""
+
+
+class EncryptionKeyError(ConfigurationError):
+    """An encrypted column value cannot be decrypted: its key id is not among ``security.encryption_keys``, or the key
+    under that id is not the one it was encrypted with (or the value was altered). ``key_id`` names the key; the key
+    itself is never in the message."""
+
+    def __init__(self, key_id: str, message: str):
+        self.key_id = key_id
+        self.field = "security.encryption_keys"
+        super().__init__(f"security.encryption_keys[{key_id!r}]: {message}")
 
 
 class ValidationError(AgentXMemoryError, ValueError):
@@ -135,6 +150,20 @@ class PermissionDeniedError(AgentXMemoryError, PermissionError):
         self.kind = kind
         self.ident = ident
         super().__init__(f"agent {agent_id!r} may not {action} {kind} {ident!r}")
+
+
+class AdminKeyError(PermissionDeniedError):
+    """A write of the ``system`` scope (rules for every user of the installation) without the admin key, with a
+    wrong one, or with none configured. ``field`` names what is missing or wrong (``admin_key``: the key presented;
+    ``security.admin_key``: the setting); the keys themselves are never in the message."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.agent_id = None  # type: ignore[assignment]  # no agent: the admin key, not a grant, decides
+        self.action = "write"
+        self.kind = "system scope"
+        self.ident = field
+        AgentXMemoryError.__init__(self, f"{field}: {message}")
 
 
 class ClosedError(AgentXMemoryError, RuntimeError):

@@ -29,15 +29,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pydantic
+from pydantic import SecretStr
 
+from .admin import SYSTEM_SCOPE, SYSTEM_USER_ID, check_admin_key
 from .agents import check_agent
 from .archive import ArchiveReport, archive_old_conversations, restore_archived
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
+from .context_rot import ContextRotReport, archive_stale, restore_stale
+from .context_rot import unarchive as unarchive_memories
 from .context_window import ContextMessage, ContextWindow, PruneStrategy
 from .control import ControlMatch, ControlStore
+from .crypto import ColumnCipher
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
@@ -90,6 +95,7 @@ from .snapshots import (
 )
 from .sql.timeline import CONFLICT_POLICY
 from .summaries import similar_conversations, summarize_conversation
+from .tool_payloads import ReencryptReport, reencrypt
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
 from .working import WorkingMemory
 
@@ -174,6 +180,7 @@ class AsyncAgentMemory:
         self.agent_id = check_agent(agent_id)
         self._closed = False
         self._parent: AsyncAgentMemory | None = None  # set on a view made by for_agent
+        self._admin_key: SecretStr | None = None  # set on a view made by as_admin
         self.ctx = MemoryContext(
             settings=settings, graph=backends.graph, postgres=backends.postgres, working=backends.working,
             embedder=embedder, audit=MemoryAuditLogger(backends.postgres, settings),
@@ -450,8 +457,8 @@ class AsyncAgentMemory:
                                                    self.settings.worker, now=when, user_id=user_id, report=report))
 
     async def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup`` or
-        ``short_term`` (see
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup``,
+        ``short_term`` or ``context_rot`` (see
         :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
@@ -463,6 +470,7 @@ class AsyncAgentMemory:
             "dedup": lambda changes: undo_dedup(self.semantic, run_id, changes),
             "expire_facts": lambda changes: restore_expired(self.ctx.graph, changes),
             "short_term": lambda changes: undo_short_term(self.semantic, changes),
+            "context_rot": lambda changes: restore_stale(self.ctx.graph, self.ctx.sql.timeline, changes),
         }
         return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
 
@@ -707,24 +715,30 @@ class AsyncAgentMemory:
 
     async def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
-        update it when its id is stored; recall puts the closest rules first in ``to_prompt()``."""
+        update it when its id is stored; recall puts the closest rules first in ``to_prompt()``. A rule of scope
+        ``system`` is every user's: only an admin view (:meth:`as_admin`) stores one (see :meth:`add_system_control`),
+        any other memory raises :class:`~agentx_memory.errors.AdminKeyError`."""
+        if isinstance(control, ControlMemory) and control.scope == SYSTEM_SCOPE:
+            check_admin_key(self.settings.security, self._admin_key)
+            return await self.controls.add_system(control)
         return await self.controls.add(self._own(control, "control"), channel)
 
     async def get_control(self, control_id: str, user_id: str | None = None) -> ControlMemory:
-        """One of the user's control memories, or :class:`NotFoundError`."""
+        """One of the user's control memories or a system rule, or :class:`NotFoundError`."""
         return await self.controls.get(control_id, self._user(user_id), agent_id=self.agent_id)
 
     async def list_controls(self, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
                             error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
-        """The user's control memories in ``channel`` and ``_global``, newest first, optionally of one error
-        pattern."""
+        """The user's control memories in ``channel`` and ``_global`` and the system rules, newest first,
+        optionally of one error pattern."""
         channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
         return await self.controls.list_controls(self._user(user_id), channels, error_pattern=error_pattern,
                                                  limit=limit, agent_id=self.agent_id)
 
     async def find_controls(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
                             top_k: int = 5) -> list[ControlMatch]:
-        """The rules closest to ``query`` (cosine, most severe first among equals), with their similarity."""
+        """The rules closest to ``query`` among the user's and the system rules (cosine, most severe first among
+        equals), with their similarity."""
         check_text(query, "query", max_bytes=self.settings.limits.max_text_bytes)
         channels = list(dict.fromkeys([check_channel(channel), GLOBAL_CHANNEL]))
         vector = (await self.ctx.embedder.embed([query], is_query=True))[0].tolist()
@@ -733,7 +747,7 @@ class AsyncAgentMemory:
 
     async def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
         """Delete one of the user's control memories; True when it existed (an agent deletes only what it may
-        read)."""
+        read; a system rule is deleted only by :meth:`delete_system_control`)."""
         user = self._user(user_id)
         if self.agent_id is not None:
             try:
@@ -1089,6 +1103,100 @@ class AsyncAgentMemory:
         label), cut to ``max_depth`` labels, sorted, ``limit`` of them from ``offset``."""
         return await self.items.namespaces(self._user(user_id), prefix, max_depth=max_depth, limit=limit,
                                            offset=offset, reader=self.agent_id, now=now)
+
+    # --- context-rot archival (issue 19, seed 002; agentx_memory.context_rot) -----------------------------------
+
+    async def archive_stale(self, *, now: datetime | None = None, dry_run: bool = False,
+                            user_id: str | None = None) -> ContextRotReport:
+        """Archive the facts and entities (of every user, or only ``user_id``) whose staleness as of ``now`` reaches
+        ``context_rot.threshold`` (0.9): staleness grows with idle time and fades slower for memories used often
+        or salient (:mod:`agentx_memory.context_rot` gives the formula). Archived memories leave recall and stay
+        readable; ``timeline(include_archived=True)`` lists them, :meth:`unarchive` or :meth:`undo_run` brings them
+        back. The worker's daily ``context_rot`` job (a recorded run); ``dry_run`` lists what would be archived, with
+        each one's staleness."""
+        when = now or datetime.now(UTC)
+        return await self._run_job("context_rot", ContextRotReport(dry_run=dry_run), user_id, lambda report:
+                                   archive_stale(self.ctx.graph, self.ctx.sql.timeline, self.ctx.audit,
+                                                 self.settings.context_rot, now=when, user_id=user_id,
+                                                 report=report))
+
+    async def unarchive(self, ids: Sequence[str], user_id: str | None = None) -> dict[str, int]:
+        """Bring archived facts and entities of the user back into recall (archived by :meth:`archive_stale`):
+        ``{"restored": n, "skipped": m}``; an id that is not an archived fact or entity of the user is skipped.
+        Audited."""
+        user = self._user(user_id)
+        wanted = list(dict.fromkeys(check_ids(ids, "ids")))
+        result = await unarchive_memories(self.ctx.graph, self.ctx.sql.timeline, user, wanted)
+        await self.ctx.audit.log_write("unarchive", "semantic", None, wanted, {"restored": result["restored"]},
+                                       user_id=user)
+        return result
+
+    # --- encryption of tool-call payloads (issue 19; agentx_memory.crypto, agentx_memory.tool_payloads) ---------
+
+    async def get_tool_invocations(self, conversation_id: str, user_id: str | None = None, *,
+                                   limit: int = 1000) -> list[ToolInvocation]:
+        """The user's recorded tool calls of one conversation, in call order, with input, output and error message
+        in plaintext: decrypted when they were stored encrypted (``security.encryption_key_id``), which raises
+        :class:`~agentx_memory.errors.EncryptionKeyError` when the row's key is not configured or is another key."""
+        return await self.procedural.invocations(self._user(user_id), conversation_id, limit=limit)
+
+    async def reencrypt_tool_invocations(self, *, batch_size: int = 500) -> ReencryptReport:
+        """Bring every stored tool-call payload (of every user) to the active key, ``security.encryption_key_id``:
+        rows sealed with an older key are sealed again, plaintext rows are sealed; with encryption off, sealed rows
+        become plaintext. Run it after a key rotation, then the old key can leave ``security.encryption_keys``
+        (docs/encryption.md). Audited."""
+        report = await reencrypt(self.ctx.sql.tools, ColumnCipher(self.settings.security),
+                                 batch_size=check_int(batch_size, "batch_size", low=1, high=100_000))
+        await self.ctx.audit.log_write("reencrypt", "procedural", None, [], {
+            "key_id": report.key_id, "resealed": report.resealed, "skipped": report.skipped})
+        return report
+
+    # --- the system scope: rules for every user, written with the admin key (issue 19; agentx_memory.admin) -----
+
+    def as_admin(self, admin_key: str | SecretStr) -> AsyncAgentMemory:
+        """This memory as the installation's administrator: a view, on the same connections, that may write, change
+        and delete system-scope rules (:meth:`add_system_control`, :meth:`delete_system_control`). The key must be
+        ``security.admin_key`` (:class:`~agentx_memory.errors.AdminKeyError` otherwise, naming the field); it is
+        checked here, in constant time, and again at each system write. Closing the view closes only the view.
+
+        Why a view and not an ``admin_key=`` argument: the key is presented once, where the program obtains it, and
+        never travels through the signatures of the write methods, so no call site, traceback or traced argument
+        list (OpenTelemetry spans) carries it."""
+        key = admin_key if isinstance(admin_key, SecretStr) else SecretStr(admin_key)
+        check_admin_key(self.settings.security, key)
+        view = copy.copy(self)
+        view._admin_key = key
+        view._closed = False
+        view._parent = self
+        return view
+
+    @property
+    def is_admin(self) -> bool:
+        """True on a view of :meth:`as_admin` (whose key matched when it was made)."""
+        return self._admin_key is not None
+
+    async def add_system_control(self, content: str, *, severity: str = "medium", error_pattern: str | None = None,
+                                 control_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                                 source_trajectory_id: str | None = None) -> ControlMemory:
+        """Store a rule that holds for every user of the installation (scope ``system``), or change it when
+        ``control_id`` is stored already; admin views only (:meth:`as_admin`), audited without a user. Every user's
+        recall, ``list_controls``, ``find_controls`` and ``get_control`` read it; no user's ``delete_control``,
+        ``forget``, ``forget_user``, export or snapshot touches it. Returns it as stored (its ``user_id`` is
+        ``agentx_memory.admin.SYSTEM_USER_ID``, which no user id can be)."""
+        check_admin_key(self.settings.security, self._admin_key)
+        extra: dict[str, Any] = {} if control_id is None else {"id": control_id}
+        return await self.controls.add_system(ControlMemory(
+            user_id=SYSTEM_USER_ID, content=content, severity=severity, error_pattern=error_pattern,
+            metadata=dict(metadata or {}), source_trajectory_id=source_trajectory_id, scope=SYSTEM_SCOPE, **extra))
+
+    async def delete_system_control(self, control_id: str) -> bool:
+        """Delete a system rule; True when it existed. Admin views only (:meth:`as_admin`); audited."""
+        check_admin_key(self.settings.security, self._admin_key)
+        return await self.controls.delete_system(control_id)
+
+    async def list_system_controls(self, *, error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
+        """The system rules (they hold for every user), newest first; any memory may read them."""
+        return await self.controls.list_system(error_pattern=error_pattern, limit=limit)
 
     # --- maintenance --------------------------------------------------------------------------------------------
 
@@ -1471,6 +1579,19 @@ class AgentMemory:
         view._view = True
         return view
 
+    def as_admin(self, admin_key: str | SecretStr) -> AgentMemory:
+        """This memory as the installation's administrator, on the same connections (see
+        :meth:`AsyncAgentMemory.as_admin`). Closing the view closes only the view."""
+        view = copy.copy(self)
+        view._core = self._core.as_admin(admin_key)
+        view._view = True
+        return view
+
+    @property
+    def is_admin(self) -> bool:
+        """True on a view of :meth:`as_admin`."""
+        return self._core.is_admin
+
     @property
     def agent_id(self) -> str | None:
         """The agent this memory acts as (None: the user)."""
@@ -1670,8 +1791,8 @@ class AgentMemory:
         return self._portal.run(self._core.detect_patterns(now=now, dry_run=dry_run, user_id=user_id))
 
     def undo_run(self, run_id: str) -> dict[str, Any]:
-        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup`` or
-        ``short_term`` (see
+        """Reverse a recorded run of ``decay``, ``promote``, ``archive``, ``expire_facts``, ``dedup``,
+        ``short_term`` or ``context_rot`` (see
         :mod:`agentx_memory.runs`):
         what it changed goes back, except values changed again since (``skipped``). Returns what the undo did. A run
         is undone once; an unknown run is :class:`NotFoundError`, a job without undo :class:`ValidationError`."""
@@ -1853,27 +1974,30 @@ class AgentMemory:
 
     def add_control(self, control: ControlMemory, channel: str | None = None) -> ControlMemory:
         """Store a rule, constraint or error pattern (seed 001's control memory; default scope ``_global``), or
-        update it when its id is stored; recall puts the closest rules first in ``to_prompt()``."""
+        update it when its id is stored; recall puts the closest rules first in ``to_prompt()``. A rule of scope
+        ``system`` is every user's: only an admin view (:meth:`as_admin`) stores one (see :meth:`add_system_control`),
+        any other memory raises :class:`~agentx_memory.errors.AdminKeyError`."""
         return self._portal.run(self._core.add_control(control, channel))
 
     def get_control(self, control_id: str, user_id: str | None = None) -> ControlMemory:
-        """One of the user's control memories, or :class:`NotFoundError`."""
+        """One of the user's control memories or a system rule, or :class:`NotFoundError`."""
         return self._portal.run(self._core.get_control(control_id, user_id))
 
     def list_controls(self, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,
                       error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
-        """The user's control memories in ``channel`` and ``_global``, newest first, optionally of one error
-        pattern."""
+        """The user's control memories in ``channel`` and ``_global`` and the system rules, newest first,
+        optionally of one error pattern."""
         return self._portal.run(self._core.list_controls(user_id, channel, error_pattern=error_pattern, limit=limit))
 
     def find_controls(self, query: str, user_id: str | None = None, channel: str = GLOBAL_CHANNEL,
                       top_k: int = 5) -> list[ControlMatch]:
-        """The rules closest to ``query`` (cosine, most severe first among equals), with their similarity."""
+        """The rules closest to ``query`` among the user's and the system rules (cosine, most severe first among
+        equals), with their similarity."""
         return self._portal.run(self._core.find_controls(query, user_id, channel, top_k))
 
     def delete_control(self, control_id: str, user_id: str | None = None) -> bool:
         """Delete one of the user's control memories; True when it existed (an agent deletes only what it may
-        read)."""
+        read; a system rule is deleted only by :meth:`delete_system_control`)."""
         return self._portal.run(self._core.delete_control(control_id, user_id))
 
     def create_pool(self, pool_id: str, *, agent_id: str | None = None, pool_type: str = "shared",
@@ -2139,6 +2263,56 @@ class AgentMemory:
         label), cut to ``max_depth`` labels, sorted, ``limit`` of them from ``offset``."""
         return self._portal.run(self._core.list_item_namespaces(prefix, max_depth=max_depth, limit=limit, offset=offset,
                                                                 user_id=user_id, now=now))
+
+    def archive_stale(self, *, now: datetime | None = None, dry_run: bool = False,
+                      user_id: str | None = None) -> ContextRotReport:
+        """Archive the facts and entities (of every user, or only ``user_id``) whose staleness as of ``now`` reaches
+        ``context_rot.threshold`` (0.9): staleness grows with idle time and fades slower for memories used often
+        or salient (:mod:`agentx_memory.context_rot` gives the formula). Archived memories leave recall and stay
+        readable; ``timeline(include_archived=True)`` lists them, :meth:`unarchive` or :meth:`undo_run` brings them
+        back. The worker's daily ``context_rot`` job (a recorded run); ``dry_run`` lists what would be archived, with
+        each one's staleness."""
+        return self._portal.run(self._core.archive_stale(now=now, dry_run=dry_run, user_id=user_id))
+
+    def unarchive(self, ids: Sequence[str], user_id: str | None = None) -> dict[str, int]:
+        """Bring archived facts and entities of the user back into recall (archived by :meth:`archive_stale`):
+        ``{"restored": n, "skipped": m}``; an id that is not an archived fact or entity of the user is skipped.
+        Audited."""
+        return self._portal.run(self._core.unarchive(ids, user_id))
+
+    def get_tool_invocations(self, conversation_id: str, user_id: str | None = None, *,
+                             limit: int = 1000) -> list[ToolInvocation]:
+        """The user's recorded tool calls of one conversation, in call order, with input, output and error message
+        in plaintext: decrypted when they were stored encrypted (``security.encryption_key_id``), which raises
+        :class:`~agentx_memory.errors.EncryptionKeyError` when the row's key is not configured or is another key."""
+        return self._portal.run(self._core.get_tool_invocations(conversation_id, user_id, limit=limit))
+
+    def reencrypt_tool_invocations(self, *, batch_size: int = 500) -> ReencryptReport:
+        """Bring every stored tool-call payload (of every user) to the active key, ``security.encryption_key_id``:
+        rows sealed with an older key are sealed again, plaintext rows are sealed; with encryption off, sealed rows
+        become plaintext. Run it after a key rotation, then the old key can leave ``security.encryption_keys``
+        (docs/encryption.md). Audited."""
+        return self._portal.run(self._core.reencrypt_tool_invocations(batch_size=batch_size))
+
+    def add_system_control(self, content: str, *, severity: str = "medium", error_pattern: str | None = None,
+                           control_id: str | None = None, metadata: Mapping[str, Any] | None = None,
+                           source_trajectory_id: str | None = None) -> ControlMemory:
+        """Store a rule that holds for every user of the installation (scope ``system``), or change it when
+        ``control_id`` is stored already; admin views only (:meth:`as_admin`), audited without a user. Every user's
+        recall, ``list_controls``, ``find_controls`` and ``get_control`` read it; no user's ``delete_control``,
+        ``forget``, ``forget_user``, export or snapshot touches it. Returns it as stored (its ``user_id`` is
+        ``agentx_memory.admin.SYSTEM_USER_ID``, which no user id can be)."""
+        return self._portal.run(self._core.add_system_control(content, severity=severity, error_pattern=error_pattern,
+                                                              control_id=control_id, metadata=metadata,
+                                                              source_trajectory_id=source_trajectory_id))
+
+    def delete_system_control(self, control_id: str) -> bool:
+        """Delete a system rule; True when it existed. Admin views only (:meth:`as_admin`); audited."""
+        return self._portal.run(self._core.delete_system_control(control_id))
+
+    def list_system_controls(self, *, error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
+        """The system rules (they hold for every user), newest first; any memory may read them."""
+        return self._portal.run(self._core.list_system_controls(error_pattern=error_pattern, limit=limit))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next

@@ -141,11 +141,11 @@ class Fact(_Model):
     scope: Literal["agent", "global"] | None = Field(
         None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
         "(seed 001: a turn an agent writes is private to it, every other memory global)")
-    status: Literal["active", "superseded", "rejected", "review", "duplicate", "expired"] = Field(
+    status: Literal["active", "superseded", "rejected", "review", "duplicate", "expired", "archived"] = Field(
         "active", description="set by the store, never by a write: superseded (a newer fact or a correction replaced "
-        "it), rejected (an older fact it contradicts was kept), duplicate (dedup merged it into superseded_by) and "
-        "expired (past retention.fact_days unused) are left out of recall; review: it contradicts another fact and "
-        "both wait for a person (extraction.contradiction_policy)")
+        "it), rejected (an older fact it contradicts was kept), duplicate (dedup merged it into superseded_by), "
+        "expired (past retention.fact_days unused) and archived (stale: the context_rot job) are left out of recall; "
+        "review: it contradicts another fact and both wait for a person (extraction.contradiction_policy)")
     superseded_by: str | None = Field(None, description="set by the store: the fact that superseded this one")
 
 
@@ -169,9 +169,9 @@ class ControlMemory(_Model):
     access_count: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
     agent_id: str | None = Field(None, description="the agent of the user that wrote it (None: the user, no agent)")
-    scope: Literal["agent", "global"] | None = Field(
-        None, description="agent: only agent_id reads it; global: every agent of the user; None: the kind's default "
-        "(seed 001: a turn an agent writes is private to it, every other memory global)")
+    scope: Literal["agent", "global", "system"] | None = Field(
+        None, description="agent: only agent_id reads it; global: every agent of the user; system: every user of "
+        "the installation (written with the admin key: AgentMemory.as_admin); None: global")
     embedding: list[float] | None = None
 
 

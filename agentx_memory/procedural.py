@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .context import MemoryContext
+from .crypto import ColumnCipher
 from .errors import ConflictError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
 from .models import Strategy, ToolInvocation
 from .rows import strategy_from_row
 from .semantic import normalize_name
 from .timeutil import now_ms, to_ms
+from .tool_payloads import open_payload, same_payload, seal_payload
 from .validation import (
     INT32_MAX,
     check_channel,
@@ -86,12 +88,14 @@ class ProceduralMemory:
                                                  f"{inv.conversation_id!r}")
             inv.turn_index = place[1]
         await self._check_conversation_owner(inv.conversation_id, inv.user_id)
-        inserted = await self.ctx.sql.tools.record(inv)
+        cipher = ColumnCipher(self.ctx.settings.security)
+        inserted = await self.ctx.sql.tools.record(inv, seal_payload(
+            cipher, inv.id, inv.user_id, inv.tool_input, inv.tool_output, inv.error_message))
         if not inserted:  # recorded before: idempotent for the same call, which comes back as logged
             stored = await self.ctx.sql.tools.stored(inv)
             if stored and (stored["user_id"], stored["conversation_id"]) != (inv.user_id, inv.conversation_id):
                 raise ConflictError(f"invocation id {inv.id!r} is already recorded for another conversation or user")
-            if stored and not stored["same"]:
+            if stored and not (stored["same_fields"] and same_payload(cipher, stored, inv)):
                 raise ConflictError(f"invocation id {inv.id!r} is already recorded with other fields (tool, "
                                     "channel, input, output or outcome); nothing was written")
             if stored:
@@ -106,10 +110,30 @@ class ProceduralMemory:
                         inv.id, exc)
             inv.pending_projection = True
         if inserted:  # a repeated call re-projects (the graph may have missed it) but is not a new operation
+            secret = {"tool_input", "tool_output", "error_message"} if cipher.enabled else set()
             await self.ctx.audit.log_write("store", "procedural", inv.channel, [inv.id], {"tool_name": inv.tool_name},
                                            user_id=inv.user_id, conversation_id=inv.conversation_id,
-                                           payload=inv.model_dump(mode="json"))
+                                           payload=inv.model_dump(mode="json", exclude=secret))
         return inv
+
+    async def invocations(self, user_id: str, conversation_id: str, *, limit: int = 1000) -> list[ToolInvocation]:
+        """The user's logged tool calls of one conversation, in call order, with their input, output and error
+        message decrypted (:class:`~agentx_memory.errors.EncryptionKeyError` when a row's key is missing or
+        wrong)."""
+        check_id(conversation_id, "conversation_id", max_len=200)
+        rows = await self.ctx.sql.tools.of_conversation(user_id, conversation_id,
+                                                        limit=check_int(limit, "limit", low=1, high=100_000))
+        cipher = ColumnCipher(self.ctx.settings.security)
+        out = []
+        for row in rows:
+            tool_input, tool_output, error = open_payload(cipher, row, row["invocation_id"], row["user_id"])
+            out.append(ToolInvocation(
+                id=row["invocation_id"], user_id=row["user_id"], conversation_id=row["conversation_id"],
+                turn_id=row["turn_id"], turn_index=row["turn_index"], timestamp=row["timestamp"],
+                tool_name=row["tool_name"], task_type=row["task_type"], tool_input=tool_input, tool_output=tool_output,
+                success=row["success"], latency_ms=row["latency_ms"], error_message=error, channel=row["channel"],
+                pending_projection=not row["projected"]))
+        return out
 
     async def _check_conversation_owner(self, conversation_id: str, user_id: str) -> None:
         """ConflictError when the conversation id belongs to another user (in the durable log or the graph)."""

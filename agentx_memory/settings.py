@@ -11,13 +11,15 @@ Nothing is read from a ``.env`` file and nothing is read at import time: setting
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import pydantic
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
@@ -26,6 +28,7 @@ from .errors import ConfigurationError
 
 __all__ = [
     "AuditSettings",
+    "ContextRotSettings",
     "DecaySettings",
     "DedupSettings",
     "EmbeddedSettings",
@@ -41,6 +44,7 @@ __all__ = [
     "RedisSettings",
     "RetentionSettings",
     "RetrievalSettings",
+    "SecuritySettings",
     "Settings",
     "ShortTermSettings",
     "SnapshotSettings",
@@ -453,6 +457,53 @@ class AuditSettings(_Section):
     partitions_ahead_days: int = Field(7, ge=1, le=366, description="daily partitions created in advance")
 
 
+class SecuritySettings(_Section):
+    """Secrets of an installation: the admin key of the ``system`` scope and the keys that encrypt sensitive
+    PostgreSQL columns. Every value is a secret: shown as ``**********``, never logged, never in audit snapshots."""
+
+    admin_key: SecretStr | None = Field(
+        None, description="the key that writes, changes and deletes system-scope rules (rules for every user); "
+        "compared in constant time. None: every system write is refused (PermissionDeniedError)"
+    )
+    encryption_key_id: str | None = Field(
+        None, max_length=32, pattern=r"^[A-Za-z0-9_.-]+$",
+        description="id of the key in encryption_keys that encrypts new values of the sensitive columns (tool "
+        "invocations' input, output and error message; docs/security.md). None: encryption off (default)"
+    )
+    encryption_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="every encryption key by id, each 32 random bytes in base64 (AES-256-GCM): the active one and "
+        "the older ones still needed to read values written before a rotation",
+    )
+
+    @model_validator(mode="after")
+    def _keys_usable(self) -> SecuritySettings:
+        for key_id, key in self.encryption_keys.items():
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", key_id):
+                raise ValueError(f"encryption key id {key_id!r} must be 1-32 letters, digits, '_', '.' or '-'")
+            try:
+                raw = base64.b64decode(key.get_secret_value(), validate=True)
+            except (binascii.Error, ValueError):
+                raw = b""
+            if len(raw) != 32:  # the key is never echoed: only its id
+                raise ValueError(f"encryption key {key_id!r} must be 32 bytes in base64 (44 characters)")
+        if self.encryption_key_id is not None and self.encryption_key_id not in self.encryption_keys:
+            raise ValueError(f"encryption_key_id {self.encryption_key_id!r} is not among encryption_keys")
+        return self
+
+
+class ContextRotSettings(_Section):
+    """Context-rot archival (seed 002, a daily job): facts and entities nobody uses leave recall, reversibly."""
+
+    threshold: float = Field(
+        0.9, gt=0, lt=1, description="archive a fact or entity whose staleness reaches this (seed 002: 0.9)"
+    )
+    half_life_days: float = Field(
+        30.0, gt=0, le=36500, description="staleness of an unused memory of salience 0.5 reaches 0.5 after this "
+        "many idle days; use (ln(1 + accesses)) and salience stretch it (see docs/context-rot.md)"
+    )
+
+
 class WorkerSettings(_Section):
     """Consolidation worker job intervals (spec 003 'Background Processing'), in minutes."""
 
@@ -478,6 +529,8 @@ class WorkerSettings(_Section):
     reconcile_minutes: int = Field(5, ge=1, le=100_000, description="re-project unprojected log rows into the graph")
     short_term_minutes: int = Field(60, ge=1, le=100_000, description="consolidate the short-term tier (promote "
                                     "entries read often, drop expired ones)")
+    context_rot_minutes: int = Field(1440, ge=1, le=100_000, description="context_rot (archive stale facts and "
+                                     "entities; seed 002: daily)")
     undo_days: float = Field(
         30.0, gt=0, le=3650, description="a recorded run can be undone for this long; then its change records are "
         "dropped (run records themselves are kept for retention.audit_days)"
@@ -538,6 +591,7 @@ class Settings(BaseSettings):
     decay: DecaySettings = Field(default_factory=DecaySettings)
     dedup: DedupSettings = Field(default_factory=DedupSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    context_rot: ContextRotSettings = Field(default_factory=ContextRotSettings)
     working: WorkingMemorySettings = Field(default_factory=WorkingMemorySettings)
     short_term: ShortTermSettings = Field(default_factory=ShortTermSettings)
     pools: PoolSettings = Field(default_factory=PoolSettings)
@@ -545,6 +599,7 @@ class Settings(BaseSettings):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -585,7 +640,8 @@ def _describe(error: ErrorDetails) -> str:
         if k in {"ge", "gt", "le", "lt", "min_length", "max_length", "pattern", "expected"}
     )
     allowed = f" (allowed: {bounds})" if bounds else ""
-    return f"setting {dotted} ({env}) = {error.get('input')!r}: {error.get('msg')}{allowed}"
+    shown = "<secret>" if loc[:1] == ["security"] else repr(error.get("input"))  # keys are never echoed
+    return f"setting {dotted} ({env}) = {shown}: {error.get('msg')}{allowed}"
 
 
 def load_settings(**overrides: Any) -> Settings:

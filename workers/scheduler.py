@@ -3,8 +3,8 @@
 Jobs and their intervals come from settings (``worker.*_minutes``): ``reconcile`` (graph projection of the durable
 log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations), ``promote`` (project facts to
 ``_global``), ``decay``, ``cleanup`` (archiving past retention, faded entities), ``dedup`` (duplicate entities),
-``patterns`` (strategies from conversations that used tools) and ``short_term`` (the short-term tier: promote entries
-read often, drop expired ones).
+``patterns`` (strategies from conversations that used tools), ``short_term`` (the short-term tier: promote entries
+read often, drop expired ones) and ``context_rot`` (archive stale facts and entities, daily).
 
 ``run_worker`` runs every job once at start, then on its interval, until stopped: SIGTERM or SIGINT (or the ``stop``
 event) stops scheduling and lets the jobs in flight finish before the memory closes, so a run is never cut between
@@ -29,6 +29,7 @@ from .jobs import (
     audit_partitions,
     cleanup,
     consolidate,
+    context_rot,
     decay,
     dedup,
     patterns,
@@ -55,6 +56,7 @@ JOBS: dict[str, tuple[Job, str]] = {
     "dedup": (dedup.run, "dedup_minutes"),
     "patterns": (patterns.run, "patterns_minutes"),
     "short_term": (short_term.run, "short_term_minutes"),
+    "context_rot": (context_rot.run, "context_rot_minutes"),
 }
 
 

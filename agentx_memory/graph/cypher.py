@@ -471,6 +471,60 @@ SET f += row.before
 RETURN count(f) AS restored
 """
 
+# Context-rot archival (seed 002): a stale fact leaves recall like a superseded fact (status 'archived'; its status
+# before is kept in ``status_before_archive``), a stale entity gets ``archived`` (vector and entity-centric recall skip
+# it). The write checks again that the memory was not used since it was read (``since``), so a memory used in between
+# stays. Undo (or unarchive) puts each back.
+ROT_FACTS: Final[LiteralString] = """
+UNWIND $ids AS fact_id
+MATCH (f:Fact {id: fact_id})
+WHERE coalesce(f.superseded, false) = false
+RETURN f.id AS id, f.user_id AS user_id, f.channel AS channel, coalesce(f.last_accessed, f.created_at) AS since,
+       coalesce(f.access_count, 0) AS accesses, f.confidence AS salience
+"""
+
+ROT_ENTITIES: Final[LiteralString] = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {id: entity_id})
+WHERE coalesce(e.archived, false) = false
+RETURN e.id AS id, e.user_id AS user_id, e.channel AS channel, coalesce(e.last_accessed, e.first_seen) AS since,
+       coalesce(e.access_count, 0) AS accesses, e.salience AS salience
+"""
+
+ARCHIVE_FACTS: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id, user_id: row.user_id})
+WHERE coalesce(f.superseded, false) = false AND coalesce(f.last_accessed, f.created_at) = row.since
+SET f.status_before_archive = f.status
+SET f.superseded = true, f.status = 'archived', f.superseded_at = $now, f.archived_at = $now
+RETURN f.id AS id
+"""
+
+ARCHIVE_ENTITIES: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id, user_id: row.user_id})
+WHERE coalesce(e.archived, false) = false AND coalesce(e.last_accessed, e.first_seen) = row.since
+SET e.archived = true, e.archived_at = $now
+RETURN e.id AS id
+"""
+
+UNARCHIVE_FACTS: Final[LiteralString] = """
+UNWIND $ids AS fact_id
+MATCH (f:Fact {id: fact_id, user_id: $user_id})
+WHERE f.status = 'archived'
+SET f.superseded = false, f.status = f.status_before_archive, f.superseded_at = null, f.archived_at = null,
+    f.status_before_archive = null
+RETURN f.id AS id
+"""
+
+UNARCHIVE_ENTITIES: Final[LiteralString] = """
+UNWIND $ids AS entity_id
+MATCH (e:Entity {id: entity_id, user_id: $user_id})
+WHERE e.archived = true
+SET e.archived = false, e.archived_at = null
+RETURN e.id AS id
+"""
+
 # --- decay ---------------------------------------------------------------------------------------------------------
 # The decay job reads a page of candidates (keyset by id) and writes the values it computed: value = base *
 # rate ** days since the last access. ``salience_base`` / ``confidence_base`` are what was written (the highest);
@@ -739,7 +793,7 @@ RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .sour
 SEARCH_ENTITIES: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 @tenant_match(Entity, e, query_vector)
-WITH e, query_vector WHERE e.embedding IS NOT NULL
+WITH e, query_vector WHERE e.embedding IS NOT NULL AND coalesce(e.archived, false) = false
 WITH e, @cosine(e.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH e, similarity ORDER BY similarity DESC, e.id LIMIT $k
@@ -831,7 +885,7 @@ RETURN count(e) AS linked
 
 RESOLVE_ENTITIES: Final[LiteralString] = """
 MATCH (e:Entity {user_id: $user_id})
-WHERE e.channel IN $channels
+WHERE e.channel IN $channels AND coalesce(e.archived, false) = false
   AND (e.normalized_name IN $names OR any(alias IN e.aliases WHERE toLower(alias) IN $names))
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
           .access_count, .properties} AS entity

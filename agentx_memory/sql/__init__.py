@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
     from .snapshots import SnapshotRows
     from .summaries import SummaryRows
     from .timeline import Timeline, TimelineEntry
-    from .tool_invocations import ToolInvocationLog
+    from .tool_invocations import StoredPayload, ToolInvocationLog
     from .worker_runs import WorkerRuns
     from .working_saves import WorkingSaves
 
@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "SummaryRows": ".summaries",
     "Timeline": ".timeline",
     "TimelineEntry": ".timeline",
+    "StoredPayload": ".tool_invocations",
     "ToolInvocationLog": ".tool_invocations",
     "WorkerRuns": ".worker_runs",
     "WorkingSaves": ".working_saves",
@@ -80,6 +81,7 @@ __all__ = [
     "Repositories",
     "ShortTermRows",
     "SnapshotRows",
+    "StoredPayload",
     "SummaryRows",
     "Timeline",
     "TimelineEntry",

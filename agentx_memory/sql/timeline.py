@@ -102,6 +102,22 @@ ENTRIES: Final[LiteralString] = (
     " AND " + SEEN_BY_AGENT +
     " ORDER BY event_time DESC, id DESC LIMIT %(limit)s")
 
+#: Unarchived facts and entities (every user's, or one's) last used at or before ``idle_before``, least recently used
+#: first, after a keyset position (``idx_timeline_rot_candidates``, migration 0016): context-rot candidates.
+ROT_CANDIDATES: Final[LiteralString] = (
+    "SELECT id, user_id, memory_type, neo4j_node_id AS node_id, coalesce(last_accessed, event_time) AS used_at"
+    " FROM memory_timeline WHERE memory_type IN ('fact', 'entity') AND archived IS NOT TRUE"
+    " AND coalesce(last_accessed, event_time) <= %(idle_before)s"
+    " AND (coalesce(last_accessed, event_time), id) > (%(after_time)s, %(after_id)s)"
+    " AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)"
+    " ORDER BY coalesce(last_accessed, event_time), id LIMIT %(limit)s")
+
+#: ``archived`` set on the rows of these (memory type, node id) pairs of one user.
+SET_ARCHIVED: Final[LiteralString] = (
+    "UPDATE memory_timeline SET archived = %(archived)s FROM unnest(%(types)s::text[], %(ids)s::text[]) AS k(t, n)"
+    " WHERE memory_type = k.t AND neo4j_node_id = k.n AND user_id = %(user_id)s"
+    " AND archived IS DISTINCT FROM %(archived)s")
+
 _STATEMENT: Final[Mapping[OnConflict, LiteralString]] = MappingProxyType({
     OnConflict.KEEP_FIRST: INSERT_KEEP_FIRST,
     OnConflict.REFRESH: INSERT_REFRESH,
@@ -161,6 +177,22 @@ class Timeline:
         types = [t for t, chosen in (("fact", fact_ids), ("entity", entity_ids)) if chosen]
         return await self.store.execute(REINFORCE, {"user_id": user_id, "types": types, "ids": ids, "now": now},
                                         what="counting timeline accesses")
+
+    async def rot_candidates(self, *, idle_before: datetime, user_id: str | None, after: tuple[datetime, int],
+                             limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` unarchived facts and entities last used at or before ``idle_before`` (of ``user_id``, or
+        every user's), least recently used first, after ``after`` (the last row's ``used_at`` and ``id``)."""
+        return await self.store.fetch(ROT_CANDIDATES, {
+            "idle_before": idle_before, "user_id": user_id, "after_time": after[0], "after_id": after[1],
+            "limit": limit}, what="reading context-rot candidates")
+
+    async def set_archived(self, user_id: str, keys: Sequence[tuple[str, str]], *, archived: bool) -> int:
+        """Set ``archived`` on the user's rows of these (memory type, node id) pairs; return how many changed."""
+        if not keys:
+            return 0
+        return await self.store.execute(SET_ARCHIVED, {
+            "archived": archived, "user_id": user_id, "types": [t for t, _ in keys], "ids": [n for _, n in keys]},
+            what="archiving memory_timeline rows")
 
     async def entries(self, user_id: str, *, since: datetime | None = None, until: datetime | None = None,
                       memory_types: Sequence[str] | None = None, channels: Sequence[str] | None = None,
