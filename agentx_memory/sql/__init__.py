@@ -16,6 +16,7 @@
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 ``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
 ``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
+``browse``            read-only listings for browsing one user's memory (users, conversations, audit trail)
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first use
     from .audit_log import AuditLog
+    from .browse import BrowseRows
     from .conversation_log import ConversationLog
     from .forget import UserRows
     from .pools import PoolRows
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
 #: CLI's ``status``) does not import every repository and, through them, numpy and the models.
 _EXPORTS: dict[str, str] = {
     "AuditLog": ".audit_log",
+    "BrowseRows": ".browse",
     "ConversationLog": ".conversation_log",
     "UserRows": ".forget",
     "PoolRows": ".pools",
@@ -68,6 +71,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AuditLog",
+    "BrowseRows",
     "ConversationLog",
     "PoolRows",
     "PostgresStore",
@@ -106,10 +110,12 @@ class Repositories:
     short_term: ShortTermRows
     reembed: ReembedRows
     working_saves: WorkingSaves
+    browse: BrowseRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
+        from .browse import BrowseRows
         from .conversation_log import ConversationLog
         from .forget import UserRows
         from .pools import PoolRows
@@ -128,7 +134,7 @@ class Repositories:
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
-                   working_saves=WorkingSaves(store))
+                   working_saves=WorkingSaves(store), browse=BrowseRows(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute
