@@ -157,13 +157,14 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     os.environ.setdefault("SE_OFFLINE", "true")
+    os.environ.setdefault("TZ", "UTC")  # times on the page (and in screenshots) do not depend on the machine
     profile = tempfile.mkdtemp(prefix="agentx-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
                  "--no-first-run", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                 "--force-device-scale-factor=1", "--hide-scrollbars"):
+                 "--force-device-scale-factor=1", "--hide-scrollbars", "--lang=en-GB"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:

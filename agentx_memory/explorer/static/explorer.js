@@ -287,7 +287,7 @@
                                       y: cy + r0 * Math.sin(2 * Math.PI * i / Math.max(n, 1))}));
     const index = new Map(nodes.map((node, i) => [node.id, i]));
     const links = edges.map((e) => [index.get(e.source), index.get(e.target)]).filter(([a, b]) => a !== undefined && b !== undefined && a !== b);
-    const k = Math.sqrt((width * height) / Math.max(n, 1)) * 0.6;
+    const k = Math.sqrt((width * height) / Math.max(n, 1)) * 0.75;
     for (let step = 0; step < 300; step++) {
       const temp = 12 * (1 - step / 300) + 0.5;
       const disp = pos.map(() => ({x: 0, y: 0}));
@@ -373,7 +373,7 @@
       const e = detail.entity;
       const names = new Map([[e.id, e.name], ...detail.neighbours.map((x) => [x.id, x.name])]);
       const nameOf = (id) => names.get(id) || id;
-      panel.append(
+      panel.append(h("div", {},
         h("h3", {id: "entity-title", text: e.name}),
         h("p", {}, badge(e.type), " salience ", fmtNum(e.salience, 2), " · ", h("span", {class: "mono", text: e.channel})),
         e.description ? h("p", {text: e.description}) : null,
@@ -386,7 +386,7 @@
           h("a", {href: userHref(user, "entities", "/" + enc(r.source_id)), text: nameOf(r.source_id)}),
           " ", h("span", {class: "mono", text: r.rel_type}), " ",
           h("a", {href: userHref(user, "entities", "/" + enc(r.target_id)), text: nameOf(r.target_id)}))))
-          : h("p", {class: "muted", text: "No relationships."}));
+          : h("p", {class: "muted", text: "No relationships."})));
     } else {
       panel.append(h("p", {class: "muted", text: "No entity selected."}));
     }
