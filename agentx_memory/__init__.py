@@ -12,6 +12,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__`` below loads each name on first use
+    from .browse import ConversationInfo, FactRecord
     from .context_window import ContextMessage, ContextWindow, PruneStrategy
     from .episodic import QuarantinedTurn, ReconcileResult
     from .errors import (
@@ -77,6 +78,8 @@ __version__ = "0.1.0"
 #: Each public name → the module that defines it. Importing the package loads none of them (the engine pulls in
 #: numpy, pydantic and the database drivers, ~0.35 s): ``__getattr__`` imports a name's module on first access.
 _EXPORTS: dict[str, str] = {
+    "ConversationInfo": ".browse",
+    "FactRecord": ".browse",
     "ContextMessage": ".context_window",
     "ContextWindow": ".context_window",
     "PruneStrategy": ".context_window",
@@ -163,12 +166,14 @@ __all__ = [
     "ContextMessage",
     "ContextWindow",
     "ControlMemory",
+    "ConversationInfo",
     "Embedder",
     "EmbeddingDimensionMismatchError",
     "EncryptionKeyError",
     "Entity",
     "EntityGraph",
     "Fact",
+    "FactRecord",
     "Goal",
     "MemoryBundle",
     "MemoryRouter",

@@ -36,6 +36,7 @@ from .agents import check_agent
 from .archive import ArchiveReport, archive_old_conversations, restore_archived
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
+from .browse import ConversationInfo, FactRecord, MemoryBrowser
 from .cleanup import CleanupReport, delete_idle_entities
 from .context import MemoryContext
 from .context_rot import ContextRotReport, archive_stale, restore_stale
@@ -195,6 +196,7 @@ class AsyncAgentMemory:
         self.short_term = ShortTermStore(self.ctx)
         self.items = ItemStore(self.ctx)
         self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles, self.controls)
+        self.browser = MemoryBrowser(self.ctx)
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
@@ -1197,6 +1199,77 @@ class AsyncAgentMemory:
     async def list_system_controls(self, *, error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
         """The system rules (they hold for every user), newest first; any memory may read them."""
         return await self.controls.list_system(error_pattern=error_pattern, limit=limit)
+
+    # --- browsing one user's memory, read-only (the memory explorer page; agentx_memory.browse) ---------------------
+
+    async def list_users(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Ids of the users that have memory (turns or timeline entries: facts, entities, goals), in order, the
+        first ``limit`` (1 to 500) after ``after`` (the last id of the previous page). Every user's: a service
+        offers this to an administrator only."""
+        return await self.browser.users(after=after, limit=limit)
+
+    async def memory_overview(self, user_id: str | None = None) -> dict[str, int]:
+        """How much memory the user has: ``conversations``, ``turns`` (those this memory may read),
+        ``tool_invocations``, ``entities``, ``facts``, ``active_facts``, ``goals``, ``strategies``, ``controls``."""
+        return await self.browser.overview(self._user(user_id), agent_id=self.agent_id)
+
+    async def list_conversations(self, user_id: str | None = None, *, limit: int = 50,
+                                 offset: int = 0) -> list[ConversationInfo]:
+        """The user's conversations, the latest first: id, channel, turn count, first and last turn time, archived;
+        ``limit`` (1 to 500) of them from ``offset`` (up to 100,000)."""
+        return await self.browser.conversations(self._user(user_id), limit=limit, offset=offset,
+                                                agent_id=self.agent_id)
+
+    async def conversation_turns(self, conversation_id: str, user_id: str | None = None, *, from_index: int = 0,
+                                 limit: int = 50) -> list[Turn]:
+        """A page of one of the user's conversations: up to ``limit`` (1 to 500) turns with an index from
+        ``from_index`` on, in order (the next page starts after the last turn's ``index``)."""
+        return await self.browser.conversation_page(conversation_id, self._user(user_id), from_index=from_index,
+                                                    limit=limit, agent_id=self.agent_id)
+
+    async def get_turns(self, turn_ids: Sequence[str], user_id: str | None = None) -> list[Turn]:
+        """The user's turns with these ids (at most 500), by conversation and index; unknown ids are left out."""
+        return await self.browser.turns(turn_ids, self._user(user_id), agent_id=self.agent_id)
+
+    async def list_entities(self, user_id: str | None = None, *, limit: int = 50, offset: int = 0) -> list[Entity]:
+        """A page of the user's entities, the most salient first: ``limit`` (1 to 500) from ``offset``."""
+        return await self.browser.entities(self._user(user_id), limit=limit, offset=offset)
+
+    async def entity_map(self, user_id: str | None = None, *, limit: int = 50) -> EntityGraph:
+        """The user's ``limit`` (1 to 500) most salient entities and the relationships among them, without facts
+        (:meth:`get_entity_graph` gives one entity's neighbourhood with its facts)."""
+        return await self.browser.entity_map(self._user(user_id), limit=limit)
+
+    async def list_facts(self, user_id: str | None = None, *, status: str | None = None, limit: int = 50,
+                         offset: int = 0) -> list[FactRecord]:
+        """A page of the user's facts of every status (superseded, rejected, expired ... too) or of ``status``,
+        the newest first, each with its provenance: the turns it was derived from and the facts it superseded."""
+        return await self.browser.facts(self._user(user_id), status=status, limit=limit, offset=offset,
+                                        agent_id=self.agent_id)
+
+    async def fact_record(self, fact_id: str, user_id: str | None = None) -> FactRecord:
+        """One of the user's facts, of any status, with its provenance (see :meth:`list_facts`)."""
+        return await self.browser.fact(fact_id, self._user(user_id), agent_id=self.agent_id)
+
+    async def goal_tree(self, user_id: str | None = None, *, limit: int = 500) -> list[Goal]:
+        """The user's goals in every channel and of every status, oldest first, at most ``limit`` (1 to 10,000);
+        ``parent_id`` and ``blocked_by`` make the tree."""
+        return await self.browser.goals(self._user(user_id), limit=limit)
+
+    async def audit_trail(self, user_id: str | None = None, *, operation: str | None = None,
+                          before: datetime | None = None, before_id: int | None = None,
+                          limit: int = 50) -> list[dict[str, Any]]:
+        """The user's audit entries, newest first, optionally only of one ``operation`` (``store``, ``retrieve``,
+        ...): ``limit`` (1 to 500) of them older than the entry (``before``, ``before_id``), the last one of the
+        previous page. Each: ``id``, ``timestamp``, ``operation``, ``memory_type``, ``session_id``,
+        ``conversation_id``, ``source_channel``, ``target_channels``, ``query_text``, ``result_count``,
+        ``latency_ms``, ``success``, ``error_message``, ``affected_ids``, ``result_ids``."""
+        return await self.browser.audit_trail(self._user(user_id), operation=operation, before=before,
+                                              before_id=before_id, limit=limit)
+
+    async def audit_operations(self, user_id: str | None = None, *, days: int = 30) -> list[str]:
+        """The operations of the user's audit entries of the last ``days`` days, in order."""
+        return await self.browser.audit_operations(self._user(user_id), days=days)
 
     # --- maintenance --------------------------------------------------------------------------------------------
 
@@ -2313,6 +2386,72 @@ class AgentMemory:
     def list_system_controls(self, *, error_pattern: str | None = None, limit: int = 100) -> list[ControlMemory]:
         """The system rules (they hold for every user), newest first; any memory may read them."""
         return self._portal.run(self._core.list_system_controls(error_pattern=error_pattern, limit=limit))
+
+    def list_users(self, *, after: str | None = None, limit: int = 100) -> list[str]:
+        """Ids of the users that have memory (turns or timeline entries: facts, entities, goals), in order, the
+        first ``limit`` (1 to 500) after ``after`` (the last id of the previous page). Every user's: a service
+        offers this to an administrator only."""
+        return self._portal.run(self._core.list_users(after=after, limit=limit))
+
+    def memory_overview(self, user_id: str | None = None) -> dict[str, int]:
+        """How much memory the user has: ``conversations``, ``turns`` (those this memory may read),
+        ``tool_invocations``, ``entities``, ``facts``, ``active_facts``, ``goals``, ``strategies``, ``controls``."""
+        return self._portal.run(self._core.memory_overview(user_id))
+
+    def list_conversations(self, user_id: str | None = None, *, limit: int = 50,
+                           offset: int = 0) -> list[ConversationInfo]:
+        """The user's conversations, the latest first: id, channel, turn count, first and last turn time, archived;
+        ``limit`` (1 to 500) of them from ``offset`` (up to 100,000)."""
+        return self._portal.run(self._core.list_conversations(user_id, limit=limit, offset=offset))
+
+    def conversation_turns(self, conversation_id: str, user_id: str | None = None, *, from_index: int = 0,
+                           limit: int = 50) -> list[Turn]:
+        """A page of one of the user's conversations: up to ``limit`` (1 to 500) turns with an index from
+        ``from_index`` on, in order (the next page starts after the last turn's ``index``)."""
+        return self._portal.run(self._core.conversation_turns(conversation_id, user_id, from_index=from_index,
+                                                              limit=limit))
+
+    def get_turns(self, turn_ids: Sequence[str], user_id: str | None = None) -> list[Turn]:
+        """The user's turns with these ids (at most 500), by conversation and index; unknown ids are left out."""
+        return self._portal.run(self._core.get_turns(turn_ids, user_id))
+
+    def list_entities(self, user_id: str | None = None, *, limit: int = 50, offset: int = 0) -> list[Entity]:
+        """A page of the user's entities, the most salient first: ``limit`` (1 to 500) from ``offset``."""
+        return self._portal.run(self._core.list_entities(user_id, limit=limit, offset=offset))
+
+    def entity_map(self, user_id: str | None = None, *, limit: int = 50) -> EntityGraph:
+        """The user's ``limit`` (1 to 500) most salient entities and the relationships among them, without facts
+        (:meth:`get_entity_graph` gives one entity's neighbourhood with its facts)."""
+        return self._portal.run(self._core.entity_map(user_id, limit=limit))
+
+    def list_facts(self, user_id: str | None = None, *, status: str | None = None, limit: int = 50,
+                   offset: int = 0) -> list[FactRecord]:
+        """A page of the user's facts of every status (superseded, rejected, expired ... too) or of ``status``,
+        the newest first, each with its provenance: the turns it was derived from and the facts it superseded."""
+        return self._portal.run(self._core.list_facts(user_id, status=status, limit=limit, offset=offset))
+
+    def fact_record(self, fact_id: str, user_id: str | None = None) -> FactRecord:
+        """One of the user's facts, of any status, with its provenance (see :meth:`list_facts`)."""
+        return self._portal.run(self._core.fact_record(fact_id, user_id))
+
+    def goal_tree(self, user_id: str | None = None, *, limit: int = 500) -> list[Goal]:
+        """The user's goals in every channel and of every status, oldest first, at most ``limit`` (1 to 10,000);
+        ``parent_id`` and ``blocked_by`` make the tree."""
+        return self._portal.run(self._core.goal_tree(user_id, limit=limit))
+
+    def audit_trail(self, user_id: str | None = None, *, operation: str | None = None, before: datetime | None = None,
+                    before_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The user's audit entries, newest first, optionally only of one ``operation`` (``store``, ``retrieve``,
+        ...): ``limit`` (1 to 500) of them older than the entry (``before``, ``before_id``), the last one of the
+        previous page. Each: ``id``, ``timestamp``, ``operation``, ``memory_type``, ``session_id``,
+        ``conversation_id``, ``source_channel``, ``target_channels``, ``query_text``, ``result_count``,
+        ``latency_ms``, ``success``, ``error_message``, ``affected_ids``, ``result_ids``."""
+        return self._portal.run(self._core.audit_trail(user_id, operation=operation, before=before, before_id=before_id,
+                                                       limit=limit))
+
+    def audit_operations(self, user_id: str | None = None, *, days: int = 30) -> list[str]:
+        """The operations of the user's audit entries of the last ``days`` days, in order."""
+        return self._portal.run(self._core.audit_operations(user_id, days=days))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next

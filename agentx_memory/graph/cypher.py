@@ -1458,3 +1458,57 @@ SNAPSHOT_AGENT_EDGES_FROM: Final[dict[str, LiteralString]] = {
 
 #: One page of an agent's nodes of a label deleted with their edges, by label.
 FORGET_AGENT_NODES: Final[dict[str, LiteralString]] = {label: _forget_agent_nodes(label) for label in AGENT_LABELS}
+
+# --- browsing one user's memory (the explorer page; agentx_memory.browse) ------------------------------------------
+# Read-only, every statement scoped to one user and bounded by $limit.
+
+#: A page of the user's entities, the most salient first.
+BROWSE_ENTITIES: Final[LiteralString] = """
+MATCH (e:Entity {user_id: $user_id})
+WITH e ORDER BY e.salience DESC, e.name, e.id SKIP $offset LIMIT $limit
+RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
+          .access_count, .properties} AS entity
+"""
+
+#: A page of the user's facts of every status (or of ``$status``) that the agent may read, the newest first.
+BROWSE_FACTS: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id})
+WHERE ($status IS NULL OR coalesce(f.status, 'active') = $status)
+  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+WITH f ORDER BY f.created_at DESC, f.id SKIP $offset LIMIT $limit
+OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
+          .superseded_by} AS fact,
+       collect(e.id) AS entity_ids
+"""
+
+#: The provenance of some of the user's facts: every turn each was DERIVED_FROM, and the facts each SUPERSEDES.
+BROWSE_FACT_LINKS: Final[LiteralString] = """
+MATCH (f:Fact {user_id: $user_id}) WHERE f.id IN $ids
+OPTIONAL MATCH (f)-[:DERIVED_FROM]->(t:Turn)
+WITH f, collect(DISTINCT t.id) AS source_turn_ids
+OPTIONAL MATCH (f)-[:SUPERSEDES]->(old:Fact)
+RETURN f.id AS id, source_turn_ids, collect(DISTINCT old.id) AS supersedes
+"""
+
+#: The user's goals in every channel, oldest first, with parent and blockers (the goal tree).
+BROWSE_GOALS: Final[LiteralString] = """
+MATCH (g:Goal {user_id: $user_id})
+WITH g ORDER BY g.created_at, g.id LIMIT $limit
+OPTIONAL MATCH (g)-[:SUBGOAL_OF]->(p:Goal)
+OPTIONAL MATCH (g)-[:BLOCKED_BY]->(b:Goal)
+RETURN g {.id, .user_id, .channel, .description, .status, .priority, .created_at, .completed_at, .result,
+          .deadline, .metadata} AS goal, p.id AS parent_id, collect(b.id) AS blocked_by
+"""
+
+#: The user's nodes of a label counted, by the name the overview gives them.
+BROWSE_COUNTS: Final[dict[str, LiteralString]] = {
+    "entities": "MATCH (n:Entity {user_id: $user_id}) RETURN count(n) AS n",
+    "facts": "MATCH (n:Fact {user_id: $user_id}) RETURN count(n) AS n",
+    "active_facts": "MATCH (n:Fact {user_id: $user_id}) WHERE coalesce(n.superseded, false) = false "
+                    "RETURN count(n) AS n",
+    "goals": "MATCH (n:Goal {user_id: $user_id}) RETURN count(n) AS n",
+    "strategies": "MATCH (n:Strategy {user_id: $user_id}) RETURN count(n) AS n",
+    "controls": "MATCH (n:Control {user_id: $user_id}) RETURN count(n) AS n",
+}

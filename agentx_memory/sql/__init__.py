@@ -17,6 +17,7 @@
 ``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
 ``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
 ``items``             ``store_items``: namespaced JSON documents per user, searched by filter and by vector
+``browse``            read-only listings for browsing one user's memory (users, conversations, audit trail)
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first use
     from .audit_log import AuditLog
+    from .browse import BrowseRows
     from .conversation_log import ConversationLog
     from .forget import UserRows
     from .items import ItemRows
@@ -49,6 +51,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
 #: CLI's ``status``) does not import every repository and, through them, numpy and the models.
 _EXPORTS: dict[str, str] = {
     "AuditLog": ".audit_log",
+    "BrowseRows": ".browse",
     "ConversationLog": ".conversation_log",
     "UserRows": ".forget",
     "ItemRows": ".items",
@@ -72,6 +75,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AuditLog",
+    "BrowseRows",
     "ConversationLog",
     "ItemRows",
     "PoolRows",
@@ -113,10 +117,12 @@ class Repositories:
     reembed: ReembedRows
     working_saves: WorkingSaves
     items: ItemRows
+    browse: BrowseRows
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
         """Every repository on ``store``."""
+        from .browse import BrowseRows
         from .conversation_log import ConversationLog
         from .forget import UserRows
         from .items import ItemRows
@@ -136,7 +142,8 @@ class Repositories:
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
-                   working_saves=WorkingSaves(store), items=ItemRows(store))
+                   working_saves=WorkingSaves(store), items=ItemRows(store),
+                   browse=BrowseRows(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute

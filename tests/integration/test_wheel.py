@@ -56,6 +56,8 @@ def test_the_wheel_carries_the_package_its_schema_its_data_and_its_metadata(dist
     assert "agentx_memory/py.typed" in names
     assert any(n.startswith("agentx_memory/_schema/postgres/0001_") for n in names)
     assert "agentx_memory/data/demo_conversation.jsonl" in names
+    for static in ("index.html", "explorer.css", "explorer.js"):  # the explorer page is package data
+        assert f"agentx_memory/explorer/static/{static}" in names
     assert "workers/scheduler.py" in names
     assert not any(n.startswith("tests/") for n in names)
     assert "License-Expression: Apache-2.0" in metadata
