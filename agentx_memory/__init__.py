@@ -66,6 +66,7 @@ if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__``
     from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
     from .short_term import ShortTermStore
     from .short_term_consolidation import ShortTermReport
+    from .stats import MemoryStats
     from .working import WorkingMemory
 
 __version__ = "0.1.0"
@@ -136,6 +137,7 @@ _EXPORTS: dict[str, str] = {
     "load_settings": ".settings",
     "ShortTermStore": ".short_term",
     "ShortTermReport": ".short_term_consolidation",
+    "MemoryStats": ".stats",
     "WorkingMemory": ".working",
 }
 
@@ -162,6 +164,7 @@ __all__ = [
     "Goal",
     "MemoryBundle",
     "MemoryRouter",
+    "MemoryStats",
     "NotFoundError",
     "PermissionDeniedError",
     "Pool",

@@ -16,6 +16,7 @@
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 ``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
 ``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
+``stats``             live-row counters of every table (memory size, for ``memory_stats`` and the metrics)
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
     from .search import TurnSearch
     from .short_term import ShortTermRows
     from .snapshots import SnapshotRows
+    from .stats import TableStats
     from .summaries import SummaryRows
     from .timeline import Timeline, TimelineEntry
     from .tool_invocations import ToolInvocationLog
@@ -58,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "TurnSearch": ".search",
     "ShortTermRows": ".short_term",
     "SnapshotRows": ".snapshots",
+    "TableStats": ".stats",
     "SummaryRows": ".summaries",
     "Timeline": ".timeline",
     "TimelineEntry": ".timeline",
@@ -77,6 +80,7 @@ __all__ = [
     "ShortTermRows",
     "SnapshotRows",
     "SummaryRows",
+    "TableStats",
     "Timeline",
     "TimelineEntry",
     "ToolInvocationLog",
@@ -106,6 +110,7 @@ class Repositories:
     short_term: ShortTermRows
     reembed: ReembedRows
     working_saves: WorkingSaves
+    stats: TableStats
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
@@ -118,6 +123,7 @@ class Repositories:
         from .search import TurnSearch
         from .short_term import ShortTermRows
         from .snapshots import SnapshotRows
+        from .stats import TableStats
         from .summaries import SummaryRows
         from .timeline import Timeline
         from .tool_invocations import ToolInvocationLog
@@ -128,7 +134,7 @@ class Repositories:
                    profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
-                   working_saves=WorkingSaves(store))
+                   working_saves=WorkingSaves(store), stats=TableStats(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute
