@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -400,3 +401,18 @@ def test_without_the_extra_a_disabled_memory_works_and_enabling_names_the_extra(
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["loaded"] == []
     assert "pip install 'agentx-memory[otel]'" in result["refused"]
+
+
+# --- the docs --------------------------------------------------------------------------------------------------------
+
+DOC = ROOT / "docs" / "observability.md"
+
+
+@pytest.mark.parametrize("block", re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S),
+                         ids=lambda block: block.splitlines()[0][:40])
+def test_the_docs_example_runs(block, settings):
+    # in a process of its own: the example sets OpenTelemetry's global providers, which can be set once per process
+    done = subprocess.run([sys.executable, "-c", block], env=cli_env(settings()), cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "agentx_memory_graph_nodes" in done.stdout
