@@ -13,6 +13,7 @@ different stores in one process report apart; memories on the same stores share 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -64,8 +65,12 @@ class StatsSource:
         return self._memory() is memory
 
     def update(self, stats: MemoryStats) -> None:
-        """Keep ``stats`` as the latest figures."""
+        """Keep ``stats`` as the latest figures (called on the memory's loop, which refreshes are then run on if the
+        memory was made outside a running loop)."""
         self.stats, self._taken = stats, time.monotonic()
+        if self._loop is None:
+            with contextlib.suppress(RuntimeError):
+                self._loop = asyncio.get_running_loop()
 
     def current(self) -> MemoryStats | None:
         """The latest figures; starts a refresh when they are older than the refresh interval."""

@@ -23,9 +23,10 @@ import dataclasses
 import functools
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
+from opentelemetry.context import Context, get_current
 from opentelemetry.trace import Span, Status, StatusCode
 from pydantic import BaseModel
 
@@ -47,14 +48,17 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 def traced(operation: str, method: Callable[..., Any], describe: Describe, after: After | None = None
            ) -> Callable[..., Any]:
-    """``method`` (a coroutine function taking the memory first) traced as ``agentx_memory.<operation>``."""
+    """``method`` (a coroutine function taking the memory first) traced as ``agentx_memory.<operation>``.
+
+    The traced method is a plain function returning the coroutine, so that it reads the caller's current span when
+    it is *called*: the sync ``AgentMemory`` calls it in the caller's thread and awaits the coroutine on its own
+    event loop, whose context would otherwise lose the caller's span (the parent of ours)."""
     span_name = _PREFIX + operation
 
-    @functools.wraps(method)
-    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    async def run(self: Any, args: tuple[Any, ...], kwargs: dict[str, Any], parent: Context) -> Any:
         tel = telemetry.current()
         started = time.perf_counter()
-        with tel.tracer.start_as_current_span(span_name, attributes=describe(self, args, kwargs),
+        with tel.tracer.start_as_current_span(span_name, context=parent, attributes=describe(self, args, kwargs),
                                               record_exception=False, set_status_on_exception=False) as span:
             try:
                 result = await method(self, *args, **kwargs)
@@ -69,8 +73,13 @@ def traced(operation: str, method: Callable[..., Any], describe: Describe, after
             tel.operation_duration.record(elapsed, {"operation": operation})
             return result
 
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        return run(self, args, kwargs, get_current())
+
     call.__agentx_span__ = span_name  # type: ignore[attr-defined]
-    return call
+    mark = getattr(inspect, "markcoroutinefunction", None)  # Python 3.12+: inspect then calls it a coroutine function
+    return mark(call) if mark is not None else call
 
 
 def _failed(tel: Telemetry, span: Span, operation: str, exc: BaseException, elapsed: float) -> None:

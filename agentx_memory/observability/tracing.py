@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from ..router import MemoryRouter
@@ -68,11 +68,14 @@ def _memory_extras(cls: Any, traced_methods: dict[str, Any]) -> dict[str, Any]:
     which first stops a refresh of its gauges that may be under way."""
     traced_close = traced_methods["close"]
 
-    async def close(self: Any) -> None:
+    async def stop_then(self: Any, closing: Coroutine[Any, Any, None]) -> None:
         source = gauges.source_for(self)
         if source is not None and source.owned_by(self):
             await source.stop()
-        await traced_close(self)
+        await closing
+
+    def close(self: Any) -> Coroutine[Any, Any, None]:
+        return stop_then(self, traced_close(self))  # the traced close reads the caller's span now (see traced)
 
     def working(self: Any, *args: Any, **kwargs: Any) -> WorkingMemory:
         session = cls.working(self, *args, **kwargs)

@@ -47,6 +47,7 @@ class Telemetry:
         self.spans = InMemorySpanExporter()
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.tracer = tracer_provider.get_tracer("tests")
         self.reader = InMemoryMetricReader()
         self.prometheus = PrometheusReader()
         configure(tracer_provider, MeterProvider(metric_readers=[self.reader, self.prometheus]))
@@ -168,6 +169,27 @@ def test_each_call_makes_one_span_with_who_and_what(settings, otel):
         assert all(s.status.status_code is StatusCode.UNSET for s in otel.finished())
         durations = {p.attributes["operation"]: p.count for p in otel.points("agentx_memory.operation.duration")}
         assert durations["upsert_entity"] == 2 and durations["working.get"] == 2
+
+
+def test_spans_are_children_of_the_callers_span_through_both_facades(settings, otel):
+    with AgentMemory(_on(settings), user_id="alice") as memory:
+        with otel.tracer.start_as_current_span("request (sync)") as request:
+            memory.store_turn(_turns("c1", "hello")[0])  # awaited on the facade's own thread and loop
+
+        async def in_a_task() -> None:
+            with otel.tracer.start_as_current_span("request (async)"):
+                await asyncio.gather(memory.core.get_profile(), memory.core.list_goals())
+
+        # the async API on the sync facade's loop, as an application running on that loop would call it
+        memory._portal.run(in_a_task())
+    (stored,) = otel.finished("agentx_memory.store_turn")
+    assert stored.parent is not None and stored.parent.span_id == request.get_span_context().span_id
+    (outer,) = otel.finished("request (async)")
+    for name in ("agentx_memory.get_profile", "agentx_memory.list_goals"):
+        (span,) = otel.finished(name)
+        assert span.parent is not None and span.parent.span_id == outer.context.span_id
+    (closed,) = otel.finished("agentx_memory.close")
+    assert closed.parent is None
 
 
 def test_recall_spans_carry_each_technique_timing_and_the_histogram_counts_recalls(settings, otel):
