@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -41,6 +42,8 @@ __all__ = ["After", "Describe", "call_describer", "instance_describer", "result_
 Describe = Callable[[Any, tuple[Any, ...], dict[str, Any]], dict[str, Any]]
 #: What an operation adds after it returned: (telemetry, memory, span, result, seconds).
 After = Callable[[Telemetry, Any, Span, Any, float], None]
+
+log = logging.getLogger(__name__)
 
 _PREFIX = "agentx_memory."
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -66,11 +69,14 @@ def traced(operation: str, method: Callable[..., Any], describe: Describe, after
                 _failed(tel, span, operation, exc, time.perf_counter() - started)
                 raise
             elapsed = time.perf_counter() - started
-            if span.is_recording():
-                span.set_attributes(result_attributes(result))
-            if after is not None:
-                after(tel, self, span, result, elapsed)
-            tel.operation_duration.record(elapsed, {"operation": operation})
+            try:  # what is recorded about a result never turns a call that succeeded into a failure
+                if span.is_recording():
+                    span.set_attributes(result_attributes(result))
+                if after is not None:
+                    after(tel, self, span, result, elapsed)
+                tel.operation_duration.record(elapsed, {"operation": operation})
+            except Exception:
+                log.exception("observability: recording the result of %s failed", span_name)
             return result
 
     @functools.wraps(method)

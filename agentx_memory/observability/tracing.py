@@ -116,7 +116,7 @@ def _traced_working(cls: type) -> type:
 def instrument(memory: Any) -> None:
     """Trace ``memory`` (an :class:`~agentx_memory.memory.AsyncAgentMemory`): spans for its public operations and
     its working memory's, metrics, and gauges of its store (see the package docstring)."""
-    telemetry.current()  # fails here, naming the extra, when OpenTelemetry is missing
+    telemetry.current()  # the instruments made now, not on the first call
     if not is_instrumented(memory):
         memory.__class__ = _traced_class(type(memory), "", call_describer, after=AFTER, extra=_memory_extras)
     gauges.register(memory)
