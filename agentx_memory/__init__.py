@@ -70,6 +70,7 @@ if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__``
     from .settings import RecallSettings, RetrievalSettings, Settings, load_settings
     from .short_term import ShortTermStore
     from .short_term_consolidation import ShortTermReport
+    from .stats import MemoryStats
     from .tool_payloads import ReencryptReport
     from .working import WorkingMemory
 
@@ -147,6 +148,7 @@ _EXPORTS: dict[str, str] = {
     "ShortTermStore": ".short_term",
     "ShortTermReport": ".short_term_consolidation",
     "ReencryptReport": ".tool_payloads",
+    "MemoryStats": ".stats",
     "WorkingMemory": ".working",
 }
 
@@ -177,6 +179,7 @@ __all__ = [
     "Goal",
     "MemoryBundle",
     "MemoryRouter",
+    "MemoryStats",
     "NotFoundError",
     "PermissionDeniedError",
     "Pool",

@@ -95,6 +95,7 @@ from .snapshots import (
     write_snapshot,
 )
 from .sql.timeline import CONFLICT_POLICY
+from .stats import MemoryStats, gather_stats
 from .summaries import similar_conversations, summarize_conversation
 from .tool_payloads import ReencryptReport, reencrypt
 from .validation import check_channel, check_datetime, check_id, check_ids, check_int, check_text
@@ -197,6 +198,9 @@ class AsyncAgentMemory:
         self.items = ItemStore(self.ctx)
         self.recall = RecallLayer(self.ctx, self.semantic, self.procedural, self.goals, self.profiles, self.controls)
         self.browser = MemoryBrowser(self.ctx)
+        if settings.observability.enabled:  # spans and metrics (issue 18); OpenTelemetry is imported only then
+            from .observability import instrument
+            instrument(self)
 
     @classmethod
     async def open(cls, settings: Settings | None = None, *, user_id: str | None = None,
@@ -1283,6 +1287,16 @@ class AsyncAgentMemory:
         created, dropped = await self.ctx.audit.maintain_partitions(
             ahead_days=self.settings.audit.partitions_ahead_days, retention_days=self.settings.retention.audit_days)
         return {"created": created, "dropped": dropped}
+
+    # --- observability: the size of the stores and the consolidation backlog (issue 18) -------------------------
+
+    async def memory_stats(self) -> MemoryStats:
+        """How big the memory is and how far consolidation lags, for every user (spec 003's monitoring list): graph
+        nodes per label and relationships per type, PostgreSQL live rows per table, the Redis server's memory, and
+        the conversations not consolidated yet with the last turn of the one that has waited longest
+        (``consolidation_lag_seconds``). Cheap: counts come from the databases' own counters, only the
+        conversations are scanned (:mod:`agentx_memory.stats`). The ``observability`` metrics publish it as gauges."""
+        return await gather_stats(self.ctx)
 
 
 class _Portal:
@@ -2461,4 +2475,12 @@ class AgentMemory:
         ``worker.audit_partitions_minutes`` (``agentx-memory worker``); call it yourself where no worker runs.
         """
         return self._portal.run(self._core.maintain_audit_partitions())
+
+    def memory_stats(self) -> MemoryStats:
+        """How big the memory is and how far consolidation lags, for every user (spec 003's monitoring list): graph
+        nodes per label and relationships per type, PostgreSQL live rows per table, the Redis server's memory, and
+        the conversations not consolidated yet with the last turn of the one that has waited longest
+        (``consolidation_lag_seconds``). Cheap: counts come from the databases' own counters, only the
+        conversations are scanned (:mod:`agentx_memory.stats`). The ``observability`` metrics publish it as gauges."""
+        return self._portal.run(self._core.memory_stats())
     # END GENERATED from AsyncAgentMemory

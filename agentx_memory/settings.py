@@ -37,6 +37,7 @@ __all__ = [
     "GraphSettings",
     "LLMSettings",
     "LimitsSettings",
+    "ObservabilitySettings",
     "PoolSettings",
     "PostgresSettings",
     "PromotionSettings",
@@ -567,6 +568,21 @@ class LimitsSettings(_Section):
     )
 
 
+class ObservabilitySettings(_Section):
+    """OpenTelemetry spans and metrics (extra ``[otel]``; docs/observability.md). Off by default: nothing of
+    OpenTelemetry is imported and no call is wrapped."""
+
+    enabled: bool = Field(
+        False, description="a span per public operation of the memory and the metrics of spec 003's monitoring list, "
+        "sent to OpenTelemetry's global tracer and meter providers (needs the otel extra)",
+    )
+    stats_refresh_seconds: float = Field(
+        60.0, ge=0, le=86_400,
+        description="the memory-size and consolidation-lag gauges are read from memory_stats() taken at most this "
+        "long ago; an older one is refreshed in the background when metrics are collected (0: at every collection)",
+    )
+
+
 class Settings(BaseSettings):
     """All agentx-memory settings. See ``docs/configuration.md`` for every field and its environment name."""
 
@@ -600,6 +616,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @model_validator(mode="before")
     @classmethod

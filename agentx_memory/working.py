@@ -239,6 +239,12 @@ class WorkingStore:
         except redis.exceptions.RedisError as exc:
             raise StorageError(f"Redis refused a working-memory operation: {exc}") from exc
 
+    async def used_memory(self) -> int:
+        """The Redis server's ``used_memory`` (``INFO memory``) in bytes: the whole server's, not only this memory's
+        keys (on the embedded stack the server also holds the FalkorDB graphs)."""
+        info = await self._call(self.client.info("memory"))
+        return int(info.get("used_memory", 0))
+
     def _user_keys(self, user_id: str) -> str:
         """The SCAN pattern of every working-memory key of the user (a glob-safe prefix of their hash tags)."""
         tag = re.sub(r"([*?\[\]\\])", r"\\\1", key_segment(user_id))

@@ -1512,3 +1512,41 @@ BROWSE_COUNTS: Final[dict[str, LiteralString]] = {
     "strategies": "MATCH (n:Strategy {user_id: $user_id}) RETURN count(n) AS n",
     "controls": "MATCH (n:Control {user_id: $user_id}) RETURN count(n) AS n",
 }
+# --- memory size and the consolidation backlog (AsyncAgentMemory.memory_stats, observability's gauges) ------------
+# Counts of one label or one relationship type with nothing else in the pattern are answered from the database's own
+# counters (Neo4j's count store, FalkorDB's label and relation matrices), not by scanning the nodes.
+
+#: Every node label the engine writes (AgentxMeta, its bookkeeping node, left out).
+STATS_NODE_LABELS: Final[tuple[LiteralString, ...]] = (
+    "User", "Conversation", "Turn", "Entity", "EntityRedirect", "Fact", "Goal", "Strategy", "Control", "Tool",
+    "ToolInvocation")
+
+#: Every relationship type the engine writes: the structural ones, then the entity links of ``create_relationship``.
+STATS_RELATIONSHIP_TYPES: Final[tuple[LiteralString, ...]] = (
+    "HAS_TURN", "FOLLOWED_BY", "MENTIONS", "ABOUT", "DERIVED_FROM", "SUPERSEDES", "PROMOTED_FROM", "REDIRECTS_TO",
+    "HAS_GOAL", "SUBGOAL_OF", "BLOCKED_BY", "INVOKED", "USED_TOOL", "USES_TOOL", "SUCCEEDED_IN",
+    "RELATED_TO", "PART_OF", "LOCATED_IN", "WORKS_FOR", "KNOWS", "CREATED_BY", "REFERENCES")
+
+
+def _count_nodes(label: LiteralString) -> LiteralString:
+    return "MATCH (n:" + label + ") RETURN '" + label + "' AS name, count(n) AS n"
+
+
+def _count_relationships(rel: LiteralString) -> LiteralString:
+    return "MATCH ()-[r:" + rel + "]->() RETURN '" + rel + "' AS name, count(r) AS n"
+
+
+#: The number of nodes of each label: rows ``name``, ``n`` (one round trip).
+STATS_NODE_COUNTS: Final[LiteralString] = "\nUNION ALL\n".join(_count_nodes(label) for label in STATS_NODE_LABELS)
+
+#: The number of relationships of each type: rows ``name``, ``n`` (one round trip).
+STATS_RELATIONSHIP_COUNTS: Final[LiteralString] = "\nUNION ALL\n".join(
+    _count_relationships(rel) for rel in STATS_RELATIONSHIP_TYPES)
+
+#: Conversations with turns newer than their last consolidation (archived ones aside), every user's: how many, and
+#: the time (ms) of the oldest one's last turn -- how long the oldest has waited (a scan of the conversations only).
+STATS_CONSOLIDATION_BACKLOG: Final[LiteralString] = """
+MATCH (c:Conversation)
+WHERE coalesce(c.consolidated_upto, -1) < c.last_turn_at AND coalesce(c.archived, false) = false
+RETURN count(c) AS pending, min(c.last_turn_at) AS oldest_last_turn_at
+"""

@@ -18,6 +18,7 @@
 ``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
 ``items``             ``store_items``: namespaced JSON documents per user, searched by filter and by vector
 ``browse``            read-only listings for browsing one user's memory (users, conversations, audit trail)
+``stats``             live-row counters of every table (memory size, for ``memory_stats`` and the metrics)
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
     from .search import TurnSearch
     from .short_term import ShortTermRows
     from .snapshots import SnapshotRows
+    from .stats import TableStats
     from .summaries import SummaryRows
     from .timeline import Timeline, TimelineEntry
     from .tool_invocations import StoredPayload, ToolInvocationLog
@@ -64,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "TurnSearch": ".search",
     "ShortTermRows": ".short_term",
     "SnapshotRows": ".snapshots",
+    "TableStats": ".stats",
     "SummaryRows": ".summaries",
     "Timeline": ".timeline",
     "TimelineEntry": ".timeline",
@@ -87,6 +90,7 @@ __all__ = [
     "SnapshotRows",
     "StoredPayload",
     "SummaryRows",
+    "TableStats",
     "Timeline",
     "TimelineEntry",
     "ToolInvocationLog",
@@ -118,6 +122,7 @@ class Repositories:
     working_saves: WorkingSaves
     items: ItemRows
     browse: BrowseRows
+    stats: TableStats
 
     @classmethod
     def on(cls, store: PostgresStore) -> Repositories:
@@ -132,6 +137,7 @@ class Repositories:
         from .search import TurnSearch
         from .short_term import ShortTermRows
         from .snapshots import SnapshotRows
+        from .stats import TableStats
         from .summaries import SummaryRows
         from .timeline import Timeline
         from .tool_invocations import ToolInvocationLog
@@ -143,7 +149,7 @@ class Repositories:
                    summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
                    working_saves=WorkingSaves(store), items=ItemRows(store),
-                   browse=BrowseRows(store))
+                   browse=BrowseRows(store), stats=TableStats(store))
 
 
 if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any name as an attribute
