@@ -12,6 +12,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__`` below loads each name on first use
+    from .api_keys import ApiKey, NewApiKey
     from .context_window import ContextMessage, ContextWindow, PruneStrategy
     from .episodic import QuarantinedTurn, ReconcileResult
     from .errors import (
@@ -112,6 +113,8 @@ _EXPORTS: dict[str, str] = {
     "Turn": ".models",
     "UserProfile": ".models",
     "Pool": ".pools",
+    "ApiKey": ".api_keys",
+    "NewApiKey": ".api_keys",
     "PoolStatistics": ".pools",
     "StrategyMatch": ".procedural",
     "Embedder": ".providers.embeddings",
@@ -146,6 +149,7 @@ __all__ = [
     "TIERS",
     "AgentMemory",
     "AgentXMemoryError",
+    "ApiKey",
     "AsyncAgentMemory",
     "CallTimeoutError",
     "ClosedError",
@@ -162,6 +166,7 @@ __all__ = [
     "Goal",
     "MemoryBundle",
     "MemoryRouter",
+    "NewApiKey",
     "NotFoundError",
     "PermissionDeniedError",
     "Pool",

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from .errors import AgentXMemoryError, ConfigurationError, ValidationError
+from .server.commands import cmd_keys, cmd_serve, keys_args, serve_args
 
 # Only the standard library and .errors at import time: building the parser (and so --help) must not load the
 # engine, pydantic, rich or a database driver (issue 17). Each command imports what it uses.
@@ -807,6 +808,8 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "export": (cmd_export, "write a user's memory to a portable snapshot file", _export_args),
     "import": (cmd_import, "load a snapshot file into a user with no memory yet", _import_args),
     "reembed": (cmd_reembed, "re-embed every vector with another model, online and resumable", _reembed_args),
+    "serve": (cmd_serve, "run the REST service (extra [server]; docs/server.md)", serve_args),
+    "keys": (cmd_keys, "make, list or revoke API keys of the REST service", keys_args),
 }
 
 

@@ -16,6 +16,7 @@
 ``snapshots``         a user's rows of every memory table out as JSON and back in
 ``reembed``           re-embedding: staging slots, the progress record, the atomic switch to the new vectors
 ``working_saves``     ``working_memory_saves``: a session's working memory saved to the database and read back
+``api_keys``          ``api_keys``: the REST service's keys, as hashes, with the user (agent, channels) each acts for
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first use
+    from .api_keys import ApiKeyRows
     from .audit_log import AuditLog
     from .conversation_log import ConversationLog
     from .forget import UserRows
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
 #: Each name → its module. Loaded on first access, so ``from agentx_memory.sql.postgres import PostgresStore`` (the
 #: CLI's ``status``) does not import every repository and, through them, numpy and the models.
 _EXPORTS: dict[str, str] = {
+    "ApiKeyRows": ".api_keys",
     "AuditLog": ".audit_log",
     "ConversationLog": ".conversation_log",
     "UserRows": ".forget",
@@ -67,6 +70,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ApiKeyRows",
     "AuditLog",
     "ConversationLog",
     "PoolRows",
