@@ -6,6 +6,7 @@ one.
 error                                                  status  notes
 =====================================================  ======  ==================================================
 ValidationError, request validation (FastAPI)          422     ``field`` names the input
+a body that is not JSON                                400     ``field`` is ``body``
 WorkingMemoryFullError                                 413
 NotFoundError                                          404     also unknown routes
 ConflictError, StaleVersionError                       409
@@ -144,9 +145,10 @@ async def _on_request_validation(request: Request, exc: Exception) -> ProblemRes
 
 async def _on_http_error(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, StarletteHTTPException)
-    error = {401: "Unauthorized", 404: "NotFoundError", 413: "ValidationError"}.get(exc.status_code, "HTTPError")
+    error = {400: "ValidationError", 401: "Unauthorized", 404: "NotFoundError"}.get(exc.status_code, "HTTPError")
     detail = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "error")
-    return problem(exc.status_code, error, detail, request=request, headers=dict(exc.headers or {}))
+    return problem(exc.status_code, error, detail, request=request, field="body" if exc.status_code == 400 else None,
+                   headers=dict(exc.headers or {}))
 
 
 async def _on_anything(request: Request, exc: Exception) -> ProblemResponse:

@@ -16,6 +16,7 @@ __all__ = ["ERRORS", "all_routers", "api_router"]
 
 #: The error responses every ``/v1`` route documents (the app turns their media type into problem+json).
 ERRORS: Final[dict[int | str, dict[str, Any]]] = {
+    400: {"model": Problem, "description": "the body is not JSON"},
     401: {"model": Problem, "description": "no API key, or a malformed, unknown or revoked one"},
     403: {"model": Problem, "description": "the key does not cover this (an agent's access, a channel)"},
     404: {"model": Problem, "description": "no such memory for this user"},
