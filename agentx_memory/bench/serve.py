@@ -5,7 +5,9 @@ benchmark's own namespace; an async httpx client sends ``requests`` calls of ``P
 of ``POST /v1/remember``, each with ``concurrency`` in flight, through one API key whose rate limits are set out of
 reach (their Redis counter still runs on every request). It reports, per operation: requests/s, p50/p95/p99 latency
 and the error count (any status but 2xx, or a transport error). Client and server share the machine's cores, so the
-figures are a floor for one process, not a capacity plan.
+figures are a floor for one process, not a capacity plan. The same calls made directly on an
+:class:`~agentx_memory.AsyncAgentMemory` (``library`` in the report, same concurrency, another user) show what the
+HTTP layer adds.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..memory import AsyncAgentMemory
+from ..models import Turn
 from ..settings import Settings
 from . import git_commit
 from .common import machine
@@ -85,8 +88,25 @@ async def run_serve_bench(settings: Settings, *, requests: int = 500, concurrenc
 
     settings = settings.model_copy(update={"server": settings.server.model_copy(
         update={"read_rate_limit": 1_000_000, "write_rate_limit": 1_000_000})})
+    report: dict[str, Any] = {
+        "benchmark": "serve", "date": datetime.now(UTC).isoformat(timespec="seconds"), "commit": git_commit(),
+        "machine": machine(), "embedding_model": settings.embedding.model, "graph": settings.graph.backend,
+        "requests": requests, "concurrency": concurrency, "operations": {}, "library": {},
+    }
     async with await AsyncAgentMemory.open(settings) as memory:
         token = (await memory.create_api_key("bench-user", name="bench serve")).token
+
+        async def lib_store(n: int) -> int:
+            await memory.store_turn(Turn(user_id="bench-library", conversation_id=f"lib-{n % 20}", content=_text(n)))
+            return 200
+
+        async def lib_remember(n: int) -> int:
+            await memory.remember(f"What did I say about the {_WORDS[n % len(_WORDS)]}?", "bench-library", top_k=10)
+            return 200
+
+        for name, call in (("store_turn", lib_store), ("remember", lib_remember)):
+            progress(f"bench serve: {requests} × {name} on the library directly, {concurrency} in flight")
+            report["library"][name] = await _load(call, requests, concurrency)
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="agentx-bench-serve", daemon=True)
@@ -95,11 +115,6 @@ async def run_serve_bench(settings: Settings, *, requests: int = 500, concurrenc
         if not thread.is_alive():
             raise RuntimeError("the REST service did not start")
         await asyncio.sleep(0.05)
-    report: dict[str, Any] = {
-        "benchmark": "serve", "date": datetime.now(UTC).isoformat(timespec="seconds"), "commit": git_commit(),
-        "machine": machine(), "embedding_model": settings.embedding.model, "graph": settings.graph.backend,
-        "requests": requests, "concurrency": concurrency, "operations": {},
-    }
     try:
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=120,
@@ -130,7 +145,9 @@ def markdown_report(report: dict[str, Any]) -> str:
     lines = [f"REST service on loopback: {report['requests']} requests per operation, {report['concurrency']} in "
              f"flight, {report['graph']}, embedding {report['embedding_model']}, commit {report['commit']}", "",
              "| operation | requests/s | p50 ms | p95 ms | p99 ms | errors |", "|---|---|---|---|---|---|"]
-    for name, m in report["operations"].items():
-        lines.append(f"| `{name}` | {m['requests_per_second']} | {m['p50_ms']} | {m['p95_ms']} | {m['p99_ms']} "
+    rows = [(f"`{name}` over HTTP", m) for name, m in report["operations"].items()]
+    rows += [(f"`{name}` on the library directly", m) for name, m in report.get("library", {}).items()]
+    for label, m in rows:
+        lines.append(f"| {label} | {m['requests_per_second']} | {m['p50_ms']} | {m['p95_ms']} | {m['p99_ms']} "
                      f"| {m['errors']} |")
     return "\n".join(lines) + "\n"

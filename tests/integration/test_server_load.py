@@ -23,8 +23,9 @@ def test_bench_serve_smoke(settings, backend, tmp_path):
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     report = json.loads((out / "serve.json").read_text())
     assert report["graph"] == backend and set(report["operations"]) == {"store_turn", "remember"}
-    for figures in report["operations"].values():
+    assert set(report["library"]) == {"store_turn", "remember"}
+    for figures in [*report["operations"].values(), *report["library"].values()]:
         assert figures["requests"] == 12 and figures["errors"] == 0 and figures["requests_per_second"] > 0
         assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["p99_ms"]
     markdown = (out / "serve.md").read_text()
-    assert "| `store_turn` |" in markdown and "| `remember` |" in markdown
+    assert "| `store_turn` over HTTP |" in markdown and "| `remember` on the library directly |" in markdown
