@@ -1,6 +1,7 @@
-# The agentx-memory image used by docker-compose.yml for `agentx-memory migrate` and `agentx-memory worker`.
-# It installs this checkout (`pip install .`), so the image always matches the schema files and code of the same
-# revision. Configuration comes only from AGENTX_* environment variables (see docs/deployment.md).
+# The agentx-memory image used by docker-compose.yml for `agentx-memory migrate`, `worker` and `serve` (the api
+# service). It installs this checkout with the REST service's extra (`pip install ".[server]"`), so the image always
+# matches the schema files and code of the same revision. Configuration comes only from AGENTX_* environment
+# variables (see docs/deployment.md).
 FROM python:3.11-slim
 
 ENV PIP_NO_CACHE_DIR=1 \
@@ -14,7 +15,7 @@ COPY pyproject.toml README.md ./
 COPY agentx_memory ./agentx_memory
 COPY workers ./workers
 COPY schema ./schema
-RUN pip install . && rm -rf /src
+RUN pip install ".[server]" && rm -rf /src
 
 RUN useradd --system --create-home --home-dir /home/agentx agentx
 USER agentx

@@ -12,6 +12,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:  # what mypy and IDEs see; at run time ``__getattr__`` below loads each name on first use
+    from .api_keys import ApiKey, NewApiKey
     from .browse import ConversationInfo, FactRecord
     from .context_window import ContextMessage, ContextWindow, PruneStrategy
     from .episodic import QuarantinedTurn, ReconcileResult
@@ -123,6 +124,8 @@ _EXPORTS: dict[str, str] = {
     "Turn": ".models",
     "UserProfile": ".models",
     "Pool": ".pools",
+    "ApiKey": ".api_keys",
+    "NewApiKey": ".api_keys",
     "PoolStatistics": ".pools",
     "StrategyMatch": ".procedural",
     "Embedder": ".providers.embeddings",
@@ -160,6 +163,7 @@ __all__ = [
     "AdminKeyError",
     "AgentMemory",
     "AgentXMemoryError",
+    "ApiKey",
     "AsyncAgentMemory",
     "CallTimeoutError",
     "ClosedError",
@@ -180,6 +184,7 @@ __all__ = [
     "MemoryBundle",
     "MemoryRouter",
     "MemoryStats",
+    "NewApiKey",
     "NotFoundError",
     "PermissionDeniedError",
     "Pool",

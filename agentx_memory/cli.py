@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from .errors import AgentXMemoryError, ConfigurationError, ValidationError
+from .server.commands import cmd_keys, cmd_serve, keys_args, serve_args
 
 # Only the standard library and .errors at import time: building the parser (and so --help) must not load the
 # engine, pydantic, rich or a database driver (issue 17). Each command imports what it uses.
@@ -293,6 +294,11 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
     scale.add_argument("--profile", action="store_true", help="also cProfile 100 full recalls at the largest size")
     _bench_output_args(scale, "scale")
+    serve = sub.add_parser("serve", help="load test of the REST service on loopback: requests/s and p50/p95/p99 of "
+                                         "store_turn and remember (extra [server])")
+    serve.add_argument("--requests", type=_count, default=500, help="requests per operation (default 500)")
+    serve.add_argument("--concurrency", type=_count, default=8, help="requests in flight (default 8)")
+    _bench_output_args(serve, "serve")
     extract = sub.add_parser("extract", help="extraction cost through a local wire-format server and the offline "
                                              "rules' coverage of LoCoMo's observations (no database, no paid call)")
     extract.add_argument("--data", default=None,
@@ -353,6 +359,17 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
             ablations=args.ablations, variants=dict(args.variant), progress=_console().print))
         print(beam_markdown(beam_report))
         _console().print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
+    elif args.bench == "serve":
+        from .bench.common import run_in_namespace
+        from .bench.serve import markdown_report as serve_markdown
+        from .bench.serve import run_serve_bench
+
+        settings = _bench_settings(settings, "bench_serve")
+        serve_report = run_in_namespace(settings, args.keep, run_serve_bench(
+            settings, requests=args.requests, concurrency=args.concurrency, out_dir=Path(args.out),
+            progress=_console().print))
+        print(serve_markdown(serve_report))
+        _console().print(f"written: {Path(args.out) / 'serve.json'}, .md")
     elif args.bench == "scale":
         from .bench.scale import markdown_report as scale_markdown
         from .bench.scale import run_scale, scale_sizes
@@ -834,7 +851,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "status": (cmd_status, "show servers and schema version", _status_args),
     "migrate": (cmd_migrate, "apply pending schema migrations", _no_args),
     "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", _no_args),
-    "bench": (cmd_bench, "run a benchmark (locomo, scale)", _bench_args),
+    "bench": (cmd_bench, "run a benchmark (locomo, beam, scale, serve, extract)", _bench_args),
     "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
     "remember": (cmd_remember, "recall memories for a query", _remember_args),
     "ingest": (cmd_ingest, "load conversations from JSONL", _ingest_args),
@@ -845,6 +862,8 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "import": (cmd_import, "load a snapshot file into a user with no memory yet", _import_args),
     "reembed": (cmd_reembed, "re-embed every vector with another model, online and resumable", _reembed_args),
     "mcp": (cmd_mcp, "serve one user's memory over the Model Context Protocol (docs/mcp.md)", _mcp_args),
+    "serve": (cmd_serve, "run the REST service (extra [server]; docs/server.md)", serve_args),
+    "keys": (cmd_keys, "make, list or revoke API keys of the REST service", keys_args),
 }
 
 

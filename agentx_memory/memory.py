@@ -33,6 +33,7 @@ from pydantic import SecretStr
 
 from .admin import SYSTEM_SCOPE, SYSTEM_USER_ID, check_admin_key
 from .agents import check_agent
+from .api_keys import ApiKey, ApiKeyStore, NewApiKey
 from .archive import ArchiveReport, archive_old_conversations, restore_archived
 from .audit import MemoryAuditLogger
 from .backends import Backends, open_backends
@@ -82,6 +83,7 @@ from .retrieval.recall import RecallLayer
 from .router import MemoryRouter
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
+from .serving import audit_entries, hit_rate_limit, store_health
 from .settings import RecallSettings, Settings, load_settings
 from .short_term import ShortTermStore
 from .short_term_consolidation import ShortTermReport, consolidate_short_term, undo_short_term
@@ -1275,6 +1277,54 @@ class AsyncAgentMemory:
         """The operations of the user's audit entries of the last ``days`` days, in order."""
         return await self.browser.audit_operations(self._user(user_id), days=days)
 
+    # --- the REST service: API keys, per-caller rate limits, store health, audit reads (issue 18) ----------------
+
+    async def create_api_key(self, user_id: str, *, agent_id: str | None = None, channels: Sequence[str] = (),
+                             name: str = "") -> NewApiKey:
+        """Make an API key of the REST service for ``user_id``, acting as ``agent_id`` (None: the user) and limited
+        to ``channels`` (empty: every channel). Only its hash is stored: the returned ``token`` cannot be shown
+        again (:mod:`agentx_memory.api_keys`)."""
+        return await ApiKeyStore(self.ctx.postgres).create(user_id, agent_id=agent_id, channels=channels, name=name)
+
+    async def resolve_api_key(self, token: str) -> ApiKey | None:
+        """The live API key ``token`` is, or None (malformed, unknown, revoked, wrong secret); compared in constant
+        time."""
+        return await ApiKeyStore(self.ctx.postgres).resolve(token)
+
+    async def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke an API key (requests with it are refused from now on); True when it was live."""
+        return await ApiKeyStore(self.ctx.postgres).revoke(key_id)
+
+    async def list_api_keys(self, user_id: str | None = None, *, include_revoked: bool = False,
+                            limit: int = 1000) -> list[ApiKey]:
+        """The API keys of ``user_id`` (None: of every user), oldest first, without their tokens."""
+        return await ApiKeyStore(self.ctx.postgres).list(user_id, include_revoked=include_revoked, limit=limit)
+
+    async def hit_rate_limit(self, operation: str, *, caller: str, limit: int, window_seconds: float,
+                             user_id: str | None = None) -> None:
+        """Count one ``operation`` call of ``caller`` (an API key id) of the user against ``limit`` calls per
+        sliding ``window_seconds``, in Redis across processes; past it raise
+        :class:`~agentx_memory.errors.RateLimitedError` (429, ``retry_after`` seconds)."""
+        await hit_rate_limit(self.ctx, operation, user_id=self._user(user_id), caller=caller,
+                             agent_id=self.agent_id, limit=limit, window_seconds=window_seconds)
+
+    async def store_health(self, *, timeout: float = 2.0) -> dict[str, dict[str, Any]]:
+        """Probe graph, PostgreSQL and Redis concurrently: ``{store: {"status": "up" | "down", "latency_ms": ...,
+        "error": <class name when down>}}``; a store that does not answer in ``timeout`` seconds is down."""
+        return await store_health(self.ctx, timeout=timeout)
+
+    async def audit_entries(self, user_id: str | None = None, *, since: datetime | None = None,
+                            until: datetime | None = None, operation: str | None = None,
+                            memory_type: str | None = None, session_id: str | None = None,
+                            conversation_id: str | None = None, reads: bool | None = None,
+                            limit: int = 100) -> list[dict[str, Any]]:
+        """The user's audit trail (docs/audit-queries.md), newest first, in ``[since, until)``, optionally of one
+        ``operation``, ``memory_type``, ``session_id`` or ``conversation_id``; ``reads`` True keeps only reads (the
+        entries with a query), False only writes."""
+        return await audit_entries(self.ctx, self._user(user_id), since=since, until=until, operation=operation,
+                                   memory_type=memory_type, session_id=session_id, conversation_id=conversation_id,
+                                   reads=reads, limit=limit)
+
     # --- maintenance --------------------------------------------------------------------------------------------
 
     async def maintain_audit_partitions(self) -> dict[str, int]:
@@ -2466,6 +2516,51 @@ class AgentMemory:
     def audit_operations(self, user_id: str | None = None, *, days: int = 30) -> list[str]:
         """The operations of the user's audit entries of the last ``days`` days, in order."""
         return self._portal.run(self._core.audit_operations(user_id, days=days))
+
+    def create_api_key(self, user_id: str, *, agent_id: str | None = None, channels: Sequence[str] = (),
+                       name: str = "") -> NewApiKey:
+        """Make an API key of the REST service for ``user_id``, acting as ``agent_id`` (None: the user) and limited
+        to ``channels`` (empty: every channel). Only its hash is stored: the returned ``token`` cannot be shown
+        again (:mod:`agentx_memory.api_keys`)."""
+        return self._portal.run(self._core.create_api_key(user_id, agent_id=agent_id, channels=channels, name=name))
+
+    def resolve_api_key(self, token: str) -> ApiKey | None:
+        """The live API key ``token`` is, or None (malformed, unknown, revoked, wrong secret); compared in constant
+        time."""
+        return self._portal.run(self._core.resolve_api_key(token))
+
+    def revoke_api_key(self, key_id: str) -> bool:
+        """Revoke an API key (requests with it are refused from now on); True when it was live."""
+        return self._portal.run(self._core.revoke_api_key(key_id))
+
+    def list_api_keys(self, user_id: str | None = None, *, include_revoked: bool = False,
+                      limit: int = 1000) -> list[ApiKey]:
+        """The API keys of ``user_id`` (None: of every user), oldest first, without their tokens."""
+        return self._portal.run(self._core.list_api_keys(user_id, include_revoked=include_revoked, limit=limit))
+
+    def hit_rate_limit(self, operation: str, *, caller: str, limit: int, window_seconds: float,
+                       user_id: str | None = None) -> None:
+        """Count one ``operation`` call of ``caller`` (an API key id) of the user against ``limit`` calls per
+        sliding ``window_seconds``, in Redis across processes; past it raise
+        :class:`~agentx_memory.errors.RateLimitedError` (429, ``retry_after`` seconds)."""
+        self._portal.run(self._core.hit_rate_limit(operation, caller=caller, limit=limit, window_seconds=window_seconds,
+                                                   user_id=user_id))
+
+    def store_health(self, *, timeout: float = 2.0) -> dict[str, dict[str, Any]]:
+        """Probe graph, PostgreSQL and Redis concurrently: ``{store: {"status": "up" | "down", "latency_ms": ...,
+        "error": <class name when down>}}``; a store that does not answer in ``timeout`` seconds is down."""
+        return self._portal.run(self._core.store_health(timeout=timeout))
+
+    def audit_entries(self, user_id: str | None = None, *, since: datetime | None = None, until: datetime | None = None,
+                      operation: str | None = None, memory_type: str | None = None, session_id: str | None = None,
+                      conversation_id: str | None = None, reads: bool | None = None,
+                      limit: int = 100) -> list[dict[str, Any]]:
+        """The user's audit trail (docs/audit-queries.md), newest first, in ``[since, until)``, optionally of one
+        ``operation``, ``memory_type``, ``session_id`` or ``conversation_id``; ``reads`` True keeps only reads (the
+        entries with a query), False only writes."""
+        return self._portal.run(self._core.audit_entries(user_id, since=since, until=until, operation=operation,
+                                                         memory_type=memory_type, session_id=session_id,
+                                                         conversation_id=conversation_id, reads=reads, limit=limit))
 
     def maintain_audit_partitions(self) -> dict[str, int]:
         """Keep the audit log's day partitions in shape: create those for today and the next

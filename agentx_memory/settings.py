@@ -46,6 +46,7 @@ __all__ = [
     "RetentionSettings",
     "RetrievalSettings",
     "SecuritySettings",
+    "ServerSettings",
     "Settings",
     "ShortTermSettings",
     "SnapshotSettings",
@@ -583,6 +584,37 @@ class ObservabilitySettings(_Section):
     )
 
 
+class ServerSettings(_Section):
+    """The REST service (``agentx-memory serve``, extra ``[server]``; docs/server.md): where it listens, how many
+    requests each API key may make, and how long a shutdown waits for requests in flight."""
+
+    host: str = Field("127.0.0.1", min_length=1, max_length=255,
+                      description="address `agentx-memory serve` listens on (0.0.0.0: every interface)")
+    port: int = Field(8077, ge=1, le=65535, description="TCP port `agentx-memory serve` listens on")
+    read_rate_limit: int | None = Field(
+        600, ge=1, le=1_000_000,
+        description="most retrieval requests (GET, remember, searches) per API key in any window of "
+        "rate_window_seconds, counted in Redis across processes; past it 429 with Retry-After. None: no limit",
+    )
+    write_rate_limit: int | None = Field(
+        300, ge=1, le=1_000_000,
+        description="most write requests (everything that stores, changes or forgets) per API key in any window of "
+        "rate_window_seconds; past it 429 with Retry-After. None: no limit",
+    )
+    rate_window_seconds: float = Field(
+        60.0, ge=0.01, le=86_400, description="the sliding window of read_rate_limit and write_rate_limit, in seconds"
+    )
+    max_request_bytes: int = Field(
+        32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024,
+        description="largest request body; a bigger one is refused with 413 before it is read whole",
+    )
+    shutdown_timeout_seconds: int = Field(
+        30, ge=0, le=3600,
+        description="on SIGTERM/SIGINT, how long requests in flight may finish before the server closes them; the "
+        "memory's connections close after that",
+    )
+
+
 class Settings(BaseSettings):
     """All agentx-memory settings. See ``docs/configuration.md`` for every field and its environment name."""
 
@@ -617,6 +649,7 @@ class Settings(BaseSettings):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
     @model_validator(mode="before")
     @classmethod

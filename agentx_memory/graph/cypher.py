@@ -39,6 +39,9 @@ DELETE_ALL_NODES: Final[LiteralString] = (
 
 SHOW_CONSTRAINT_NAMES: Final[LiteralString] = "SHOW CONSTRAINTS YIELD name RETURN name"
 
+#: The cheapest statement the graph must answer: the REST service's readiness probe.
+PING: Final[LiteralString] = "RETURN 1 AS ok"
+
 # Every named schema object (constraints' backing indexes carry the constraint's name), for apply_schema to skip.
 SHOW_ALL_INDEX_NAMES: Final[LiteralString] = "SHOW INDEXES YIELD name RETURN name"
 

@@ -19,6 +19,7 @@
 ``items``             ``store_items``: namespaced JSON documents per user, searched by filter and by vector
 ``browse``            read-only listings for browsing one user's memory (users, conversations, audit trail)
 ``stats``             live-row counters of every table (memory size, for ``memory_stats`` and the metrics)
+``api_keys``          ``api_keys``: the REST service's keys, as hashes, with the user (agent, channels) each acts for
 
 Repositories take and return plain Python values and models; no psycopg type or exception leaves this package.
 """
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first use
+    from .api_keys import ApiKeyRows
     from .audit_log import AuditLog
     from .browse import BrowseRows
     from .conversation_log import ConversationLog
@@ -52,6 +54,7 @@ if TYPE_CHECKING:  # at run time ``__getattr__`` below loads each name on first 
 #: Each name → its module. Loaded on first access, so ``from agentx_memory.sql.postgres import PostgresStore`` (the
 #: CLI's ``status``) does not import every repository and, through them, numpy and the models.
 _EXPORTS: dict[str, str] = {
+    "ApiKeyRows": ".api_keys",
     "AuditLog": ".audit_log",
     "BrowseRows": ".browse",
     "ConversationLog": ".conversation_log",
@@ -77,6 +80,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ApiKeyRows",
     "AuditLog",
     "BrowseRows",
     "ConversationLog",

@@ -43,6 +43,22 @@ INSERT_ENTRY: Final[LiteralString] = (
     " %(promotion_conversation_count)s, %(config_snapshot)s, %(metadata)s)"
 )
 
+#: One user's entries, newest first, optionally of one operation, memory type, session or conversation, in
+#: ``[since, until)``; the configuration snapshot is left out (it is the same thresholds on every entry).
+USER_ENTRIES: Final[LiteralString] = (
+    "SELECT id, timestamp, operation, memory_type, user_id, session_id, conversation_id, source_channel,"
+    " target_channels, query_text, result_count, latency_ms, success, error_message, metadata"
+    " FROM memory_audit_log WHERE user_id = %(user_id)s"
+    " AND timestamp >= coalesce(%(since)s::timestamptz, '-infinity')"
+    " AND timestamp < coalesce(%(until)s::timestamptz, 'infinity')"
+    " AND (%(operation)s::text IS NULL OR operation = %(operation)s::text)"
+    " AND (%(memory_type)s::text IS NULL OR memory_type = %(memory_type)s::text)"
+    " AND (%(session_id)s::text IS NULL OR session_id = %(session_id)s::text)"
+    " AND (%(conversation_id)s::text IS NULL OR conversation_id = %(conversation_id)s::text)"
+    " AND (%(reads)s::boolean IS NULL OR (query_text IS NOT NULL) = %(reads)s::boolean)"
+    " ORDER BY timestamp DESC, id DESC LIMIT %(limit)s"
+)
+
 #: The partition of one day (a no-op when it exists).
 CREATE_DAY_PARTITION: Final[LiteralString] = "SELECT create_audit_partitions(1, %s::date) AS n"
 
@@ -84,6 +100,16 @@ class AuditLog:
                     raise
                 await _create_day_partition(conn, row["timestamp"])
                 await conn.execute(INSERT_ENTRY, row)
+
+    async def user_entries(self, user_id: str, *, since: datetime | None, until: datetime | None,
+                           operation: str | None, memory_type: str | None, session_id: str | None,
+                           conversation_id: str | None, reads: bool | None, limit: int) -> list[dict[str, Any]]:
+        """The user's entries of :data:`USER_ENTRIES`, newest first (``reads``: True only reads, False only
+        writes, None both)."""
+        return await self.store.fetch(USER_ENTRIES, {
+            "user_id": user_id, "since": since, "until": until, "operation": operation, "memory_type": memory_type,
+            "session_id": session_id, "conversation_id": conversation_id, "reads": reads, "limit": limit,
+        }, what="reading memory_audit_log")
 
     async def maintain_partitions(self, *, ahead_days: int, retention_days: int) -> tuple[int, int]:
         """Create the partitions of the next ``ahead_days`` days and drop those older than ``retention_days``;

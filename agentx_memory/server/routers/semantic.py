@@ -1,0 +1,84 @@
+"""Entities, facts and relationships (semantic memory)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Query
+
+from ...models import Entity, Fact, Relationship
+from ...semantic import EntityGraph
+from ..auth import Reader, Writer
+from ..schemas import EntityIn, FactIn, PromoteIn, RelationshipIn
+from . import api_router
+
+__all__ = ["router"]
+
+router = api_router("entities and facts")
+
+
+@router.post("/entities", status_code=201, response_model=Entity, summary="Create or merge an entity")
+async def upsert_entity(body: EntityIn, caller: Writer) -> Entity:
+    """Create an entity, or merge it into the one with the same normalized name and type in the channel."""
+    fields = body.model_dump(exclude_none=True, exclude={"channel"})
+    return await caller.memory.upsert_entity(Entity(**fields, user_id=caller.user_id,
+                                                    channel=caller.write_channel(body.channel)))
+
+
+@router.get("/entities/{entity_id}", response_model=Entity, summary="One entity")
+async def get_entity(entity_id: str, caller: Reader) -> Entity:
+    """One of the user's entities."""
+    return caller.shown(await caller.memory.get_entity(entity_id, caller.user_id), "entity", entity_id)
+
+
+@router.get("/entities/{entity_id}/graph", response_model=EntityGraph, summary="An entity's neighbourhood")
+async def entity_graph(entity_id: str, caller: Reader, depth: int = 2, limit: int | None = None) -> EntityGraph:
+    """Entities within ``depth`` (1-3) hops, the edges among them and the facts about them."""
+    await get_entity(entity_id, caller)
+    found = await caller.memory.get_entity_graph([entity_id], depth, caller.user_id, limit)
+    entities = caller.only_visible(found.entities)
+    kept = {e.id for e in entities}
+    return EntityGraph(entities=entities, facts=caller.only_visible(found.facts),
+                       relationships=[r for r in found.relationships if {r.source_id, r.target_id} <= kept])
+
+
+@router.post("/facts", status_code=201, response_model=Fact, summary="Learn a fact")
+async def learn_fact(body: FactIn, caller: Writer) -> Fact:
+    """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities."""
+    fields = body.model_dump(exclude_none=True, exclude={"channel"})
+    return await caller.memory.learn_fact(Fact(**fields, user_id=caller.user_id,
+                                               channel=caller.write_channel(body.channel)))
+
+
+@router.get("/facts/as-of", response_model=list[Fact], summary="Facts as they stood at a time")
+async def facts_as_of(at: datetime, caller: Reader, channel: str | None = None,
+                      entity_ids: Annotated[list[str] | None, Query()] = None, limit: int = 100) -> list[Fact]:
+    """The user's facts as they stood at ``at``, newest first, in ``channel`` and ``_global``."""
+    return await caller.memory.facts_as_of(at, caller.user_id, caller.read_channel(channel),
+                                           entity_ids=entity_ids or (), limit=limit)
+
+
+@router.get("/facts/{fact_id}", response_model=Fact, summary="One fact")
+async def get_fact(fact_id: str, caller: Reader) -> Fact:
+    """One of the user's facts."""
+    return caller.shown(await caller.memory.get_fact(fact_id, caller.user_id), "fact", fact_id)
+
+
+@router.post("/facts/{fact_id}/promote", response_model=Fact, summary="Promote a fact to _global")
+async def promote_fact(fact_id: str, body: PromoteIn, caller: Writer) -> Fact:
+    """Copy a project fact to ``_global`` (PROMOTED_FROM link, audited); returns the global fact."""
+    if caller.key.channels:
+        caller.write_channel("_global")  # a key limited to channels may promote only when it may write _global
+    await get_fact(fact_id, caller)
+    return await caller.memory.promote_to_global(fact_id, body.reason, caller.user_id)
+
+
+@router.post("/relationships", status_code=201, response_model=Relationship, summary="Link two entities")
+async def create_relationship(body: RelationshipIn, caller: Writer) -> Relationship:
+    """Link two of the user's entities with a typed edge."""
+    if caller.key.channels:
+        await get_entity(body.source_id, caller)
+        await get_entity(body.target_id, caller)
+    return await caller.memory.create_relationship(body.source_id, body.target_id, body.rel_type, body.properties,
+                                                   user_id=caller.user_id)
