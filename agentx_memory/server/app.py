@@ -1,10 +1,12 @@
 """The application factory: :func:`create_app`.
 
-Hooks for what is mounted later (the lead's Prometheus ``/metrics`` app, the memory explorer page): pass
-``extra_routers`` (FastAPI routers, included after the API's own; their routes share the app's error handling and
-its memory through :func:`agentx_memory.server.auth.memory_of`) and ``mounts`` (path → any ASGI app, e.g.
-``{"/metrics": prometheus_client.make_asgi_app()}``). Both are also plain FastAPI: ``app.include_router(...)`` and
-``app.mount(...)`` work on the returned app too.
+The app serves the ``/v1`` API, ``/health`` and ``/ready``, the memory explorer page at ``/explorer/`` (who may
+open it: :mod:`agentx_memory.server.explorer_access`) and, when ``observability.enabled``, the Prometheus
+``/metrics`` of :func:`agentx_memory.observability.metrics_app`. More can be added: ``extra_routers`` (FastAPI
+routers, included after the API's own; their routes share the app's error handling and its memory through
+:func:`agentx_memory.server.auth.memory_of`) and ``mounts`` (path → any ASGI app; a ``/metrics`` given here replaces
+the default one). Both are also plain FastAPI: ``app.include_router(...)`` and ``app.mount(...)`` work on the
+returned app too.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ConfigurationError('the REST service needs the [server] extra: pip install "agentx-memory[server]"') from exc
 
+from ..explorer import explorer_router
 from ..memory import AsyncAgentMemory
 from ..settings import Settings, load_settings
+from .explorer_access import explorer_memory
 from .problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem
 from .routers import all_routers, health
 
@@ -140,9 +144,15 @@ def create_app(settings: Settings | None = None, *, memory: AsyncAgentMemory | N
     app.include_router(health.router)
     for router in all_routers():
         app.include_router(router)
-    for router in extra_routers:  # HOOK: the explorer page's router, for one
+    app.include_router(explorer_router(explorer_memory))
+    for router in extra_routers:
         app.include_router(router)
-    for path, asgi in (mounts or {}).items():  # HOOK: e.g. {"/metrics": prometheus_client.make_asgi_app()}
+    mounted = dict(mounts or {})
+    if settings.observability.enabled and "/metrics" not in mounted:
+        from ..observability import metrics_app  # the [otel] extra, imported only when observability is on
+
+        mounted["/metrics"] = metrics_app()
+    for path, asgi in mounted.items():
         app.mount(path, asgi)
 
     def openapi() -> dict[str, Any]:

@@ -27,7 +27,7 @@ from ..memory import AsyncAgentMemory
 from ..models import GLOBAL_CHANNEL
 from ..settings import Settings
 
-__all__ = ["Caller", "KeyScopeError", "Reader", "Writer", "memory_of", "settings_of"]
+__all__ = ["Caller", "KeyScopeError", "Reader", "Writer", "caller_for_token", "memory_of", "settings_of"]
 
 _BEARER: Final = HTTPBearer(auto_error=False, description="an API key made by `agentx-memory keys create`",
                             scheme_name="ApiKey")
@@ -131,6 +131,12 @@ async def _caller(request: Request, credentials: HTTPAuthorizationCredentials | 
     token = credentials.credentials if credentials is not None else request.headers.get("x-api-key")
     if not token:
         raise _unauthorized("send an API key: Authorization: Bearer <key> (agentx-memory keys create)")
+    return await caller_for_token(request, token, kind)
+
+
+async def caller_for_token(request: Request, token: str, kind: Literal["read", "write"]) -> Caller:
+    """The caller of an API key, its request counted against the key's ``kind`` rate limit; 401 for a key that is
+    malformed, unknown or revoked."""
     memory = memory_of(request)
     key = await memory.resolve_api_key(token)
     if key is None:
