@@ -35,9 +35,9 @@ import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Coroutine, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -56,8 +56,12 @@ __all__ = ["SemanticBatch"]
 
 log = logging.getLogger(__name__)
 
-#: Rows per graph round trip for entities and facts (each row carries a vector).
-NODE_CHUNK = 500
+R = TypeVar("R")
+
+#: Rows per graph round trip for entities and facts (each row carries a vector). Small enough that the timeline rows
+#: of one chunk (PostgreSQL's HNSW index makes them cost about as much as the graph write) are written while the next
+#: chunk goes to the graph.
+NODE_CHUNK = 250
 #: Rows per graph round trip for relationships.
 EDGE_CHUNK = 2000
 
@@ -71,7 +75,7 @@ def _item(where: str) -> Iterator[None]:
         raise ValidationError(f"{where}.{exc.field}", exc.detail) from exc
 
 
-def _chunks(rows: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+def _chunks(rows: list[R], size: int) -> Iterator[list[R]]:
     for start in range(0, len(rows), size):
         yield rows[start:start + size]
 
@@ -113,58 +117,59 @@ class SemanticBatch:
             return []
         keys = [entity_key(e.user_id, e.channel, e.type, e.name) for e in checked]
         stored_key: dict[int, str] = {}  # item -> the key it was stored under
-        stored: dict[str, tuple[dict[str, Any], list[float]]] = {}  # key -> (entity row, vector written)
+        models: dict[str, Entity] = {}  # key -> the entity as stored
         vectors: dict[str, list[float]] = {}  # text -> its vector, so a retry embeds only texts that changed
         pending = list(range(len(checked)))
-        for attempt in range(ENTITY_MERGE_ATTEMPTS):
-            found = await self.ctx.graph.read(cypher.GET_ENTITIES_BY_KEYS, {"keys": sorted({keys[i] for i in pending})})
-            resolved = {r["asked"]: (r["key"], r["entity"] or {}) for r in found}
-            groups: dict[str, list[int]] = defaultdict(list)  # a name dedup redirected lands on its survivor
-            for i in pending:
-                groups[resolved[keys[i]][0]].append(i)
-            current = {resolved[keys[i]][0]: resolved[keys[i]][1] for i in pending}
-            rows = [self._entity_row(key, [checked[i] for i in members], current[key])
-                    for key, members in sorted(groups.items())]
-            texts = [r["text"] for r in rows if r["embedding"] is None and r["text"] not in vectors]
-            if texts:
-                embedded = await self.ctx.embedder.embed_documents(list(dict.fromkeys(texts)))
-                vectors.update(zip(dict.fromkeys(texts), (v.tolist() for v in embedded), strict=True))
-            for row in rows:
-                if row["embedding"] is None:
-                    row["embedding"] = vectors[row["text"]]
-            written: dict[str, dict[str, Any]] = {}
-            for chunk in _chunks(rows, NODE_CHUNK):
-                params = [{k: v for k, v in row.items() if k != "text"} for row in chunk]
-                for r in await self.ctx.graph.write(cypher.UPSERT_ENTITIES, {"rows": params, "now": now_ms()}):
-                    written[r["key"]] = r["entity"]
-            for row in rows:
-                if row["key"] in written:
-                    stored[row["key"]] = (written[row["key"]], row["embedding"])
-                    for i in groups[row["key"]]:
-                        stored_key[i] = row["key"]
-            pending = [i for key, members in groups.items() if key not in written for i in members]
-            if not pending:
-                break
-            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # concurrent writers won: read again
-        else:
-            raise ConflictError(
-                f"{len(pending)} entities of the batch (the first: entities[{pending[0]}], "
-                f"{checked[pending[0]].name!r}): {ENTITY_MERGE_ATTEMPTS} concurrent updates in a row overtook them; "
-                "they were not written (the batch's other entities were)")
-        models = {key: entity_from_row(row) for key, (row, _) in stored.items()}
-        await self._timeline([
-            TimelineEntry(memory_type="entity", node_id=e.id, user_id=e.user_id, channel=e.channel,
-                          event_time=e.first_seen, summary=entity_text(e.name, e.description), importance=e.salience,
-                          embedding=stored[key][1])
-            for key, e in models.items()], "entity")
-        by_scope: dict[tuple[str, str], list[Entity]] = defaultdict(list)
-        for e in models.values():
-            by_scope[(e.user_id, e.channel)].append(e)
-        latency = _ms(started)
-        await self.ctx.audit.log_writes([
-            WriteEntry("upsert", "semantic", channel_, [e.id for e in group], {"kind": "entity"}, user_id=user,
-                       latency_ms=latency, payload=[e.model_dump(mode="json") for e in group])
-            for (user, channel_), group in by_scope.items()])
+        async with _Followers() as followers:
+            for attempt in range(ENTITY_MERGE_ATTEMPTS):
+                found = await self.ctx.graph.read(cypher.GET_ENTITIES_BY_KEYS,
+                                                  {"keys": sorted({keys[i] for i in pending})})
+                resolved = {r["asked"]: (r["key"], r["entity"] or {}) for r in found}
+                groups: dict[str, list[int]] = defaultdict(list)  # a name dedup redirected lands on its survivor
+                for i in pending:
+                    groups[resolved[keys[i]][0]].append(i)
+                current = {resolved[keys[i]][0]: resolved[keys[i]][1] for i in pending}
+                rows = [self._entity_row(key, [checked[i] for i in members], current[key])
+                        for key, members in sorted(groups.items())]
+                texts = list(dict.fromkeys(r["text"] for r in rows if r["embedding"] is None
+                                           and r["text"] not in vectors))
+                if texts:
+                    embedded = await self.ctx.embedder.embed_documents(texts)
+                    vectors.update(zip(texts, (v.tolist() for v in embedded), strict=True))
+                for row in rows:
+                    if row["embedding"] is None:
+                        row["embedding"] = vectors[row["text"]]
+                for chunk in _chunks(rows, NODE_CHUNK):
+                    params = [{k: v for k, v in row.items() if k != "text"} for row in chunk]
+                    written = {r["key"]: entity_from_row(r["entity"]) for r in await self.ctx.graph.write(
+                        cypher.UPSERT_ENTITIES, {"rows": params, "now": now_ms()})}
+                    models.update(written)
+                    for key in written:
+                        for i in groups[key]:
+                            stored_key[i] = key
+                    followers.start(self._timeline([
+                        TimelineEntry(memory_type="entity", node_id=e.id, user_id=e.user_id, channel=e.channel,
+                                      event_time=e.first_seen, summary=entity_text(e.name, e.description),
+                                      importance=e.salience, embedding=row["embedding"])
+                        for row in chunk if (e := written.get(row["key"])) is not None], "entity"))
+                pending = [i for key, members in groups.items() if key not in models for i in members]
+                if not pending:
+                    break
+                await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # concurrent writers won: read again
+            else:
+                raise ConflictError(
+                    f"{len(pending)} entities of the batch (the first: entities[{pending[0]}], "
+                    f"{checked[pending[0]].name!r}): {ENTITY_MERGE_ATTEMPTS} concurrent updates in a row overtook "
+                    "them; they were not written (the batch's other entities were)")
+            by_scope: dict[tuple[str, str], list[Entity]] = defaultdict(list)
+            for e in models.values():
+                by_scope[(e.user_id, e.channel)].append(e)
+            latency, verbose = _ms(started), self.ctx.audit.enabled("verbose")
+            followers.start(self.ctx.audit.log_writes([
+                WriteEntry("upsert", "semantic", channel_, [e.id for e in group], {"kind": "entity"}, user_id=user,
+                           latency_ms=latency,
+                           payload=[e.model_dump(mode="json") for e in group] if verbose else None)
+                for (user, channel_), group in by_scope.items()]))
         return _per_item([stored_key[i] for i in range(len(checked))], models)
 
     @staticmethod
@@ -228,53 +233,47 @@ class SemanticBatch:
                 checked[i].embedding = vector.tolist()
         rows = [self._fact_row([checked[i] for i in members], metadata[members[-1]])
                 for _, members in sorted(groups.items())]
-        written: set[str] = set()
-        try:
+        models: dict[str, Fact] = {}
+        async with _Followers() as followers:
             for chunk in _chunks(rows, NODE_CHUNK):
-                written.update(r["id"] for r in await self.ctx.graph.write(cypher.STORE_FACTS, {"rows": chunk}))
-        except ConflictError as exc:  # a concurrent writer took an id after the check: the constraint refused it
-            raise ConflictError(f"a fact id of the batch was taken by another user's fact while it was written "
-                                f"({exc}); {len(written)} facts were written before it") from exc
-        pairs = [{"id": fact_id, "user_id": checked[members[0]].user_id} for fact_id, members in groups.items()]
-        found = await self.ctx.graph.read(cypher.GET_FACTS_OF_USERS, {"pairs": pairs})
-        models = {r["fact"]["id"]: fact_from_row(r["fact"], r["entity_ids"]) for r in found}
-        lost = [fact_id for fact_id in groups if fact_id not in written]
-        if lost:  # moved to another channel between the check and the write
-            raise ConflictError(f"fact id {lost[0]!r} is stored in channel {models[lost[0]].channel!r} now, not "
-                                f"{checked[groups[lost[0]][0]].channel!r} (changed while the batch was written); "
-                                f"{len(written)} facts of the batch were written")
-        await self._timeline([
-            TimelineEntry(memory_type="fact", node_id=f.id, user_id=f.user_id, channel=f.channel,
-                          event_time=f.created_at, summary=f.claim, importance=f.confidence, agent_id=f.agent_id,
-                          scope=f.scope or "global", embedding=checked[groups[f.id][-1]].embedding)
-            for f in models.values()], "fact")
-        by_scope: dict[tuple[str, str, str | None], list[Fact]] = defaultdict(list)
-        for f in models.values():
-            by_scope[(f.user_id, f.channel, f.conversation_id)].append(f)
-        latency = _ms(started)
-        await self.ctx.audit.log_writes([
-            WriteEntry("store", "semantic", channel_, [f.id for f in group], {"kind": "fact"}, user_id=user,
-                       conversation_id=conversation, latency_ms=latency,
-                       payload=[f.model_dump(mode="json", exclude={"embedding"}) for f in group])
-            for (user, channel_, conversation), group in by_scope.items()])
+                try:
+                    written = {r["fact"]["id"]: fact_from_row(r["fact"], r["entity_ids"])
+                               for r in await self.ctx.graph.write(cypher.STORE_FACTS, {"rows": chunk})}
+                except ConflictError as exc:  # another user's fact took an id after the check: the constraint
+                    raise ConflictError(f"a fact id of the batch was taken by another user's fact while it was "
+                                        f"written ({exc}); {len(models)} facts were written before it") from exc
+                models.update(written)
+                # the timeline gets what is stored (the higher confidence, the first source), as learn_fact's does
+                followers.start(self._timeline([
+                    TimelineEntry(memory_type="fact", node_id=f.id, user_id=f.user_id, channel=f.channel,
+                                  event_time=f.created_at, summary=f.claim, importance=f.confidence,
+                                  agent_id=f.agent_id, scope=f.scope or "global", embedding=row["embedding"])
+                    for row in chunk if (f := written.get(row["id"])) is not None], "fact"))
+            lost = [fact_id for fact_id in groups if fact_id not in models]
+            if lost:  # moved to another channel between the check and the write
+                raise ConflictError(f"fact id {lost[0]!r} is stored in another channel than "
+                                    f"{checked[groups[lost[0]][0]].channel!r} now (changed while the batch was "
+                                    f"written); {len(models)} facts of the batch were written")
+            by_scope: dict[tuple[str, str, str | None], list[Fact]] = defaultdict(list)
+            for f in models.values():
+                by_scope[(f.user_id, f.channel, f.conversation_id)].append(f)
+            latency, verbose = _ms(started), self.ctx.audit.enabled("verbose")
+            followers.start(self.ctx.audit.log_writes([
+                WriteEntry("store", "semantic", channel_, [f.id for f in group], {"kind": "fact"}, user_id=user,
+                           conversation_id=conversation, latency_ms=latency,
+                           payload=[f.model_dump(mode="json", exclude={"embedding"}) for f in group] if verbose
+                           else None)
+                for (user, channel_, conversation), group in by_scope.items()]))
         return _per_item([f.id for f in checked], models)
 
     async def _check_fact_references(self, facts: list[Fact]) -> None:
         """The entities and source turns the facts name exist for their users, and a conversation named alone is not
         another user's (one query each); fills each fact's conversation from its source turn."""
-        entity_pairs = {(e, f.user_id) for f in facts for e in f.entity_ids}
-        if entity_pairs:
-            rows = await self.ctx.graph.read(cypher.ENTITY_IDS_OF_USERS, {
-                "pairs": [{"id": e, "user_id": u} for e, u in sorted(entity_pairs)]})
-            known = {(r["id"], r["user_id"]) for r in rows}
-            for i, fact in enumerate(facts):
-                for entity_id in fact.entity_ids:
-                    if (entity_id, fact.user_id) not in known:
-                        raise NotFoundError("entity", entity_id, field=f"facts[{i}].entity_ids")
+        await self._check_entities([(f"facts[{i}].entity_ids", e, f.user_id)
+                                    for i, f in enumerate(facts) for e in f.entity_ids])
         turn_pairs = {(f.source_turn_id, f.user_id) for f in facts if f.source_turn_id}
         if turn_pairs:
-            rows = await self.ctx.graph.read(cypher.TURNS_OF_USERS, {
-                "pairs": [{"id": t, "user_id": u} for t, u in sorted(turn_pairs)]})
+            rows = await self.ctx.graph.read(cypher.TURNS_OF_USERS, {"pairs": [list(p) for p in sorted(turn_pairs)]})
             conversations = {(r["id"], r["user_id"]): r["conversation_id"] for r in rows}
             for i, fact in enumerate(facts):
                 if not fact.source_turn_id:
@@ -338,8 +337,9 @@ class SemanticBatch:
         rel_type[, properties])`` tuple; its user is its own ``user_id``, else ``user_id``."""
         started = time.perf_counter()
         items = self._items(relationships, "relationships", "Relationship or tuple")
-        checked: list[Relationship] = []
-        rows: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # a repeated edge keeps the last properties
+        # (user, source, target, rel_type) -> properties (JSON): an edge given twice keeps the last properties
+        edges: dict[tuple[str, str, str, str], str] = {}
+        keys: list[tuple[str, str, str, str]] = []
         for i, item in enumerate(items):
             where = f"relationships[{i}]"
             properties: Any
@@ -358,44 +358,55 @@ class SemanticBatch:
                                                           "or open the memory with a default user_id")
             with _item(where):
                 check_id(owner, "user_id")
-                props, props_json = self.semantic.checked_relationship(source, target, rel_type, properties)
-            checked.append(Relationship(source_id=source, target_id=target, rel_type=rel_type, properties=props,
-                                        user_id=owner))
-            rows[(owner, source, target, rel_type)] = {
-                "user_id": owner, "source_id": source, "target_id": target, "rel_type": rel_type,
-                "properties": props_json}
-        if not checked:
+                _, props_json = self.semantic.checked_relationship(source, target, rel_type, properties)
+            key = (owner, source, target, rel_type)
+            keys.append(key)
+            edges[key] = props_json
+        if not keys:
             return []
-        ends = sorted({(e, r.user_id or "") for r in checked for e in (r.source_id, r.target_id)})
-        known = {(r["id"], r["user_id"]) for r in await self.ctx.graph.read(
-            cypher.ENTITY_IDS_OF_USERS, {"pairs": [{"id": e, "user_id": u} for e, u in ends]})}
-        for i, rel in enumerate(checked):
-            for field, entity_id in (("source_id", rel.source_id), ("target_id", rel.target_id)):
-                if (entity_id, rel.user_id) not in known:
-                    raise NotFoundError("entity", entity_id, field=f"relationships[{i}].{field}")
-        ordered = [dict(row, position=n) for n, (_, row) in enumerate(sorted(rows.items()))]
-        linked: set[int] = set()
-        for chunk in _chunks(ordered, EDGE_CHUNK):
-            rows_out = await self.ctx.graph.write(cypher.CREATE_RELATIONSHIPS, {"rows": chunk, "now": now_ms()})
-            linked.update(r["position"] for r in rows_out)
-        if len(linked) < len(ordered):  # an entity was deleted between the check and the write
-            row = next(r for r in ordered if r["position"] not in linked)
-            raise NotFoundError("entity", f"{row['source_id']} or {row['target_id']}", field="relationships")
+        ends = [(f"relationships[{i}].{field}", entity_id, key[0]) for i, key in enumerate(keys)
+                for field, entity_id in (("source_id", key[1]), ("target_id", key[2]))]
+        rows = [[source, target, owner, rel_type, props] for (owner, source, target, rel_type), props
+                in sorted(edges.items())]
+        if len(rows) > EDGE_CHUNK:  # each chunk is all or nothing on its own: check them all before the first
+            await self._check_entities(ends)
+        for chunk in _chunks(rows, EDGE_CHUNK):
+            linked = (await self.ctx.graph.write(cypher.CREATE_RELATIONSHIPS,
+                                                 {"rows": chunk, "now": now_ms()}))[0]["linked"]
+            if linked < len(chunk):  # an end is missing: the statement linked nothing; say which
+                await self._check_entities(ends)
+                raise ConflictError("an entity of the batch was created while it was written; its "
+                                    f"{len(chunk)} relationships were not linked (writing them again links them)")
+        # as stored: an edge given twice holds the last properties given
+        stored = {key: Relationship(source_id=key[1], target_id=key[2], rel_type=key[3],
+                                    properties=json.loads(props), user_id=key[0]) for key, props in edges.items()}
         by_user: dict[str, list[Relationship]] = defaultdict(list)
-        for rel in checked:
+        for rel in stored.values():
             by_user[rel.user_id or ""].append(rel)
-        latency = _ms(started)
+        latency, verbose = _ms(started), self.ctx.audit.enabled("verbose")
         await self.ctx.audit.log_writes([
             WriteEntry("relate", "semantic", None, list(dict.fromkeys(e for r in group
                                                                        for e in (r.source_id, r.target_id))),
                        {"rel_types": sorted({r.rel_type for r in group}), "relationships": len(group)},
                        user_id=user, latency_ms=latency,
-                       payload=[r.model_dump(mode="json") for r in group])
+                       payload=[r.model_dump(mode="json") for r in group] if verbose else None)
             for user, group in by_user.items()])
-        # as stored: an edge given twice holds the last properties given
-        final = {key: json.loads(row["properties"]) for key, row in rows.items()}
-        return [r.model_copy(update={"properties": final[(r.user_id or "", r.source_id, r.target_id, r.rel_type)]},
-                             deep=True) for r in checked]
+        return _per_item(keys, stored)
+
+    async def _check_entities(self, references: list[tuple[str, str, str]]) -> None:
+        """Each ``(field, entity_id, user_id)`` names one of that user's entities, else NotFoundError naming the
+        field. One query counts them; a second one, only when some are missing, says which."""
+        pairs = sorted({(entity_id, user) for _, entity_id, user in references})
+        if not pairs:
+            return
+        params = {"pairs": [list(p) for p in pairs]}
+        if (await self.ctx.graph.read(cypher.COUNT_ENTITIES_OF_USERS, params))[0]["n"] == len(pairs):
+            return
+        known = {(r["id"], r["user_id"]) for r in await self.ctx.graph.read(cypher.ENTITY_IDS_OF_USERS, params)}
+        for field, entity_id, user in references:
+            if (entity_id, user) not in known:
+                raise NotFoundError("entity", entity_id, field=field)
+        raise ConflictError("entities of the batch changed while it was checked; nothing was written")
 
     # --- after the graph write ----------------------------------------------------------------------------------
 
@@ -408,9 +419,33 @@ class SemanticBatch:
                         kind, exc_info=True)
 
 
-def _per_item(keys: list[str], models: Mapping[str, Any]) -> list[Any]:
+class _Followers:
+    """The PostgreSQL writes that follow graph chunks already written (timeline rows, audit entries), run while the
+    next chunk goes to the graph: two servers working at once. Leaving the block waits for all of them; their own
+    failures are logged, not raised (see ``_timeline`` and ``log_writes``)."""
+
+    def __init__(self) -> None:
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self, write: Coroutine[Any, Any, None]) -> None:
+        """Run ``write`` beside whatever comes next."""
+        self._tasks.append(asyncio.ensure_future(write))
+
+    async def __aenter__(self) -> _Followers:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        # also when the block failed: what was written to the graph still gets its rows, and no task is left behind
+        done = await asyncio.gather(*self._tasks, return_exceptions=True)
+        if exc[0] is None:
+            for result in done:
+                if isinstance(result, BaseException):
+                    raise result
+
+
+def _per_item(keys: Sequence[Hashable], models: Mapping[Any, Any]) -> list[Any]:
     """One model per item, in item order; items with one key get copies of one model."""
-    seen: set[str] = set()
+    seen: set[Hashable] = set()
     out = []
     for key in keys:
         out.append(models[key].model_copy(deep=True) if key in seen else models[key])

@@ -203,12 +203,21 @@ RETURN row.key AS key, e {.id, .user_id, .channel, .name, .type, .aliases, .desc
                           .last_accessed, .access_count, .properties} AS entity
 """
 
-#: Which of these (id, user_id) pairs are stored entities of that user.
+#: Which of these ``[id, user_id]`` pairs are stored entities of that user.
 ENTITY_IDS_OF_USERS: Final[LiteralString] = """
 UNWIND $pairs AS pair
-MATCH (e:Entity {id: pair.id})
-WHERE e.user_id = pair.user_id
+MATCH (e:Entity {id: pair[0]})
+WHERE e.user_id = pair[1]
 RETURN e.id AS id, e.user_id AS user_id
+"""
+
+#: How many of these distinct ``[id, user_id]`` pairs are stored entities of that user: one row back, so the common
+#: case (all of them) costs no more; ENTITY_IDS_OF_USERS then says which are missing.
+COUNT_ENTITIES_OF_USERS: Final[LiteralString] = """
+UNWIND $pairs AS pair
+MATCH (e:Entity {id: pair[0]})
+WHERE e.user_id = pair[1]
+RETURN count(e) AS n
 """
 
 GET_ENTITIES: Final[LiteralString] = """
@@ -265,34 +274,39 @@ CREATE_RELATIONSHIP: Final[dict[str, LiteralString]] = {
 }
 
 
-#: CREATE_RELATIONSHIP for many rows of any types in one statement: each row's type picks one of the per-type MERGEs
-#: (a type is still a whitelisted literal here, never interpolated). Returns the position of every row linked.
+#: CREATE_RELATIONSHIP for many ``[source_id, target_id, user_id, rel_type, properties]`` rows of any types in one
+#: statement, all or nothing: unless every row finds both its entities (the user's), no row is linked. Each row's type
+#: picks one of the per-type MERGEs (a type is still a whitelisted literal here, never interpolated). Returns how many
+#: rows were linked (0 or all).
 CREATE_RELATIONSHIPS: Final[LiteralString] = """
 UNWIND $rows AS row
-MATCH (s:Entity {id: row.source_id}), (t:Entity {id: row.target_id})
-WHERE s.user_id = row.user_id AND t.user_id = row.user_id
-FOREACH (_ IN CASE WHEN row.rel_type = 'RELATED_TO' THEN [1] ELSE [] END |
-  MERGE (s)-[r:RELATED_TO]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-FOREACH (_ IN CASE WHEN row.rel_type = 'PART_OF' THEN [1] ELSE [] END |
-  MERGE (s)-[r:PART_OF]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-FOREACH (_ IN CASE WHEN row.rel_type = 'LOCATED_IN' THEN [1] ELSE [] END |
-  MERGE (s)-[r:LOCATED_IN]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-FOREACH (_ IN CASE WHEN row.rel_type = 'WORKS_FOR' THEN [1] ELSE [] END |
-  MERGE (s)-[r:WORKS_FOR]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-FOREACH (_ IN CASE WHEN row.rel_type = 'KNOWS' THEN [1] ELSE [] END |
-  MERGE (s)-[r:KNOWS]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-FOREACH (_ IN CASE WHEN row.rel_type = 'CREATED_BY' THEN [1] ELSE [] END |
-  MERGE (s)-[r:CREATED_BY]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-FOREACH (_ IN CASE WHEN row.rel_type = 'REFERENCES' THEN [1] ELSE [] END |
-  MERGE (s)-[r:REFERENCES]->(t) ON CREATE SET r.created_at = $now, r.properties = row.properties
-  ON MATCH SET r.properties = row.properties)
-RETURN row.position AS position
+OPTIONAL MATCH (s:Entity {id: row[0]}) WHERE s.user_id = row[2]
+OPTIONAL MATCH (t:Entity {id: row[1]}) WHERE t.user_id = row[2]
+WITH collect(CASE WHEN s IS NULL OR t IS NULL THEN null ELSE [s, t, row[3], row[4]] END) AS found, count(*) AS asked
+UNWIND CASE WHEN size(found) = asked THEN found ELSE [] END AS edge
+WITH edge[0] AS s, edge[1] AS t, edge[2] AS rel_type, edge[3] AS properties
+FOREACH (_ IN CASE WHEN rel_type = 'RELATED_TO' THEN [1] ELSE [] END |
+  MERGE (s)-[r:RELATED_TO]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'PART_OF' THEN [1] ELSE [] END |
+  MERGE (s)-[r:PART_OF]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'LOCATED_IN' THEN [1] ELSE [] END |
+  MERGE (s)-[r:LOCATED_IN]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'WORKS_FOR' THEN [1] ELSE [] END |
+  MERGE (s)-[r:WORKS_FOR]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'KNOWS' THEN [1] ELSE [] END |
+  MERGE (s)-[r:KNOWS]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'CREATED_BY' THEN [1] ELSE [] END |
+  MERGE (s)-[r:CREATED_BY]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'REFERENCES' THEN [1] ELSE [] END |
+  MERGE (s)-[r:REFERENCES]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+RETURN count(*) AS linked
 """
 
 # Variable-length bounds cannot be parameters in Cypher: one statement per allowed depth. Nearest neighbours first,
@@ -384,15 +398,16 @@ MATCH (f:Fact) WHERE f.id IN $ids
 RETURN f.id AS id, f.user_id AS user_id, f.channel AS channel
 """
 
-#: Which of these (id, user_id) pairs are turns of that user, with their conversation.
+#: Which of these ``[id, user_id]`` pairs are turns of that user, with their conversation.
 TURNS_OF_USERS: Final[LiteralString] = """
 UNWIND $pairs AS pair
-MATCH (t:Turn {id: pair.id})
-WHERE t.user_id = pair.user_id
+MATCH (t:Turn {id: pair[0]})
+WHERE t.user_id = pair[1]
 RETURN t.id AS id, t.user_id AS user_id, t.conversation_id AS conversation_id
 """
 
-#: STORE_FACT per row. A row stands for every item of the batch with its id, in order: ``confidence`` and
+#: STORE_FACT per row, returning each fact written as GET_FACT reads it (a row of another channel is skipped). A row
+#: stands for every item of the batch with its id, in order: ``confidence`` and
 #: ``stated_at`` are their maxima, ``created_at`` the first's, ``certainty`` the last one given, ``source_turn_id`` /
 #: ``conversation_id`` the first given, ``turn_ids`` / ``entity_ids`` all of them (each linked), the rest the last's.
 STORE_FACTS: Final[LiteralString] = """
@@ -420,18 +435,12 @@ WITH f, row
 OPTIONAL MATCH (e:Entity) WHERE e.id IN row.entity_ids AND e.user_id = row.user_id
 WITH f, collect(e) AS entities
 FOREACH (e IN entities | MERGE (f)-[:ABOUT]->(e))
-RETURN f.id AS id
-"""
-
-#: GET_FACT for many (id, user_id) pairs.
-GET_FACTS_OF_USERS: Final[LiteralString] = """
-UNWIND $pairs AS pair
-MATCH (f:Fact {id: pair.id, user_id: pair.user_id})
-OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
+WITH f
+OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
           .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
           .superseded_by} AS fact,
-       collect(e.id) AS entity_ids
+       collect(x.id) AS entity_ids
 """
 
 GET_FACT: Final[LiteralString] = """

@@ -245,6 +245,17 @@ def test_one_invalid_item_refuses_the_whole_batch_naming_the_item(memory):
     assert memory.upsert_entities([]) == [] and memory.learn_facts([]) == [] and memory.create_relationships([]) == []
 
 
+def test_relationships_in_several_chunks_are_all_checked_before_the_first(memory, monkeypatch):
+    monkeypatch.setattr(semantic_batch, "EDGE_CHUNK", 1)
+    ids = [e.id for e in memory.upsert_entities([Entity(user_id="alice", name=f"n{i}") for i in range(3)])]
+    with pytest.raises(NotFoundError, match=r"\(relationships\[2\]\.source_id\)"):
+        memory.create_relationships([(ids[0], ids[1], "KNOWS"), (ids[1], ids[2], "KNOWS"), ("ghost", ids[0], "KNOWS")])
+    assert gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] == 0
+    made = memory.create_relationships([(ids[0], ids[1], "KNOWS"), (ids[1], ids[2], "PART_OF")])
+    assert [r.rel_type for r in made] == ["KNOWS", "PART_OF"]
+    assert gread(memory, "MATCH ()-[r]->() RETURN count(r) AS n")[0]["n"] == 2
+
+
 def test_a_batch_over_the_cap_is_refused_naming_the_limit(settings):
     with AgentMemory(settings(limits={"max_batch_items": 3}), user_id="alice") as memory:
         entities = [Entity(id=f"e{i}", user_id="alice", name=f"n{i}") for i in range(4)]
@@ -274,6 +285,10 @@ def test_duplicates_inside_a_batch_merge_as_in_order(memory):
     assert stored.name == "Rust" and stored.description == "a language"
     assert stored.properties == {"x": 1, "y": 2}
     assert sorted(stored.aliases) == ["ferris", "rust-lang"]
+
+    # one audit entry for the batch's entities of one user and channel, written with the batch
+    entries = sql(memory, "SELECT metadata FROM memory_audit_log WHERE operation = 'upsert'")
+    assert [e["metadata"]["affected_ids"] for e in entries] == [[out[0].id]]
 
     facts = memory.learn_facts([Fact(id="dup", user_id="alice", claim="first", confidence=0.8),
                                 Fact(id="dup", user_id="alice", claim="second", confidence=0.5)])

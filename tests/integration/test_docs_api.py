@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / name for name in (
     "api.md", "extraction.md", "typed-memories.md", "working-memory.md", "context-window.md", "retention.md",
     "forget.md", "snapshots.md", "pools.md", "short-term.md", "agents.md", "reembed.md",
-    "goals.md",
+    "goals.md", "batch-writes.md",
 )] + [ROOT / "README.md"]
 
 
