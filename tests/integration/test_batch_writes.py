@@ -402,3 +402,18 @@ def test_concurrent_batches_of_the_same_names_give_one_entity_each(settings):
             await second.close()
 
     asyncio.run(main())
+
+
+# --- an agent's view -------------------------------------------------------------------------------------------------
+
+def test_an_agents_batch_of_facts_is_the_agents(memory):
+    coder = memory.for_agent("coder")
+    mine, shared = coder.learn_facts([Fact(user_id="alice", claim="the build uses ninja", scope="agent"),
+                                      Fact(user_id="alice", claim="the repo is on GitHub")])
+    assert (mine.agent_id, mine.scope) == ("coder", "agent") and shared.agent_id == "coder"
+    with pytest.raises(ValidationError, match=r"^facts\[1\]\.agent_id: "):
+        coder.learn_facts([Fact(user_id="alice", claim="a"), Fact(user_id="alice", claim="b", agent_id="planner")])
+    with pytest.raises(NotFoundError):  # another agent's private fact is not readable by it
+        memory.for_agent("planner").get_fact(mine.id)
+    assert coder.get_fact(mine.id).claim == "the build uses ninja"
+    assert _count(memory, "Fact") == 2
