@@ -23,17 +23,37 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .settings import Settings
 from .sql.audit_log import AuditLog
 from .sql.postgres import PostgresStore
 
-__all__ = ["MemoryAuditLogger"]
+__all__ = ["MemoryAuditLogger", "WriteEntry"]
 
 log = logging.getLogger(__name__)
 
 _LEVELS = {"off": 0, "writes": 1, "reads": 2, "verbose": 3}
+
+
+@dataclass(frozen=True)
+class WriteEntry:
+    """One mutation to log: the arguments of :meth:`MemoryAuditLogger.log_write`, for
+    :meth:`MemoryAuditLogger.log_writes`."""
+
+    operation: str
+    memory_type: str
+    channel: str | None
+    affected_ids: Sequence[str]
+    metadata: dict[str, Any] | None = None
+    user_id: str | None = None
+    conversation_id: str | None = None
+    session_id: str | None = None
+    latency_ms: int | None = None
+    success: bool = True
+    error_message: str | None = None
+    payload: Any = None
 
 
 class MemoryAuditLogger:
@@ -84,16 +104,34 @@ class MemoryAuditLogger:
         docstring)."""
         if not self.enabled("writes"):
             return
-        meta = {"affected_ids": list(affected_ids), **(metadata or {})}
-        if payload is not None and self.enabled("verbose"):
-            meta["payload"] = payload
-        await self._insert({
-            "operation": operation, "memory_type": memory_type, "user_id": user_id,
-            "session_id": session_id or conversation_id, "conversation_id": conversation_id,
-            "source_channel": channel, "target_channels": [channel] if channel else None,
-            "result_count": len(affected_ids), "latency_ms": latency_ms, "success": success,
-            "error_message": error_message, "metadata": meta,
-        })
+        await self._insert(self._write_row(WriteEntry(
+            operation, memory_type, channel, affected_ids, metadata, user_id=user_id, conversation_id=conversation_id,
+            session_id=session_id, latency_ms=latency_ms, success=success, error_message=error_message,
+            payload=payload)))
+
+    async def log_writes(self, entries: Sequence[WriteEntry]) -> None:
+        """Log many mutations (each as :meth:`log_write` would) in one batched insert: a batch write's entries."""
+        if not entries or not self.enabled("writes"):
+            return
+        snapshot = self.settings.snapshot()
+        rows = [{**self._write_row(entry), "config_snapshot": snapshot} for entry in entries]
+        try:
+            await self._entries.insert_many(rows)
+        except Exception:  # an audit failure must never fail the memory operation
+            log.exception("%d audit entries could not be written: %s %s", len(rows), rows[0]["operation"],
+                          rows[0]["memory_type"])
+
+    def _write_row(self, entry: WriteEntry) -> dict[str, Any]:
+        meta = {"affected_ids": list(entry.affected_ids), **(entry.metadata or {})}
+        if entry.payload is not None and self.enabled("verbose"):
+            meta["payload"] = entry.payload
+        return {
+            "operation": entry.operation, "memory_type": entry.memory_type, "user_id": entry.user_id,
+            "session_id": entry.session_id or entry.conversation_id, "conversation_id": entry.conversation_id,
+            "source_channel": entry.channel, "target_channels": [entry.channel] if entry.channel else None,
+            "result_count": len(entry.affected_ids), "latency_ms": entry.latency_ms, "success": entry.success,
+            "error_message": entry.error_message, "metadata": meta,
+        }
 
     async def log_read(
         self,

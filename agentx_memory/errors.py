@@ -89,6 +89,8 @@ class ValidationError(AgentXMemoryError, ValueError):
 
     def __init__(self, field: str, message: str):
         self.field = field
+        #: The message without the field (a batch re-raises it under the item's field, ``facts[3].claim``).
+        self.detail = message
         super().__init__(f"{field}: {message}")
 
 
@@ -110,10 +112,12 @@ class WorkingMemoryFullError(ValidationError):
 class NotFoundError(AgentXMemoryError, KeyError):
     """The requested id does not exist (for this user)."""
 
-    def __init__(self, kind: str, ident: str):
+    def __init__(self, kind: str, ident: str, *, field: str | None = None):
         self.kind = kind
         self.ident = ident
-        super().__init__(f"{kind} {ident!r} not found")
+        #: The input field that named the id, when a batch says which item (``facts[3].entity_ids``).
+        self.field = field
+        super().__init__(f"{kind} {ident!r} not found" + (f" ({field})" if field else ""))
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])

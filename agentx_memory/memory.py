@@ -83,6 +83,7 @@ from .retrieval.recall import RecallLayer
 from .router import MemoryRouter
 from .runs import JobReport, RunKeeping, UndoFunction, recorded, undo
 from .semantic import EntityGraph, SemanticMemory
+from .semantic_batch import SemanticBatch
 from .serving import audit_entries, hit_rate_limit, store_health
 from .settings import RecallSettings, Settings, load_settings
 from .short_term import ShortTermStore
@@ -191,6 +192,7 @@ class AsyncAgentMemory:
         )
         self.episodic = EpisodicMemory(self.ctx)
         self.semantic = SemanticMemory(self.ctx)
+        self.semantic_batch = SemanticBatch(self.ctx, self.semantic)
         self.procedural = ProceduralMemory(self.ctx)
         self.goals = GoalMemory(self.ctx)
         self.profiles = ProfileStore(self.ctx)
@@ -510,6 +512,46 @@ class AsyncAgentMemory:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
         first, each with the ids of the facts it conflicts with."""
         return await self.semantic.facts_for_review(self._user(user_id), limit)
+
+    # --- batch writes of entities, facts and relationships (issue 17; agentx_memory.semantic_batch) --------------
+
+    async def upsert_entities(self, entities: Sequence[Entity], channel: str | None = None) -> list[Entity]:
+        """:meth:`upsert_entity` for many entities in a few round trips; returns them as stored, in item order.
+
+        Every item is checked first: one invalid item (the error names it, ``entities[3].name``) or more than
+        ``limits.max_batch_items`` items refuse the whole batch before anything is written. Items that merge into one
+        entity (same user, channel, type and normalized name) leave what upserting them in order would, and each gets
+        the merged entity. Missing vectors are embedded in one call."""
+        return await self.semantic_batch.upsert_entities(entities, channel)
+
+    async def learn_facts(self, facts: Sequence[Fact], channel: str | None = None) -> list[Fact]:
+        """:meth:`learn_fact` for many facts in a few round trips; returns them as stored, in item order.
+
+        Every item, and every entity, source turn and stored fact id the items name, is checked first: one invalid
+        item (``facts[3].claim``), unknown reference (``facts[3].entity_ids``), another user's id or conversation, a
+        fact id stored in another channel, or more than ``limits.max_batch_items`` items refuse the whole batch
+        before anything is written. Items with one id leave what learning them in order would. Missing vectors are
+        embedded in one call."""
+        if self.agent_id is not None and not isinstance(facts, (str, bytes, Mapping, Fact)) and isinstance(
+                facts, Iterable):  # any iterable is read once here; anything else the batch refuses
+            facts = [self._own(f, f"facts[{i}]") if isinstance(f, Fact) else f for i, f in enumerate(facts)]
+        return await self.semantic_batch.learn_facts(facts, channel)
+
+    async def store_facts(self, facts: Sequence[Fact], channel: str | None = None) -> list[Fact]:
+        """Same as :meth:`learn_facts` (beside :meth:`store_fact`)."""
+        return await self.learn_facts(facts, channel)
+
+    async def create_relationships(self, relationships: Sequence[Relationship | tuple[Any, ...]],
+                                   user_id: str | None = None) -> list[Relationship]:
+        """:meth:`create_relationship` for many relationships in a few round trips; returns them as stored.
+
+        An item is a :class:`~agentx_memory.models.Relationship` (its ``user_id``, else the call's user) or a
+        ``(source_id, target_id, rel_type[, properties])`` tuple (the call's user: ``user_id``, else the memory's
+        default user). Every item and both of its entities are checked first: one invalid item
+        (``relationships[3].rel_type``), unknown entity (``relationships[3].target_id``) or more than
+        ``limits.max_batch_items`` items refuse the whole batch before anything is written."""
+        user = self.default_user_id if user_id is None else user_id
+        return await self.semantic_batch.create_relationships(relationships, user_id=user)
 
     # --- procedural ---------------------------------------------------------------------------------------------
 
@@ -1952,6 +1994,40 @@ class AgentMemory:
         """Facts flagged as contradicting another (``extraction.contradiction_policy = "flag_review"``), oldest
         first, each with the ids of the facts it conflicts with."""
         return self._portal.run(self._core.facts_for_review(user_id, limit))
+
+    def upsert_entities(self, entities: Sequence[Entity], channel: str | None = None) -> list[Entity]:
+        """:meth:`upsert_entity` for many entities in a few round trips; returns them as stored, in item order.
+
+        Every item is checked first: one invalid item (the error names it, ``entities[3].name``) or more than
+        ``limits.max_batch_items`` items refuse the whole batch before anything is written. Items that merge into one
+        entity (same user, channel, type and normalized name) leave what upserting them in order would, and each gets
+        the merged entity. Missing vectors are embedded in one call."""
+        return self._portal.run(self._core.upsert_entities(entities, channel))
+
+    def learn_facts(self, facts: Sequence[Fact], channel: str | None = None) -> list[Fact]:
+        """:meth:`learn_fact` for many facts in a few round trips; returns them as stored, in item order.
+
+        Every item, and every entity, source turn and stored fact id the items name, is checked first: one invalid
+        item (``facts[3].claim``), unknown reference (``facts[3].entity_ids``), another user's id or conversation, a
+        fact id stored in another channel, or more than ``limits.max_batch_items`` items refuse the whole batch
+        before anything is written. Items with one id leave what learning them in order would. Missing vectors are
+        embedded in one call."""
+        return self._portal.run(self._core.learn_facts(facts, channel))
+
+    def store_facts(self, facts: Sequence[Fact], channel: str | None = None) -> list[Fact]:
+        """Same as :meth:`learn_facts` (beside :meth:`store_fact`)."""
+        return self._portal.run(self._core.store_facts(facts, channel))
+
+    def create_relationships(self, relationships: Sequence[Relationship | tuple[Any, ...]],
+                             user_id: str | None = None) -> list[Relationship]:
+        """:meth:`create_relationship` for many relationships in a few round trips; returns them as stored.
+
+        An item is a :class:`~agentx_memory.models.Relationship` (its ``user_id``, else the call's user) or a
+        ``(source_id, target_id, rel_type[, properties])`` tuple (the call's user: ``user_id``, else the memory's
+        default user). Every item and both of its entities are checked first: one invalid item
+        (``relationships[3].rel_type``), unknown entity (``relationships[3].target_id``) or more than
+        ``limits.max_batch_items`` items refuse the whole batch before anything is written."""
+        return self._portal.run(self._core.create_relationships(relationships, user_id))
 
     def record_invocation(self, conversation_id: str, turn_id: str | None, tool_name: str, tool_input: Any,
                           tool_output: Any, success: bool | None, latency_ms: int | None, channel: str = GLOBAL_CHANNEL,

@@ -294,6 +294,8 @@ class Relationship(_Model):
     target_id: str
     rel_type: str
     properties: dict[str, Any] = Field(default_factory=dict)
+    user_id: str | None = Field(None, description="the user both entities belong to (None in create_relationships: "
+                                "the call's user)")
 
 
 class UserProfile(_Model):

@@ -45,7 +45,7 @@ from .validation import (
     checked_copy,
 )
 
-__all__ = ["EntityGraph", "SemanticMemory", "entity_text", "normalize_name"]
+__all__ = ["EntityGraph", "SemanticMemory", "entity_key", "entity_text", "merge_entity", "normalize_name"]
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,22 @@ class SemanticMemory:
         started = time.perf_counter()
         if not isinstance(entity, Entity):
             raise ValidationError("entity", f"must be an Entity, got {type(entity).__name__}")
-        entity = checked_copy(entity)
+        entity = self.checked_entity(entity, channel)
+        key = entity_key(entity.user_id, entity.channel, entity.type, entity.name)
+        row, embedding = await self._merge_entity(entity, key)
+        stored = entity_from_row(row)
+        await self._timeline_after_write("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
+                                         stored.name + (f": {stored.description}" if stored.description else ""),
+                                         stored.salience, embedding=embedding)
+        await self.ctx.audit.log_write("upsert", "semantic", stored.channel, [stored.id], {"kind": "entity"},
+                                       user_id=stored.user_id, latency_ms=_ms(started),
+                                       payload=stored.model_dump(mode="json"))
+        return stored
+
+    def checked_entity(self, entity: Entity, channel: str | None = None) -> Entity:
+        """A checked copy of ``entity`` as :meth:`upsert_entity` stores it (``channel`` applied, the name's spaces
+        normalized, a given vector checked); :class:`~agentx_memory.errors.ValidationError` naming the field."""
+        entity = checked_copy(entity, keep=("embedding",))
         if channel is not None:
             entity.channel = channel
         check_channel(entity.channel)
@@ -116,16 +131,7 @@ class SemanticMemory:
         check_json(entity.properties, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
         if entity.embedding is not None:
             entity.embedding = self.ctx.embedder.check(entity.embedding)
-        key = entity_key(entity.user_id, entity.channel, entity.type, entity.name)
-        row, embedding = await self._merge_entity(entity, key)
-        stored = entity_from_row(row)
-        await self._timeline_after_write("entity", stored.id, stored.user_id, stored.channel, stored.first_seen,
-                                         stored.name + (f": {stored.description}" if stored.description else ""),
-                                         stored.salience, embedding=embedding)
-        await self.ctx.audit.log_write("upsert", "semantic", stored.channel, [stored.id], {"kind": "entity"},
-                                       user_id=stored.user_id, latency_ms=_ms(started),
-                                       payload=stored.model_dump(mode="json"))
-        return stored
+        return entity
 
     async def get_entities(self, user_id: str, entity_ids: Sequence[str]) -> list[Entity]:
         """The user's entities with these ids (unknown ids are left out)."""
@@ -143,18 +149,8 @@ class SemanticMemory:
     async def create_relationship(self, source_id: str, target_id: str, rel_type: str,
                                   properties: dict[str, Any] | None = None, *, user_id: str) -> Relationship:
         """Link two of the user's entities with a typed relationship (idempotent: MERGE)."""
-        check_id(source_id, "source_id")
-        check_id(target_id, "target_id")
         check_id(user_id, "user_id")
-        if rel_type not in RELATIONSHIP_TYPES:
-            raise ValidationError("rel_type", f"{rel_type!r} is not one of {', '.join(RELATIONSHIP_TYPES)}")
-        props = properties or {}
-        if not isinstance(props, dict):
-            raise ValidationError("properties", f"must be a dict, got {type(props).__name__}")
-        for key in props:  # JSON would write {1: 2} as {"1": 2}: a different dict than the caller's
-            if not isinstance(key, str):
-                raise ValidationError("properties", f"keys must be strings, got {key!r}")
-        props_json = check_json(props, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
+        props, props_json = self.checked_relationship(source_id, target_id, rel_type, properties)
         rows = await self.ctx.graph.write(cypher.CREATE_RELATIONSHIP[rel_type], {
             "source_id": source_id, "target_id": target_id, "user_id": user_id, "properties": props_json,
             "now": now_ms(),
@@ -165,7 +161,24 @@ class SemanticMemory:
             raise NotFoundError("entity", missing)
         await self.ctx.audit.log_write("relate", "semantic", None, [source_id, target_id],
                                        {"rel_type": rel_type}, user_id=user_id)
-        return Relationship(source_id=source_id, target_id=target_id, rel_type=rel_type, properties=props)
+        return Relationship(source_id=source_id, target_id=target_id, rel_type=rel_type, properties=props,
+                            user_id=user_id)
+
+    def checked_relationship(self, source_id: str, target_id: str, rel_type: str,
+                             properties: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+        """The properties of a relationship :meth:`create_relationship` would store, and their JSON;
+        :class:`~agentx_memory.errors.ValidationError` naming the field."""
+        check_id(source_id, "source_id")
+        check_id(target_id, "target_id")
+        if not isinstance(rel_type, str) or rel_type not in RELATIONSHIP_TYPES:
+            raise ValidationError("rel_type", f"{rel_type!r} is not one of {', '.join(RELATIONSHIP_TYPES)}")
+        props = properties or {}
+        if not isinstance(props, dict):
+            raise ValidationError("properties", f"must be a dict, got {type(props).__name__}")
+        for key in props:  # JSON would write {1: 2} as {"1": 2}: a different dict than the caller's
+            if not isinstance(key, str):
+                raise ValidationError("properties", f"keys must be strings, got {key!r}")
+        return props, check_json(props, "properties", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
 
     async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, *, user_id: str,
                                limit: int | None = None, agent_id: str | None = None) -> EntityGraph:
@@ -190,7 +203,8 @@ class SemanticMemory:
         return EntityGraph(
             entities=sorted(entities, key=lambda e: order.get(e.id, len(order))),
             relationships=[Relationship(source_id=e["source_id"], target_id=e["target_id"], rel_type=e["rel_type"],
-                                        properties=json.loads(e["properties"] or "{}")) for e in edges],
+                                        properties=json.loads(e["properties"] or "{}"), user_id=user_id)
+                           for e in edges],
             facts=[fact_from_row(r["fact"], r["entity_ids"]) for r in facts],
         )
 
@@ -205,17 +219,9 @@ class SemanticMemory:
                 key, stored = existing[0]["key"], existing[0]["entity"] or {}
             else:
                 stored = {}
-            properties = dict(json.loads(stored.get("properties") or "{}"))
-            properties.update(entity.properties)
-            description = entity.description or stored.get("description") or ""
-            # Aliases are a set by normalized form: no case/space variants of each other, of stored ones or the name.
-            taken = {normalize_name(entity.name)} | {normalize_name(a) for a in stored.get("aliases") or []}
-            aliases = []
-            for alias in entity.aliases:
-                alias = _SPACES.sub(" ", alias.strip())
-                if normalize_name(alias) not in taken:
-                    taken.add(normalize_name(alias))
-                    aliases.append(alias)
+            properties, description, aliases = merge_entity(
+                json.loads(stored.get("properties") or "{}"), stored.get("description") or "",
+                stored.get("aliases") or [], entity)
             text = entity_text(entity.name, description)
             if entity.embedding is None and text != embedded_text:
                 embedding, embedded_text = (await self.ctx.embedder.embed_documents([text]))[0].tolist(), text
@@ -246,28 +252,7 @@ class SemanticMemory:
         started = time.perf_counter()
         if not isinstance(fact, Fact):
             raise ValidationError("fact", f"must be a Fact, got {type(fact).__name__}")
-        fact = checked_copy(fact)
-
-        if channel is not None:
-            fact.channel = channel
-        check_channel(fact.channel)
-        check_id(fact.user_id, "user_id")
-        check_id(fact.id, "id")
-        if fact.source_turn_id is not None:
-            check_id(fact.source_turn_id, "source_turn_id")
-        if fact.conversation_id is not None:
-            check_id(fact.conversation_id, "conversation_id", max_len=200)
-        check_ids(fact.entity_ids, "entity_ids")
-        if fact.source:
-            check_text(fact.source, "source", max_bytes=1000)
-        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_text_bytes,
-                   limit_name="limits.max_text_bytes")
-        check_range(fact.confidence, "confidence", 0.0, 1.0)
-        check_datetime(fact.created_at, "created_at")
-        fact.agent_id, fact.scope = resolve_scope("semantic", fact.agent_id, fact.scope)
-        metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
-        if fact.embedding is not None:
-            fact.embedding = self.ctx.embedder.check(fact.embedding)
+        fact, metadata = self.checked_fact(fact, channel)
         if fact.entity_ids:
             known = {e.id for e in await self.get_entities(fact.user_id, fact.entity_ids)}
             for entity_id in fact.entity_ids:
@@ -314,6 +299,33 @@ class SemanticMemory:
         return stored
 
     store_fact = learn_fact
+
+    def checked_fact(self, fact: Fact, channel: str | None = None) -> tuple[Fact, str]:
+        """A checked copy of ``fact`` as :meth:`learn_fact` stores it (``channel`` applied, agent and scope resolved,
+        a given vector checked) and its metadata as JSON; :class:`~agentx_memory.errors.ValidationError` naming the
+        field."""
+        fact = checked_copy(fact, keep=("embedding",))
+        if channel is not None:
+            fact.channel = channel
+        check_channel(fact.channel)
+        check_id(fact.user_id, "user_id")
+        check_id(fact.id, "id")
+        if fact.source_turn_id is not None:
+            check_id(fact.source_turn_id, "source_turn_id")
+        if fact.conversation_id is not None:
+            check_id(fact.conversation_id, "conversation_id", max_len=200)
+        check_ids(fact.entity_ids, "entity_ids")
+        if fact.source:
+            check_text(fact.source, "source", max_bytes=1000)
+        check_text(fact.claim, "claim", max_bytes=self.ctx.settings.limits.max_text_bytes,
+                   limit_name="limits.max_text_bytes")
+        check_range(fact.confidence, "confidence", 0.0, 1.0)
+        check_datetime(fact.created_at, "created_at")
+        fact.agent_id, fact.scope = resolve_scope("semantic", fact.agent_id, fact.scope)
+        metadata = check_json(fact.metadata, "metadata", max_bytes=self.ctx.settings.limits.max_metadata_bytes)
+        if fact.embedding is not None:
+            fact.embedding = self.ctx.embedder.check(fact.embedding)
+        return fact, metadata
 
     async def get_fact(self, fact_id: str, user_id: str, *, agent_id: str | None = None) -> Fact:
         """One fact of the user (that ``agent_id`` may read, when given), or NotFoundError."""
@@ -450,6 +462,24 @@ class SemanticMemory:
 
 def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
+
+
+def merge_entity(properties: dict[str, Any], description: str, aliases: Sequence[str],
+                 entity: Entity) -> tuple[dict[str, Any], str, list[str]]:
+    """What an upsert of ``entity`` makes of the stored ``properties``, ``description`` and ``aliases``: the
+    properties merged key by key, the description unless the entity's is empty, and the entity's aliases the stored
+    ones lack (the aliases to add)."""
+    merged = dict(properties)
+    merged.update(entity.properties)
+    # Aliases are a set by normalized form: no case/space variants of each other, of stored ones or the name.
+    taken = {normalize_name(entity.name)} | {normalize_name(a) for a in aliases}
+    added = []
+    for alias in entity.aliases:
+        alias = _SPACES.sub(" ", alias.strip())
+        if normalize_name(alias) not in taken:
+            taken.add(normalize_name(alias))
+            added.append(alias)
+    return merged, entity.description or description, added
 
 
 def entity_text(name: str, description: str | None) -> str:

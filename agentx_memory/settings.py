@@ -552,6 +552,11 @@ class LimitsSettings(_Section):
         description="largest query, fact claim, description, tool input/output or error message (UTF-8 or JSON bytes)",
     )
     max_batch_turns: int = Field(10_000, ge=1, le=1_000_000, description="largest store_turns batch")
+    max_batch_items: int = Field(
+        1000, ge=1, le=100_000,
+        description="largest batch of upsert_entities, learn_facts / store_facts and create_relationships (items); "
+        "a larger one is refused whole",
+    )
     max_metadata_bytes: int = Field(16 * 1024, ge=2, le=16 * 1024 * 1024, description="largest metadata (JSON bytes)")
     call_timeout_seconds: float = Field(
         300.0, gt=0, le=86_400,

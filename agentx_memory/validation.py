@@ -151,12 +151,21 @@ def check_depth(value: Any, field: str) -> None:
             stack.extend((child, depth + 1) for child in children)
 
 
-def checked_copy(model: M) -> M:
+def checked_copy(model: M, *, keep: tuple[str, ...] = ()) -> M:
     """A deep copy of a model whose container fields were first held to :data:`MAX_JSON_DEPTH` (deep copying a
-    deeper value raises RecursionError), each named in the error."""
+    deeper value raises RecursionError), each named in the error.
+
+    Fields in ``keep`` are neither checked nor copied: the copy holds the caller's object, which the caller replaces
+    with a checked one of its own (an embedding: ``Embedder.check`` builds a new list; deep-copying hundreds of
+    floats first only costs time)."""
     for name in type(model).model_fields:
-        check_depth(getattr(model, name), name)
-    return model.model_copy(deep=True)
+        if name not in keep:
+            check_depth(getattr(model, name), name)
+    if not keep:
+        return model.model_copy(deep=True)
+    kept = {name: getattr(model, name) for name in keep}
+    # pydantic deep-copies before it applies ``update``: the kept values are not copied
+    return model.model_copy(update=dict.fromkeys(keep)).model_copy(deep=True, update=kept)
 
 
 def _check_json_strings(value: Any, field: str) -> None:

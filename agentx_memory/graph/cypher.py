@@ -167,6 +167,62 @@ OPTIONAL MATCH (e:Entity {key: key})
 RETURN key, e {.id, .description, .properties, .aliases, .version} AS entity
 """
 
+# --- semantic: batch writes (upsert_entities, learn_facts, create_relationships) -----------------------------------
+# The batch statements are the single-item ones over ``UNWIND $rows``: one round trip per chunk of rows. The caller
+# collapses duplicate keys inside a batch into one row (what calling the single-item statement in order would leave),
+# so no statement ever sees one key twice, and sorts rows by key, so concurrent batches lock nodes in one order.
+
+#: GET_ENTITY_BY_KEY for many keys: ``asked`` is the key asked for, ``key`` the one the upsert must use.
+GET_ENTITIES_BY_KEYS: Final[LiteralString] = """
+UNWIND $keys AS asked
+OPTIONAL MATCH (:EntityRedirect {id: asked})-[:REDIRECTS_TO]->(t:Entity)
+WITH asked, coalesce(t.key, asked) AS key
+OPTIONAL MATCH (e:Entity {key: key})
+RETURN asked, key, e {.id, .description, .properties, .aliases, .version} AS entity
+"""
+
+#: UPSERT_ENTITY per row, each row with its own version check: a row whose entity another writer changed since it was
+#: read is skipped (no ``key`` comes back for it) and the caller reads it again.
+UPSERT_ENTITIES: Final[LiteralString] = """
+UNWIND $rows AS row
+MERGE (e:Entity {key: row.key})
+ON CREATE SET e.id = row.id, e.user_id = row.user_id, e.channel = row.channel, e.type = row.type, e.name = row.name,
+              e.normalized_name = row.normalized_name, e.first_seen = $now, e.access_count = 0, e.aliases = [],
+              e.salience = row.salience, e.salience_base = row.salience, e.description = '', e.properties = '{}',
+              e.version = 0
+SET e._lock = true
+WITH e, row, coalesce(e.version, 0) = row.version AS fresh
+SET e._lock = null
+WITH e, row WHERE fresh
+REMOVE e.embedding
+SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
+    e.description = CASE WHEN row.description = '' THEN e.description ELSE row.description END,
+    e.salience = CASE WHEN row.salience > e.salience THEN row.salience ELSE e.salience END,
+    e.salience_base = CASE WHEN row.salience > coalesce(e.salience_base, e.salience) THEN row.salience
+                           ELSE coalesce(e.salience_base, e.salience) END,
+    e.properties = row.properties,
+    e.embedding = @vec(row.embedding), e.updated_at = $now, e.version = coalesce(e.version, 0) + 1
+RETURN row.key AS key, e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen,
+                          .last_accessed, .access_count, .properties} AS entity
+"""
+
+#: Which of these ``[id, user_id]`` pairs are stored entities of that user.
+ENTITY_IDS_OF_USERS: Final[LiteralString] = """
+UNWIND $pairs AS pair
+MATCH (e:Entity {id: pair[0]})
+WHERE e.user_id = pair[1]
+RETURN e.id AS id, e.user_id AS user_id
+"""
+
+#: How many of these distinct ``[id, user_id]`` pairs are stored entities of that user: one row back, so the common
+#: case (all of them) costs no more; ENTITY_IDS_OF_USERS then says which are missing.
+COUNT_ENTITIES_OF_USERS: Final[LiteralString] = """
+UNWIND $pairs AS pair
+MATCH (e:Entity {id: pair[0]})
+WHERE e.user_id = pair[1]
+RETURN count(e) AS n
+"""
+
 GET_ENTITIES: Final[LiteralString] = """
 MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
@@ -219,6 +275,42 @@ CREATE_RELATIONSHIP: Final[dict[str, LiteralString]] = {
     "CREATED_BY": CREATE_CREATED_BY,
     "REFERENCES": CREATE_REFERENCES,
 }
+
+
+#: CREATE_RELATIONSHIP for many ``[source_id, target_id, user_id, rel_type, properties]`` rows of any types in one
+#: statement, all or nothing: unless every row finds both its entities (the user's), no row is linked. Each row's type
+#: picks one of the per-type MERGEs (a type is still a whitelisted literal here, never interpolated). Returns how many
+#: rows were linked (0 or all).
+CREATE_RELATIONSHIPS: Final[LiteralString] = """
+UNWIND $rows AS row
+OPTIONAL MATCH (s:Entity {id: row[0]}) WHERE s.user_id = row[2]
+OPTIONAL MATCH (t:Entity {id: row[1]}) WHERE t.user_id = row[2]
+WITH collect(CASE WHEN s IS NULL OR t IS NULL THEN null ELSE [s, t, row[3], row[4]] END) AS found, count(*) AS asked
+UNWIND CASE WHEN size(found) = asked THEN found ELSE [] END AS edge
+WITH edge[0] AS s, edge[1] AS t, edge[2] AS rel_type, edge[3] AS properties
+FOREACH (_ IN CASE WHEN rel_type = 'RELATED_TO' THEN [1] ELSE [] END |
+  MERGE (s)-[r:RELATED_TO]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'PART_OF' THEN [1] ELSE [] END |
+  MERGE (s)-[r:PART_OF]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'LOCATED_IN' THEN [1] ELSE [] END |
+  MERGE (s)-[r:LOCATED_IN]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'WORKS_FOR' THEN [1] ELSE [] END |
+  MERGE (s)-[r:WORKS_FOR]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'KNOWS' THEN [1] ELSE [] END |
+  MERGE (s)-[r:KNOWS]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'CREATED_BY' THEN [1] ELSE [] END |
+  MERGE (s)-[r:CREATED_BY]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+FOREACH (_ IN CASE WHEN rel_type = 'REFERENCES' THEN [1] ELSE [] END |
+  MERGE (s)-[r:REFERENCES]->(t) ON CREATE SET r.created_at = $now, r.properties = properties
+  ON MATCH SET r.properties = properties)
+RETURN count(*) AS linked
+"""
 
 # Variable-length bounds cannot be parameters in Cypher: one statement per allowed depth. Nearest neighbours first,
 # so that the limit drops the farthest ones.
@@ -300,6 +392,58 @@ UNWIND (CASE WHEN size($entity_ids) = 0 THEN [null] ELSE $entity_ids END) AS ent
 OPTIONAL MATCH (e:Entity {id: entity_id, user_id: $user_id})
 FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END | MERGE (f)-[:ABOUT]->(e))
 RETURN DISTINCT f.id AS id
+"""
+
+#: The stored facts with these ids, whoever's (a batch refuses another user's id, or another channel, before it
+#: writes anything).
+FACTS_BY_IDS: Final[LiteralString] = """
+MATCH (f:Fact) WHERE f.id IN $ids
+RETURN f.id AS id, f.user_id AS user_id, f.channel AS channel
+"""
+
+#: Which of these ``[id, user_id]`` pairs are turns of that user, with their conversation.
+TURNS_OF_USERS: Final[LiteralString] = """
+UNWIND $pairs AS pair
+MATCH (t:Turn {id: pair[0]})
+WHERE t.user_id = pair[1]
+RETURN t.id AS id, t.user_id AS user_id, t.conversation_id AS conversation_id
+"""
+
+#: STORE_FACT per row, returning each fact written as GET_FACT reads it (a row of another channel is skipped). A row
+#: stands for every item of the batch with its id, in order: ``confidence`` and
+#: ``stated_at`` are their maxima, ``created_at`` the first's, ``certainty`` the last one given, ``source_turn_id`` /
+#: ``conversation_id`` the first given, ``turn_ids`` / ``entity_ids`` all of them (each linked), the rest the last's.
+STORE_FACTS: Final[LiteralString] = """
+UNWIND $rows AS row
+MERGE (f:Fact {id: row.id, user_id: row.user_id})
+ON CREATE SET f.created_at = row.created_at, f.access_count = 0, f.channel = row.channel, f.confidence = row.confidence,
+              f.confidence_base = row.confidence, f.agent_id = row.agent_id, f.scope = row.scope
+WITH f, row WHERE f.channel = row.channel
+REMOVE f.embedding
+SET f.claim = row.claim, f.source = row.source,
+    f.confidence = CASE WHEN f.confidence >= row.confidence THEN f.confidence ELSE row.confidence END,
+    f.confidence_base = CASE WHEN coalesce(f.confidence_base, f.confidence) >= row.confidence
+                             THEN coalesce(f.confidence_base, f.confidence) ELSE row.confidence END,
+    f.certainty = coalesce(row.certainty, f.certainty),
+    f.source_turn_id = coalesce(f.source_turn_id, row.source_turn_id),
+    f.conversation_id = coalesce(f.conversation_id, row.conversation_id), f.temporal = row.temporal,
+    f.metadata = row.metadata, f.embedding = @vec(row.embedding), f.superseded = coalesce(f.superseded, false),
+    f.stated_at = CASE WHEN coalesce(f.stated_at, f.created_at) >= row.stated_at
+                       THEN coalesce(f.stated_at, f.created_at) ELSE row.stated_at END
+WITH f, row
+OPTIONAL MATCH (t:Turn) WHERE t.id IN row.turn_ids AND t.user_id = row.user_id
+WITH f, row, collect(t) AS turns
+FOREACH (t IN turns | MERGE (f)-[:DERIVED_FROM]->(t))
+WITH f, row
+OPTIONAL MATCH (e:Entity) WHERE e.id IN row.entity_ids AND e.user_id = row.user_id
+WITH f, collect(e) AS entities
+FOREACH (e IN entities | MERGE (f)-[:ABOUT]->(e))
+WITH f
+OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
+RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
+          .superseded_by} AS fact,
+       collect(x.id) AS entity_ids
 """
 
 GET_FACT: Final[LiteralString] = """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, LiteralString
 
@@ -110,6 +110,30 @@ class AuditLog:
             "user_id": user_id, "since": since, "until": until, "operation": operation, "memory_type": memory_type,
             "session_id": session_id, "conversation_id": conversation_id, "reads": reads, "limit": limit,
         }, what="reading memory_audit_log")
+
+    async def insert_many(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Write many entries (as :meth:`insert`) in one batched statement on one connection."""
+        rows = []
+        now = datetime.now(UTC)
+        for entry in entries:
+            row: dict[str, Any] = dict.fromkeys(COLUMNS)
+            row.update(timestamp=now, success=True)
+            row.update(entry)
+            row["config_snapshot"] = Jsonb(row["config_snapshot"] or {}, dumps=_dumps)
+            row["metadata"] = Jsonb(row["metadata"] or {}, dumps=_dumps)
+            rows.append(row)
+        if not rows:
+            return
+        async with pg_errors("writing memory_audit_log"), self.store.connection() as conn:
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(INSERT_ENTRY, rows)
+            except pg.CheckViolation as exc:
+                if "no partition" not in str(exc):
+                    raise
+                await _create_day_partition(conn, now)
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.executemany(INSERT_ENTRY, rows)
 
     async def maintain_partitions(self, *, ahead_days: int, retention_days: int) -> tuple[int, int]:
         """Create the partitions of the next ``ahead_days`` days and drop those older than ``retention_days``;

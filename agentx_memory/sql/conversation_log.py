@@ -69,6 +69,14 @@ CONVERSATION_OWNER: Final[LiteralString] = (
     " UNION ALL (SELECT user_id FROM tool_invocations WHERE conversation_id = %(id)s LIMIT 1) LIMIT 1"
 )
 
+#: CONVERSATION_OWNER for many conversations: each id with its owner (NULL: unused).
+CONVERSATION_OWNERS: Final[LiteralString] = (
+    "SELECT c.id AS conversation_id, coalesce("
+    "(SELECT user_id FROM conversation_logs WHERE conversation_id = c.id LIMIT 1),"
+    " (SELECT user_id FROM tool_invocations WHERE conversation_id = c.id LIMIT 1)) AS user_id"
+    " FROM unnest(%(ids)s::text[]) AS c(id)"
+)
+
 STORED_BY_ID: Final[LiteralString] = (
     "SELECT " + _COLUMNS + ", embedding FROM conversation_logs WHERE turn_id = ANY(%s)"
 )
@@ -353,6 +361,14 @@ class ConversationLog:
         rows = await self.store.fetch(CONVERSATION_OWNER, {"id": conversation_id},
                                       what="reading a conversation's owner")
         return rows[0]["user_id"] if rows else None
+
+    async def conversation_owners(self, conversation_ids: Sequence[str]) -> dict[str, str]:
+        """The user each of these conversations belongs to, in one round trip (unused ones are left out)."""
+        if not conversation_ids:
+            return {}
+        rows = await self.store.fetch(CONVERSATION_OWNERS, {"ids": list(dict.fromkeys(conversation_ids))},
+                                      what="reading conversations' owners")
+        return {r["conversation_id"]: r["user_id"] for r in rows if r["user_id"] is not None}
 
     async def turn_place(self, turn_id: str, user_id: str) -> tuple[str, int] | None:
         """(conversation_id, index) of one of the user's logged turns, or ``None`` when the user has no turn with

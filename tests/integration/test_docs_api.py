@@ -14,6 +14,7 @@ DOCS = [ROOT / "docs" / name for name in (
     "api.md", "extraction.md", "typed-memories.md", "working-memory.md", "context-window.md", "retention.md",
     "forget.md", "snapshots.md", "pools.md", "short-term.md", "agents.md", "reembed.md",
     "goals.md", "langgraph.md", "security.md", "context-rot.md", "explorer.md", "server.md",
+    "batch-writes.md",
 )] + [ROOT / "README.md"]
 
 

