@@ -13,6 +13,7 @@ and :meth:`ControlStore.delete_system` write them; the facade calls those on an 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import Final
@@ -157,8 +158,9 @@ class ControlStore:
                      agent_id: str | None = None) -> list[ControlMatch]:
         """The ``k`` rules closest to ``vector`` among the user's (those ``agent_id`` may read, when given) and the
         system rules: by cosine plus :data:`SEVERITY_WEIGHT`, best first."""
-        found = (await self._search(user_id, list(channels), vector, k, agent_id)
-                 + await self._search(SYSTEM_USER_ID, [GLOBAL_CHANNEL], vector, k, None))
+        own, system = await asyncio.gather(self._search(user_id, list(channels), vector, k, agent_id),
+                                           self._search(SYSTEM_USER_ID, [GLOBAL_CHANNEL], vector, k, None))
+        found = own + system
         found.sort(key=lambda c: (-(c.similarity + SEVERITY_WEIGHT[c.severity]), c.id))
         return found[:k]
 
