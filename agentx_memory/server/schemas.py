@@ -131,6 +131,27 @@ class RelationshipIn(_In):
     properties: dict[str, Any] = Field(default_factory=dict)
 
 
+class EntitiesIn(_In):
+    """Many entities created or merged in a few round trips (at most ``limits.max_batch_items``); one invalid item
+    refuses the whole batch before anything is written."""
+
+    entities: list[EntityIn] = Field(min_length=1)
+
+
+class FactsIn(_In):
+    """Many facts learned in a few round trips (at most ``limits.max_batch_items``); one invalid item refuses the
+    whole batch before anything is written."""
+
+    facts: list[FactIn] = Field(min_length=1)
+
+
+class RelationshipsIn(_In):
+    """Many edges between the user's entities (at most ``limits.max_batch_items``); one invalid item or unknown
+    entity refuses the whole batch before anything is written."""
+
+    relationships: list[RelationshipIn] = Field(min_length=1)
+
+
 class GoalIn(_In):
     """A goal to store (``parent_id``: SUBGOAL_OF; ``blocked_by``: BLOCKED_BY)."""
 

@@ -10,7 +10,7 @@ from fastapi import Query
 from ...models import Entity, Fact, Relationship
 from ...semantic import EntityGraph
 from ..auth import Reader, Writer
-from ..schemas import EntityIn, FactIn, PromoteIn, RelationshipIn
+from ..schemas import EntitiesIn, EntityIn, FactIn, FactsIn, PromoteIn, RelationshipIn, RelationshipsIn
 from . import api_router
 
 __all__ = ["router"]
@@ -24,6 +24,15 @@ async def upsert_entity(body: EntityIn, caller: Writer) -> Entity:
     fields = body.model_dump(exclude_none=True, exclude={"channel"})
     return await caller.memory.upsert_entity(Entity(**fields, user_id=caller.user_id,
                                                     channel=caller.write_channel(body.channel)))
+
+
+@router.post("/entities/batch", status_code=201, response_model=list[Entity], summary="Create or merge many entities")
+async def upsert_entities(body: EntitiesIn, caller: Writer) -> list[Entity]:
+    """:func:`upsert_entity` for many entities at once, each returned as stored, in order; an invalid item
+    (``entities[3].name``) refuses the whole batch."""
+    return await caller.memory.upsert_entities([
+        Entity(**item.model_dump(exclude_none=True, exclude={"channel"}), user_id=caller.user_id,
+               channel=caller.write_channel(item.channel)) for item in body.entities])
 
 
 @router.get("/entities/{entity_id}", response_model=Entity, summary="One entity")
@@ -49,6 +58,15 @@ async def learn_fact(body: FactIn, caller: Writer) -> Fact:
     fields = body.model_dump(exclude_none=True, exclude={"channel"})
     return await caller.memory.learn_fact(Fact(**fields, user_id=caller.user_id,
                                                channel=caller.write_channel(body.channel)))
+
+
+@router.post("/facts/batch", status_code=201, response_model=list[Fact], summary="Learn many facts")
+async def learn_facts(body: FactsIn, caller: Writer) -> list[Fact]:
+    """:func:`learn_fact` for many facts at once, each returned as stored, in order; an invalid item
+    (``facts[3].claim``) refuses the whole batch."""
+    return await caller.memory.learn_facts([
+        Fact(**item.model_dump(exclude_none=True, exclude={"channel"}), user_id=caller.user_id,
+             channel=caller.write_channel(item.channel)) for item in body.facts])
 
 
 @router.get("/facts/as-of", response_model=list[Fact], summary="Facts as they stood at a time")
@@ -82,3 +100,17 @@ async def create_relationship(body: RelationshipIn, caller: Writer) -> Relations
         await get_entity(body.target_id, caller)
     return await caller.memory.create_relationship(body.source_id, body.target_id, body.rel_type, body.properties,
                                                    user_id=caller.user_id)
+
+
+@router.post("/relationships/batch", status_code=201, response_model=list[Relationship],
+             summary="Link many pairs of entities")
+async def create_relationships(body: RelationshipsIn, caller: Writer) -> list[Relationship]:
+    """:func:`create_relationship` for many edges at once, in order; an invalid item or unknown entity
+    (``relationships[3].target_id``) refuses the whole batch."""
+    if caller.key.channels:
+        for item in body.relationships:
+            await get_entity(item.source_id, caller)
+            await get_entity(item.target_id, caller)
+    return await caller.memory.create_relationships(
+        [Relationship(source_id=r.source_id, target_id=r.target_id, rel_type=r.rel_type, properties=r.properties,
+                      user_id=caller.user_id) for r in body.relationships], user_id=caller.user_id)
