@@ -268,6 +268,8 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     locomo.add_argument("--no-ablations", action="store_true", help="only the full method and the baselines")
     locomo.add_argument("--extract", action="store_true",
                         help="also extract every conversation (extraction.extractor) and run the engine with facts")
+    locomo.add_argument("--observations", action="store_true",
+                        help="also learn LoCoMo's own session observations as facts and run the engine with them")
     _variant_args(locomo)
     _bench_output_args(locomo, "locomo")
     beam = sub.add_parser("beam", help="BEAM evidence recall on long user-assistant chats (ours, BM25, vector)")
@@ -339,7 +341,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
             report = _run(run_locomo(settings, Path(args.data), out_dir=Path(args.out),
                                             limit_samples=args.samples, limit_questions=args.questions,
                                             ablations=not args.no_ablations, variants=dict(args.variant),
-                                            extract=args.extract, progress=_console().print))
+                                            extract=args.extract, observations=args.observations,
+                                            progress=_console().print))
         finally:
             if not args.keep:
                 _run(_reset_namespace(settings))

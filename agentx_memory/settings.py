@@ -287,6 +287,11 @@ class RetrievalSettings(_Section):
     salience_weight: float = Field(
         0.2, ge=0, le=10, description="an entity's salience lifts it by up to this share of its own relevance"
     )
+    fact_lending: float = Field(
+        0.25, ge=0, le=1, description="a fact that matches the question lifts the turn it was derived from by this "
+        "share of a perfect turn match, times the fact's own match (0 = off; chosen on LoCoMo with two fact sets, "
+        "docs/benchmarks.md)",
+    )
     temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
     temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
     exact_scan_max_vectors: int = Field(

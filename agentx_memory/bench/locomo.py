@@ -28,7 +28,7 @@ from dateutil import parser as dateparser
 
 from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
-from ..models import Turn
+from ..models import Entity, Fact, Turn
 from ..settings import Settings
 from .common import (
     Bm25Ranking,
@@ -57,6 +57,8 @@ class LocomoSample:
     turns: list[Turn]
     questions: list[dict[str, Any]]
     reference_time: datetime
+    #: LoCoMo's own per-session observations: (speaker, statement, the dia_ids it was drawn from).
+    observations: list[tuple[str, str, list[str]]] = field(default_factory=list)
 
 
 def _session_time(text: str) -> datetime:
@@ -104,8 +106,21 @@ def _samples(data: Any) -> list[LocomoSample]:
                 ))
             n += 1
         questions = [q for q in raw["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
-        samples.append(LocomoSample(sample_id, turns, questions, last or datetime.now(UTC)))
+        samples.append(LocomoSample(sample_id, turns, questions, last or datetime.now(UTC),
+                                    _observations(raw.get("observation") or {})))
     return samples
+
+
+def _observations(raw: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """``observation.session_N_observation.{speaker: [[statement, dia_id or [dia_ids]], ...]}`` flattened."""
+    out = []
+    for per_speaker in raw.values():
+        for speaker, items in (per_speaker or {}).items():
+            for item in items or []:
+                if isinstance(item, (list, tuple)) and len(item) >= 2 and isinstance(item[0], str) and item[0].strip():
+                    ids = item[1] if isinstance(item[1], list) else [item[1]]
+                    out.append((speaker, item[0].strip(), [str(i) for i in ids if i]))
+    return out
 
 
 @dataclass
@@ -178,8 +193,8 @@ ABLATIONS: dict[str, dict[str, Any] | None] = {
 }
 
 
-#: The method name of the engine run with extracted facts (``bench locomo --extract``).
-WITH_FACTS = "agentx + extracted facts"
+#: The method name of the engine run with facts (``bench locomo --extract`` or ``--observations``).
+WITH_FACTS = "agentx + facts"
 
 
 async def _extract_all(memory: AsyncAgentMemory, samples: list[LocomoSample], progress: Callable[[str], None]
@@ -200,14 +215,45 @@ async def _extract_all(memory: AsyncAgentMemory, samples: list[LocomoSample], pr
     return {"extractor": extractor, "facts": facts, "entities": entities, "calls": calls, "seconds": seconds}
 
 
+async def _learn_observations(memory: AsyncAgentMemory, samples: list[LocomoSample],
+                              progress: Callable[[str], None]) -> dict[str, Any]:
+    """Learn LoCoMo's own session observations as facts: each about its speaker (a person entity), derived from the
+    turn of its first dia_id, dated like that turn. Observations naming no stored turn are left out (counted)."""
+    started = time.perf_counter()
+    learned = skipped = 0
+    for sample in samples:
+        turns = {t.metadata["dia_id"]: t for t in sample.turns}
+        speakers = sorted({speaker for speaker, _, _ in sample.observations})
+        people = await memory.upsert_entities([
+            Entity(user_id=sample.sample_id, name=name, type="person") for name in speakers])
+        person = {name: e.id for name, e in zip(speakers, people, strict=True)}
+        facts = []
+        for speaker, statement, dia_ids in sample.observations:
+            turn = next((turns[i] for i in dia_ids if i in turns), None)
+            if turn is None:
+                skipped += 1
+                continue
+            facts.append(Fact(user_id=sample.sample_id, claim=statement, confidence=0.9, source="observation",
+                              source_turn_id=turn.id, conversation_id=turn.conversation_id,
+                              entity_ids=[person[speaker]], created_at=turn.timestamp))
+        for start in range(0, len(facts), 500):
+            await memory.learn_facts(facts[start:start + 500])
+        learned += len(facts)
+    seconds = round(time.perf_counter() - started, 1)
+    progress(f"learned {learned} observations as facts ({skipped} naming no turn left out) in {seconds}s")
+    return {"source": "observations", "facts": learned, "skipped": skipped, "seconds": seconds}
+
+
 async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_samples: int | None = None,
                      limit_questions: int | None = None, ablations: bool = True,
                      variants: Mapping[str, dict[str, Any]] | None = None, extract: bool = False,
-                     progress: Callable[[str], None] = print) -> dict[str, Any]:
+                     observations: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results. ``variants``:
     extra engine runs by name, each with its recall overrides. ``extract``: also extract every conversation
-    (``extraction.extractor``) and run the engine once more with facts on (a recalled fact lends its score to the
-    turn it came from: :data:`WITH_FACTS`)."""
+    (``extraction.extractor``); ``observations``: also learn LoCoMo's own session observations as facts (each
+    derived from the turn it cites). With either, the engine runs once more with facts on (a recalled fact lends to
+    the turn it came from: :data:`WITH_FACTS`), and every variant runs with facts only (named ``"<variant> +
+    facts"``)."""
     bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     samples = load_locomo(data)[:limit_samples]
     memory = await AsyncAgentMemory.open(settings)
@@ -228,9 +274,12 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
         extraction: dict[str, Any] = {}
         if extract:
             extraction = await _extract_all(memory, samples, progress)
+        if observations:
+            extraction["observations"] = await _learn_observations(memory, samples, progress)
 
         methods: dict[str, dict[str, Any] | None] = dict(ABLATIONS) if ablations else {"agentx (full)": None}
-        methods.update(variants or {})
+        if not extraction:  # with facts, the variants run with facts only (below)
+            methods.update(variants or {})
         questions = [(s, q) for s in samples for q in s.questions[:limit_questions]]
         for sample in samples:
             docs = {t.metadata["dia_id"]: t for t in sample.turns}
@@ -257,11 +306,14 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                         if k == 10:
                             scores.latencies_ms.append((time.perf_counter() - started) * 1000)
                         scores.add(k, sample.sample_id, q["category"], q["evidence"], returned)
-        if extract:
-            for sample, q in track(questions, WITH_FACTS, unit="q"):
-                for k in KS:
-                    returned = await _method_engine(memory, sample, q["question"], k, None, facts=True)
-                    results[WITH_FACTS].add(k, sample.sample_id, q["category"], q["evidence"], returned)
+        if extraction:
+            with_facts = {WITH_FACTS: None, **{f"{name} + facts": v for name, v in (variants or {}).items()}}
+            for name, variant in with_facts.items():
+                with engine_variant(memory, variant) as override:
+                    for sample, q in track(questions, name, unit="q"):
+                        for k in KS:
+                            returned = await _method_engine(memory, sample, q["question"], k, override, facts=True)
+                            results[name].add(k, sample.sample_id, q["category"], q["evidence"], returned)
         await memory.drain()
     finally:
         await memory.close()
@@ -271,7 +323,7 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
         "samples": [s.sample_id for s in samples],
         "turns": sum(len(s.turns) for s in samples),
         "ingest_seconds": round(ingest_seconds, 2),
-        **({"extraction": extraction} if extract else {}),
+        **({"extraction": extraction} if extraction else {}),
         "methods": {name: scores.summary() for name, scores in results.items()},
     }
     write_report(report, out_dir, "locomo", markdown_report, KS, "LoCoMo evidence recall")

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..settings import RecallSettings
 
-__all__ = ["fuse", "leg_weights", "rrf_ranks", "top_by_relevance", "turn_relevance"]
+__all__ = ["fuse", "leg_weights", "query_match", "rrf_ranks", "top_by_relevance", "turn_relevance"]
 
 
 def rrf_ranks(legs: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60
@@ -83,6 +83,31 @@ def _rrf_turn_relevance(rows: Mapping[str, Mapping[str, Any]], recall: RecallSet
     weights = {"lexical": recall.lexical_weight if recall.hybrid else 0.0, "vector": recall.vector_weight}
     _, parts = fuse({"lexical": lexical, "vector": dense}, weights, recall.rrf_k)
     return {i: {leg: v * weights[leg] for leg, v in parts.get(i, {}).items()} for i in rows}
+
+
+def query_match(lexical: Mapping[str, float], cosine: Mapping[str, float], recall: RecallSettings
+                ) -> dict[str, float]:
+    """Per item, how well its own text matches the question, in [0, 1]: ``(wl * L + wd * D) / (wl + wd)`` with L
+    its full-text rank relative to the best, D its cosine above the lowest candidate's relative to the best's (the
+    turns' score fusion, for facts). Items in neither leg are left out.
+
+    >>> query_match({"a": 0.2, "b": 0.1}, {"a": 0.5, "b": 1.0, "c": 0.75}, RecallSettings(lexical_weight=1,
+    ...             vector_weight=1))
+    {'a': 0.5, 'b': 0.75, 'c': 0.25}
+    """
+    wl = recall.lexical_weight if recall.hybrid else 0.0
+    wd = recall.vector_weight
+    if wl + wd <= 0:
+        return {}
+    best_rank = max(lexical.values(), default=0.0)
+    floor, best_cosine = min(cosine.values(), default=0.0), max(cosine.values(), default=0.0)
+    span = best_cosine - floor
+    out = {}
+    for item in dict.fromkeys([*lexical, *cosine]):
+        lex = lexical.get(item, 0.0) / best_rank if best_rank > 0 else 0.0
+        dense = (cosine[item] - floor) / span if item in cosine and span > 1e-9 else 0.0
+        out[item] = (wl * lex + wd * dense) / (wl + wd)
+    return out
 
 
 def top_by_relevance(relevance: Mapping[str, Mapping[str, float]], n: int) -> list[str]:

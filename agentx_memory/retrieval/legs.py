@@ -172,6 +172,7 @@ def collect_entity_vectors(found: Candidates, rows: Sequence[dict[str, Any]]) ->
 def collect_timeline_lexical(found: Candidates, rows: Sequence[dict[str, Any]]) -> None:
     """The lexical legs of facts and entities (ids only: the retriever loads rows no other leg brought)."""
     found.fact_legs["lexical"] = [r["node_id"] for r in rows if r["memory_type"] == "fact"]
+    found.fact_lexical = {r["node_id"]: float(r["rank"]) for r in rows if r["memory_type"] == "fact"}
     found.entity_legs["lexical"] = [r["node_id"] for r in rows if r["memory_type"] == "entity"]
 
 

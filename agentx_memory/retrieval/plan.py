@@ -72,6 +72,7 @@ class Candidates:
     fact_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     fact_legs: dict[str, list[str]] = field(default_factory=dict)
     fact_cosine: dict[str, float] = field(default_factory=dict)
+    fact_lexical: dict[str, float] = field(default_factory=dict)  # fact id → ts_rank of its words in the question
     entity_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     entity_legs: dict[str, list[str]] = field(default_factory=dict)
     entity_cosine: dict[str, float] = field(default_factory=dict)

@@ -5,7 +5,8 @@ Turns go through these stages, in this order (the retriever runs them; each is a
 1. **signals** — :class:`TurnSignals` scores every candidate row (:class:`TurnDraft`): its fused legs (``bm25``,
    ``vector``), the best relevance of its neighbours (``neighbour``), of its conversation (``session``), the one
    participant the question names (``speaker``), the question's time phrase (``time``); then :func:`lend_fact_scores`
-   (``fact``: a recalled fact lends its relevance to the turn it was derived from) and :func:`add_recency`;
+   (``fact``: a fact that matches the question lifts the turn it was derived from by its match) and
+   :func:`add_recency`;
 2. **order** — :func:`best_first` (score, then id) and :func:`unique_by_content` (exact duplicates of content out);
 3. **diversity** — :func:`mmr`: maximal marginal relevance over the candidates' embeddings with
    ``retrieval.mmr_lambda`` (1 = off);
@@ -195,18 +196,27 @@ class TurnSignals:
             draft.add("time", 1.0, self.w * self.recall.time_weight, "inside the question's time phrase")
 
 
-def fact_sources(facts: Sequence[ScoredFact], top_k: int) -> dict[str, ScoredFact]:
-    """The turns the best ``top_k`` facts were derived from, with the fact (the later fact when two share a turn)."""
-    return {f.item.source_turn_id: f for f in facts[:top_k] if f.item.source_turn_id}
+def fact_sources(facts: Iterable[ScoredFact], match: Mapping[str, float], top_k: int
+                 ) -> dict[str, tuple[str, float]]:
+    """The turns the ``top_k`` facts that best match the question (``match``, by fact id) were derived from: turn id
+    → (fact id, its match); a turn two of them came from keeps the better match."""
+    ranked = sorted((f for f in facts if match.get(f.id, 0.0) > 0 and f.item.source_turn_id),
+                    key=lambda f: (-match[f.id], f.id))
+    out: dict[str, tuple[str, float]] = {}
+    for fact in ranked[:top_k]:
+        out.setdefault(str(fact.item.source_turn_id), (fact.id, match[fact.id]))
+    return out
 
 
-def lend_fact_scores(drafts: Mapping[str, SignalSink], sources: Mapping[str, ScoredFact], facts_weight: float,
-                     episodic_weight: float) -> None:
-    """A fact lends half its relevance to the turn it was derived from (when that turn is a candidate)."""
-    for turn_id, fact in sources.items():
+def lend_fact_scores(drafts: Mapping[str, SignalSink], sources: Mapping[str, tuple[str, float]], share: float,
+                     full_match: float, episodic_weight: float) -> None:
+    """A fact lifts the turn it was derived from (when that turn is a candidate) by ``share`` of a perfect turn match
+    (``full_match``: the turn legs' weights) times the fact's own match of the question: a fact that matches one
+    word of the question lends little, whatever else (its entity, its tag) ranks it among the facts."""
+    for turn_id, (fact_id, match) in sources.items():
         if turn_id in drafts:
-            drafts[turn_id].add("fact", fact.score / max(facts_weight, 1e-9), episodic_weight * 0.5,
-                                f"source of fact {fact.item.id}")
+            drafts[turn_id].add("fact", share * full_match * match, episodic_weight,
+                                f"source of fact {fact_id} (its match {match:.2f})")
 
 
 # --- order, diversity, cap -----------------------------------------------------------------------------------------

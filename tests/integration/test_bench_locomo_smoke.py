@@ -26,6 +26,12 @@ SAMPLE = {
             {"speaker": "Ann", "dia_id": "D2:2", "text": "Nice, Rufus would knock everything over."},
         ],
     },
+    "observation": {
+        "session_1_observation": {"Ann": [["Ann adopted a beagle puppy called Rufus.", "D1:1"],
+                                          ["Ann lives near a park.", ["D1:3"]],
+                                          ["A statement citing no turn", "D9:9"]]},
+        "session_2_observation": {"Ben": [["Ben takes pottery classes on Tuesdays.", "D2:1"]]},
+    },
     "qa": [
         {"question": "What breed is Ann's puppy?", "answer": "beagle", "evidence": ["D1:3"], "category": 4},
         {"question": "When did Ben start pottery?", "answer": "June 2023", "evidence": ["D2:1"], "category": 2},
@@ -61,6 +67,26 @@ def test_locomo_benchmark_smoke(settings, backend, tmp_path):
     assert any(name.startswith("- ") for name in report["methods"])  # ablations ran
     assert (out / "locomo.md").read_text().startswith("LoCoMo evidence recall")
     assert (out / "locomo.png").stat().st_size > 0
+
+
+def test_locomo_benchmark_with_observations_as_facts_runs_the_variants_with_facts(settings, backend, tmp_path):
+    s = settings()
+    data = tmp_path / "tiny-locomo.json"
+    data.write_text(json.dumps([SAMPLE]))
+    out = tmp_path / "results"
+    result = subprocess.run(
+        [sys.executable, "-m", "agentx_memory.cli", "bench", "locomo", "--data", str(data), "--out", str(out),
+         "--cache", str(tmp_path / "cache"), "--no-ablations", "--observations",
+         "--variant", "off:retrieval.fact_lending=0", *(["--wipe-neo4j"] if backend == "neo4j" else [])],
+        env=cli_env(s), capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((out / "locomo.json").read_text())
+    assert report["extraction"]["observations"] | {"seconds": 0} == {
+        "source": "observations", "facts": 3, "skipped": 1, "seconds": 0}
+    methods = set(report["methods"])
+    assert {"agentx (full)", "agentx + facts", "off + facts"} <= methods and "off" not in methods
+    assert report["methods"]["agentx + facts"]["questions"] == 3
 
 
 def test_a_benchmark_never_empties_a_neo4j_database_unasked(settings, backend, tmp_path):

@@ -76,12 +76,12 @@ def demo_memory(namespaces):
 
 #: Demo questions whose answer does not come first yet (issue 12 is open on them; strict: a fix makes these fail).
 NOT_YET = {
-    "Where does Sam live now?": "no turn says 'live'; the Lisbon fact lends its source turn no more than every other "
-                                "fact about Sam lends theirs (fact scores are flat), and 'Sam' matches the Porto turns",
+    "Where does Sam live now?": "no turn says 'live': the Lisbon fact lifts the move to Lisbon, but the Porto turns "
+                                "match 'Sam' in both legs and the Porto fact (tagged past) lifts its turn as much",
     "What did we do when my sister visited last month?": "the October visit never names 'sister' (only 'Lena'); the "
                                                          "September plan that does ranks first despite the time phrase",
-    "Any vegetarian restaurant tips I liked?": "the fact 'Sam is vegetarian' lends its source turn (a request for "
-                                               "tips) more than the turn with the tip earns",
+    "Any vegetarian restaurant tips I liked?": "'Sam is vegetarian' is the fact that matches best, and it lifts its "
+                                               "source turn (a request for tips) just past the turn with the tip",
     "How should I profile the Rust planner?": "'Rust' and 'planner' outweigh 'profile' lexically and the vector leg "
                                               "does not separate the profiling turn",
 }

@@ -130,14 +130,30 @@ def test_switched_off_signals_add_nothing():
     assert list(drafts["t2"].signals) == ["bm25"]
 
 
-def test_facts_lend_half_their_relevance_to_their_source_turn():
-    facts = [ScoredFact(item=Fact(id=f"f{i}", user_id="u", claim=f"claim {i}", source_turn_id=src), score=s)
-             for i, (src, s) in enumerate([("t1", 0.5), ("t1", 0.25), ("t9", 0.2), (None, 0.1)])]
-    sources = rerank.fact_sources(facts, top_k=3)
-    assert {t: f.id for t, f in sources.items()} == {"t1": "f1", "t9": "f2"}  # the later fact of a turn is kept
-    drafts = {"t1": rerank.TurnDraft(row("t1"))}
-    rerank.lend_fact_scores(drafts, sources, facts_weight=0.25, episodic_weight=0.3)
-    assert drafts["t1"].signals["fact"] == (pytest.approx(1.0), 0.15, "source of fact f1")
+def test_query_match_scores_facts_by_their_own_words_and_vector_relative_to_the_best():
+    recall = RecallSettings(lexical_weight=1.0, vector_weight=0.5)
+    match = fusion.query_match({"a": 0.4, "b": 0.1}, {"a": 0.6, "b": 0.8, "c": 0.4}, recall)
+    assert match == pytest.approx({"a": (1.0 + 0.5 * 0.5) / 1.5, "b": (0.25 + 0.5) / 1.5, "c": 0.0})
+    # flat fact scores were the defect: a fact matching one word of three must not match like the best one
+    assert match["b"] < match["a"]
+    assert fusion.query_match({"a": 0.4}, {"a": 0.6, "b": 0.8}, recall.model_copy(update={"hybrid": False})) == {
+        "a": 0.0, "b": 1.0}
+    assert fusion.query_match({}, {}, recall) == {}
+
+
+def test_facts_lift_their_source_turn_by_their_own_match_of_the_question():
+    facts = [ScoredFact(item=Fact(id=f"f{i}", user_id="u", claim=f"claim {i}", source_turn_id=src))
+             for i, src in enumerate(["t1", "t1", "t9", None, "t5", "t7"])]
+    match = {"f0": 0.9, "f1": 0.5, "f2": 0.2, "f3": 1.0, "f5": 0.1}  # f4 matched nothing: it lends nothing
+    sources = rerank.fact_sources(facts, match, top_k=3)
+    assert sources == {"t1": ("f0", 0.9), "t9": ("f2", 0.2)}  # a turn keeps its best fact; f5 is past top_k
+    drafts = {"t1": rerank.TurnDraft(row("t1")), "t9": rerank.TurnDraft(row("t9"))}
+    drafts["t1"].add("bm25", 0.2, 0.3)
+    rerank.lend_fact_scores(drafts, sources, share=0.25, full_match=1.5, episodic_weight=0.3)
+    # a quarter of a perfect turn match (1.5: the legs' weights) times the fact's match, on top of the turn's own
+    assert drafts["t1"].signals["fact"] == (pytest.approx(0.25 * 1.5 * 0.9), 0.3, "source of fact f0 (its match 0.90)")
+    assert drafts["t1"].score == pytest.approx(0.3 * (0.2 + 0.3375))
+    assert drafts["t9"].signals["fact"][0] == pytest.approx(0.25 * 1.5 * 0.2)  # a weak match lends little
 
 
 def test_recency_halves_every_half_life_and_nudges_by_a_share_of_relevance():
@@ -302,9 +318,10 @@ def test_collectors_file_rows_into_candidates():
     assert list(found.turn_rows) == ["t1", "t2"] and found.cosine_floor == 0.42
     collect_turns(found, [])
     assert found.turn_rows == {} and found.cosine_floor == 0.0
-    collect_timeline_lexical(found, [{"memory_type": "fact", "node_id": "f1"},
-                                     {"memory_type": "entity", "node_id": "e1"}])
+    collect_timeline_lexical(found, [{"memory_type": "fact", "node_id": "f1", "rank": 0.25},
+                                     {"memory_type": "entity", "node_id": "e1", "rank": 0.5}])
     assert found.fact_legs == {"lexical": ["f1"]} and found.entity_legs == {"lexical": ["e1"]}
+    assert found.fact_lexical == {"f1": 0.25}
 
 
 def test_candidates_know_which_lexical_ids_have_no_row_yet():
