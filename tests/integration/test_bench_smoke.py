@@ -61,6 +61,8 @@ def test_scale_smoke(settings, backend, tmp_path):
             assert step["read_floors"][floor]["n"] == 20
             assert step["ratios"]["(c) hybrid + graph + temporal"][f"/ {floor}"] > 0
         assert step["read_floors"]["_graph_backend"] == backend
+        # a user this small is searched exactly already: the exact ranking is the same ranking
+        assert step["exact_overlap"] == {"queries": 20, "k": 10, "approximate_search": False, "mean": 1.0, "min": 1.0}
         resources = step["resources"]
         assert resources["client_rss_bytes"] > 0
         assert resources["falkordb"]["rss_bytes"] > 0 and resources["postgres"]["rss_bytes"] > 0
@@ -75,11 +77,13 @@ def test_scale_smoke(settings, backend, tmp_path):
     assert report["growth_per_10x"]["150 -> 300"]["remember (c) hybrid + graph + temporal p50"] > 0
     assert report["embedding"]["presets"]["local:minilm"]["docs_per_second"] > 0
     assert report["bar"]["size"] == 300 and "met" in report["bar"]["(c) hybrid + graph + temporal"]
+    assert report["bar"]["exact_overlap"]["met"] is True
 
     markdown = (out / "scale.md").read_text()
     assert ("FalkorDB" if backend == "falkordb" else "Neo4j") + " vector index" in markdown
     for heading in ("## Corpus", "## Embedding", "## Ingest", "## `remember()` latency", "## Resources", "## Growth",
                     "## The bar"):
         assert heading in markdown
+    assert "against the exact ranking (busiest user, 20 queries, exact turn search already)" in markdown
     if importlib.util.find_spec("matplotlib") is not None:
         assert (out / "scale.png").stat().st_size > 0

@@ -17,6 +17,8 @@ __all__ = [
     "GRAPH_VECTOR_FLOOR",
     "HYBRID_ONLY",
     "LEGACY_GRAPH_VECTOR_FLOOR",
+    "OVERLAP_BAR",
+    "OVERLAP_QUERIES",
     "RATIO_FLOORS",
     "VECTOR_ONLY",
 ]
@@ -40,6 +42,9 @@ FULL = "(c) hybrid + graph + temporal"
 FULL_MEDIAN = "(c) full, median user"
 #: The latency target of the full configuration (excluding query embedding).
 BAR = {"p50_ms": 25.0, "p95_ms": 60.0}
+#: Queries whose top 10 (full configuration, busiest user) is compared with the exact ranking, and the bar.
+OVERLAP_QUERIES = 100
+OVERLAP_BAR = 0.95
 #: The vector dimension of ``local:minilm``, the preset the corpus is embedded with.
 DIMENSION = 384
 #: The graph backend's vector index floor: one key on both backends (``read_floors["_graph_backend"]`` says which).

@@ -18,7 +18,10 @@ import numpy as np
 from ..progress import track
 from .stats import percentiles
 
-__all__ = ["prepare_queries", "profile_full", "time_remember"]
+__all__ = ["exact_overlap", "prepare_queries", "profile_full", "time_remember"]
+
+#: How many turns the overlap with the exact ranking compares.
+OVERLAP_K = 10
 
 
 async def prepare_queries(memory, questions: Sequence[str], reference: datetime) -> tuple[np.ndarray, dict[str, Any]]:
@@ -57,6 +60,33 @@ async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, r
     return {"ms": percentiles(excl), "wall_ms": percentiles(wall), "embed_ms": percentiles(embed),
             "turns_returned_mean": round(float(np.mean(turns)), 2) if turns else 0,
             "techniques_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in sorted(techniques.items())}}
+
+
+async def exact_overlap(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime
+                        ) -> dict[str, Any]:
+    """Top-10 turns of the full default ``remember()`` as configured against the same ranking computed exactly (every
+    vector search an exact scan: ``retrieval.exact_scan_max_vectors`` above the user's turns), per query: the mean
+    and the lowest share of the exact top 10 found, and whether the user's searches were approximate at all."""
+    settings = memory.ctx.settings.retrieval
+    approximate = not await memory.recall.retriever.exact_scan(user)
+    overlaps = []
+    for question, channel in track(queries, "overlap with the exact ranking", unit="q"):
+        ranked = []
+        for limit in (settings.exact_scan_max_vectors, 10_000_000):
+            before, settings.exact_scan_max_vectors = settings.exact_scan_max_vectors, limit
+            try:
+                bundle = await memory.remember(question, user_id=user, channel=channel, top_k=OVERLAP_K,
+                                               reference_time=reference)
+            finally:
+                settings.exact_scan_max_vectors = before
+            await memory.drain()
+            ranked.append([t.item.id for t in bundle.turns])
+        configured, exact = ranked
+        if exact:
+            overlaps.append(len(set(configured) & set(exact)) / len(exact))
+    return {"queries": len(overlaps), "k": OVERLAP_K, "approximate_search": approximate,
+            "mean": round(float(np.mean(overlaps)), 4) if overlaps else None,
+            "min": round(float(min(overlaps)), 4) if overlaps else None}
 
 
 async def profile_full(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime, path: Path) -> None:

@@ -219,4 +219,10 @@ def _bar(report: dict[str, Any]) -> list[str]:
             b = bar[name]
             lines.append(f"- {name}{' (busiest user)' if name == FULL else ''}: p50 {b['p50_ms']} ms, "
                          f"p95 {b['p95_ms']} ms — **{'met' if b['met'] else 'missed'}**")
+    overlap = bar.get("exact_overlap")
+    if overlap:
+        how = "approximate (HNSW) turn search" if overlap["approximate_search"] else "exact turn search already"
+        lines.append(f"- top {overlap['k']} of the full configuration against the exact ranking (busiest user, "
+                     f"{overlap['queries']} queries, {how}): overlap mean {overlap['mean']}, lowest {overlap['min']} "
+                     f"(≥ {overlap['target']:g}) — **{'met' if overlap['met'] else 'missed'}**")
     return lines

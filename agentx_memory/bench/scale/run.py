@@ -16,13 +16,13 @@ from typing import Any
 
 from ...graph import cypher
 from .. import git_commit
-from .config import CONFIGS, FULL, FULL_MEDIAN, RATIO_FLOORS
+from .config import CONFIGS, FULL, FULL_MEDIAN, OVERLAP_QUERIES, RATIO_FLOORS
 from .corpus import USER_ZIPF, Corpus, generate_corpus, make_queries
 from .embedding import embed_corpus, preset_throughput
 from .floors_ingest import FloorStore
 from .floors_read import read_floors
 from .ingest import Slice, Vectors, ingest_engine
-from .latency import prepare_queries, profile_full, time_remember
+from .latency import exact_overlap, prepare_queries, profile_full, time_remember
 from .plot import plot
 from .report import markdown_report
 from .resources import resources
@@ -143,6 +143,7 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
                 latency[FULL_MEDIAN] = await time_remember(memory, median_questions, median_user, reference, {},
                                                            f"{size}: {FULL_MEDIAN}")
             step["latency"] = latency
+            step["exact_overlap"] = await exact_overlap(memory, questions[:OVERLAP_QUERIES], main_user, reference)
             step["users"] = {
                 "main": {"id": main_user, "turns": sum(1 for t in corpus.turns[:hi[0]] if t.user_id == main_user),
                          "queries": len(questions)},

@@ -6,7 +6,7 @@ import math
 from itertools import pairwise
 from typing import Any
 
-from .config import BAR, FULL, FULL_MEDIAN
+from .config import BAR, FULL, FULL_MEDIAN, OVERLAP_BAR
 
 __all__ = ["bar", "growth"]
 
@@ -47,4 +47,7 @@ def bar(results: dict[str, Any]) -> dict[str, Any]:
             ms = step["latency"][name]["ms"]
             out[name] = {"p50_ms": ms["p50"], "p95_ms": ms["p95"],
                          "met": ms["p50"] <= BAR["p50_ms"] and ms["p95"] <= BAR["p95_ms"]}
+    overlap = step.get("exact_overlap") or {}
+    if overlap.get("mean") is not None:
+        out["exact_overlap"] = {**overlap, "target": OVERLAP_BAR, "met": overlap["mean"] >= OVERLAP_BAR}
     return out
