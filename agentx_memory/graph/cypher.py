@@ -431,11 +431,13 @@ SET f.claim = row.claim, f.source = row.source,
     f.stated_at = CASE WHEN coalesce(f.stated_at, f.created_at) >= row.stated_at
                        THEN coalesce(f.stated_at, f.created_at) ELSE row.stated_at END
 WITH f, row
-OPTIONAL MATCH (t:Turn) WHERE t.id IN row.turn_ids AND t.user_id = row.user_id
+UNWIND (CASE WHEN size(row.turn_ids) = 0 THEN [null] ELSE row.turn_ids END) AS turn_id
+OPTIONAL MATCH (t:Turn {id: turn_id}) WHERE t.user_id = row.user_id
 WITH f, row, collect(t) AS turns
 FOREACH (t IN turns | MERGE (f)-[:DERIVED_FROM]->(t))
 WITH f, row
-OPTIONAL MATCH (e:Entity) WHERE e.id IN row.entity_ids AND e.user_id = row.user_id
+UNWIND (CASE WHEN size(row.entity_ids) = 0 THEN [null] ELSE row.entity_ids END) AS entity_id
+OPTIONAL MATCH (e:Entity {id: entity_id}) WHERE e.user_id = row.user_id
 WITH f, collect(e) AS entities
 FOREACH (e IN entities | MERGE (f)-[:ABOUT]->(e))
 WITH f
