@@ -138,7 +138,7 @@ class Repositories:
         from .pools import PoolRows
         from .profiles import ProfileRows
         from .reembed import ReembedRows
-        from .search import TurnSearch
+        from .search import TurnSearch, TurnStatsCache
         from .short_term import ShortTermRows
         from .snapshots import SnapshotRows
         from .stats import TableStats
@@ -148,9 +148,11 @@ class Repositories:
         from .worker_runs import WorkerRuns
         from .working_saves import WorkingSaves
 
-        return cls(conversations=ConversationLog(store), timeline=Timeline(store), tools=ToolInvocationLog(store),
-                   profiles=ProfileRows(store), search=TurnSearch(store), runs=WorkerRuns(store),
-                   summaries=SummaryRows(store), users=UserRows(store), snapshots=SnapshotRows(store),
+        stats = TurnStatsCache()  # the search keeps it; the repositories that change turns drop a user's part
+        return cls(conversations=ConversationLog(store, stats.changed), timeline=Timeline(store),
+                   tools=ToolInvocationLog(store), profiles=ProfileRows(store), search=TurnSearch(store, stats),
+                   runs=WorkerRuns(store), summaries=SummaryRows(store), users=UserRows(store, stats.changed),
+                   snapshots=SnapshotRows(store),
                    pools=PoolRows(store), short_term=ShortTermRows(store), reembed=ReembedRows(store),
                    working_saves=WorkingSaves(store), items=ItemRows(store),
                    browse=BrowseRows(store), stats=TableStats(store))

@@ -12,7 +12,7 @@ with other content, an index taken by other content, another user's conversation
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
@@ -203,8 +203,9 @@ async def claim_conversation(conn: Connection, conversation_id: str, user_id: st
 class ConversationLog:
     """Reads and appends ``conversation_logs`` rows; turns go in and come out as :class:`~agentx_memory.models.Turn`."""
 
-    def __init__(self, store: PostgresStore):
+    def __init__(self, store: PostgresStore, changed: Callable[[Iterable[str]], None] | None = None):
         self.store = store
+        self.changed = changed or (lambda users: None)  # told the users whose turns were written or archived
 
     # --- writing ------------------------------------------------------------------------------------------------
 
@@ -227,6 +228,7 @@ class ConversationLog:
             for conversation_id in sorted(groups):  # a fixed lock order: no deadlocks between batches
                 inserted |= await self._append_conversation(conn, conversation_id, groups[conversation_id],
                                                             before_insert)
+        self.changed({t.user_id for t in turns})
         return inserted
 
     async def _append_conversation(self, conn: Connection, conversation_id: str, group: list[Turn],
@@ -354,6 +356,7 @@ class ConversationLog:
             "archived": archived, "user_ids": [u for u, _, _ in conversations],
             "conversation_ids": [c for _, c, _ in conversations], "upto": [t for _, _, t in conversations],
         }, what="archiving conversations")
+        self.changed({u for u, _, _ in conversations})
         return int(rows[0]["n"])
 
     async def conversation_owner(self, conversation_id: str) -> str | None:

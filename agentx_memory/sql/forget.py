@@ -22,7 +22,7 @@ yet projected into the graph is still found).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
@@ -103,8 +103,9 @@ TURNS_NAMED: Final[LiteralString] = (
 class UserRows:
     """Deletes and scrubs one user's rows in every table (see the module docstring)."""
 
-    def __init__(self, store: PostgresStore):
+    def __init__(self, store: PostgresStore, changed: Callable[[Iterable[str]], None] | None = None):
         self.store = store
+        self.changed = changed or (lambda users: None)  # told the users whose turns were deleted
 
     async def forget(self, user_id: str) -> dict[str, int]:
         """Remove the user's rows in one transaction; return the rows touched per table (``worker_runs.changes``
@@ -116,6 +117,7 @@ class UserRows:
                 counts[table] = (await conn.execute(statement, params)).rowcount
             counts["worker_runs.changes"] = (await conn.execute(SCRUB_RUN_CHANGES, params)).rowcount
             counts["memory_audit_log"] = (await conn.execute(SCRUB_AUDIT, params)).rowcount
+        self.changed([user_id])
         return counts
 
     async def forget_memories(self, user_id: str, ids: Sequence[str], *, turn_ids: Sequence[str],
@@ -133,6 +135,7 @@ class UserRows:
             counts["working_memory_saves.entries"] = await scrub_memories(conn, user_id, ids)
             counts["worker_runs.changes"] = (await conn.execute(SCRUB_MEMORY_RUN_CHANGES, params)).rowcount
             counts["memory_audit_log"] = (await conn.execute(SCRUB_MEMORY_AUDIT, params)).rowcount
+        self.changed([user_id])
         return counts
 
     async def matching_turns(self, user_id: str, *, conversation_id: str | None, channel: str | None,

@@ -6,11 +6,14 @@ inside the statement. The turns' lexical leg is BM25 on PostgreSQL full text: th
 the matching turns through the GIN index on ``context_tsv`` (the turn's own words, weight A, and its neighbours',
 weight B); each match is scored with BM25 from its counts of the question's terms in that vector (a neighbour's word
 counts ``near``), its length (distinct words) against the scope's average, and each term's inverse document frequency
-over the scope's turns — statistics of the searched turns themselves, so they are exact for every user, channel set
-and time window. Facts and entities in ``memory_timeline`` keep ``ts_rank``. The vector leg is pgvector cosine
-distance: an exact scan of the user's rows while they are few (tenant-correct by construction), and the HNSW index
-with iterative scans (``hnsw.iterative_scan = relaxed_order``) for users with more rows than
-``retrieval.exact_scan_max_vectors``, so a user filter never starves the result.
+over the scope's turns — statistics of the searched turns themselves, for every user, channel set and time window.
+The scope's turn count and mean length (:data:`TURN_STATS`, a read of every turn of the scope) are kept per scope for
+a minute by :class:`TurnStatsCache`, and dropped when this process writes, archives or forgets that user's turns; the
+term counts and document frequencies are always read live, and the count used is never below the live number of
+matching turns, so an inverse document frequency never turns negative. Facts and entities in ``memory_timeline``
+keep ``ts_rank``. The vector leg is pgvector cosine distance: an exact scan of the user's rows while they are few
+(tenant-correct by construction), and the HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``)
+for users with more rows than ``retrieval.exact_scan_max_vectors``, so a user filter never starves the result.
 
 Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
 choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
@@ -23,7 +26,8 @@ constants (``OR_QUERY`` is also the benchmarks' full-text baseline).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, LiteralString
@@ -41,10 +45,15 @@ __all__ = [
     "TURNS_BY_IDS",
     "TURN_CANDIDATES_EXACT",
     "TURN_CANDIDATES_INDEX",
+    "TURN_STATS",
     "Bm25",
     "SearchScope",
     "TurnSearch",
+    "TurnStatsCache",
 ]
+
+#: Seconds a scope's turn count and mean length are reused (writes in this process drop them sooner).
+STATS_TTL: Final = 60.0
 
 _SEEN_T: Final = seen_by_agent("t")
 _SEEN_C: Final = seen_by_agent("c")
@@ -101,7 +110,8 @@ _BM25: Final[str] = """
 def _turn_candidates(dense_order: str) -> str:
     # One round trip: the scope's turns matching any term of the question (GIN on context_tsv); each term's count
     # among each match's own words and its neighbours'; each term's inverse document frequency (over the scope's
-    # turns that say it themselves); the lexical top-n by BM25; the dense top-n; the lexical top-n inside the
+    # turns that say it themselves, out of %(docs)s, the scope's turn count from TURN_STATS); the lexical top-n by
+    # BM25 (the scope's mean turn length %(avgdl)s); the dense top-n; the lexical top-n inside the
     # question's time phrase; every list filtered by user, channels and time window inside the query; then every
     # candidate's signals, with the term weights and the scope's average turn length for the turns read around hits.
     bm25 = _BM25.replace("%(avgdl)s", "docs.avgdl")
@@ -114,13 +124,7 @@ matched AS (
     AND {_SEEN_T}
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
     AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
-docs AS (
-  SELECT count(*) AS n, avg(length(t.content_tsv)) AS avgdl FROM conversation_logs t
-  WHERE %(lexical)s AND t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
-    AND (%(include_archived)s OR NOT t.archived)
-    AND {_SEEN_T}
-    AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
-    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)),
+docs AS (SELECT greatest(%(docs)s::bigint, (SELECT count(*) FROM matched)) AS n, %(avgdl)s::float8 AS avgdl),
 counts AS ({_term_counts("matched", "ARRAY(SELECT lexeme FROM terms)", "turn_id, timestamp, dl")}),
 w AS (
   SELECT c.lexeme, ln(1 + (docs.n - count(*) FILTER (WHERE c.own > 0) + 0.5)
@@ -156,6 +160,17 @@ FROM conversation_logs t
 WHERE t.id IN (SELECT id FROM c)
 """
 
+
+#: How many turns the scope has and their mean length in distinct words (BM25's N and avgdl): every turn of the
+#: scope is read, so :class:`TurnStatsCache` keeps the answer.
+TURN_STATS: Final[str] = f"""
+SELECT count(*) AS n, coalesce(avg(length(t.content_tsv)), 0) AS avgdl FROM conversation_logs t
+WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
+  AND (%(include_archived)s OR NOT t.archived)
+  AND {_SEEN_T}
+  AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
+  AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
+"""
 
 #: Turn candidates with an exact, tenant-correct scan of the user's vectors ("+ 0" keeps the planner off HNSW).
 TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embedding)s) + 0, t.turn_id")
@@ -263,16 +278,60 @@ class SearchScope:
                 "include_archived": self.include_archived, "agent_id": self.agent_id}
 
 
+class TurnStatsCache:
+    """Per search scope, its turn count and mean length (:data:`TURN_STATS`), kept for ``ttl`` seconds; the
+    repositories that write, archive or delete a user's turns call :meth:`changed`, which drops that user's scopes."""
+
+    def __init__(self, ttl: float = STATS_TTL):
+        self.ttl = ttl
+        self._entries: dict[tuple[Any, ...], tuple[float, int, float]] = {}
+
+    @staticmethod
+    def key(scope: SearchScope) -> tuple[Any, ...]:
+        """The cache key of a scope (its channels in any order)."""
+        return (scope.user_id, tuple(sorted(scope.channels)), scope.start, scope.end, scope.include_archived,
+                scope.agent_id)
+
+    def get(self, scope: SearchScope) -> tuple[int, float] | None:
+        """The scope's ``(turns, mean length)`` when read less than ``ttl`` seconds ago and not changed since."""
+        entry = self._entries.get(self.key(scope))
+        if entry is None or time.monotonic() - entry[0] >= self.ttl:
+            return None
+        return entry[1], entry[2]
+
+    def put(self, scope: SearchScope, turns: int, average_length: float) -> None:
+        """Keep the scope's statistics as just read."""
+        self._entries[self.key(scope)] = (time.monotonic(), turns, average_length)
+
+    def changed(self, user_ids: Iterable[str]) -> None:
+        """Drop the statistics of every scope of these users (their turns were written, archived or deleted)."""
+        users = set(user_ids)
+        for key in [k for k in self._entries if k[0] in users]:
+            del self._entries[key]
+
+
 class TurnSearch:
     """The retrieval queries over ``conversation_logs`` and ``memory_timeline``, one typed method per statement.
 
     ``embedding`` arguments are unit query vectors (a numpy array or a list of floats). Every method returns rows as
     dicts with the columns of ``conversation_logs`` (plus the signal columns the statement names) unless it says
-    otherwise.
+    otherwise. ``stats`` keeps each scope's BM25 statistics (shared with the repositories that change turns).
     """
 
-    def __init__(self, store: PostgresStore):
+    def __init__(self, store: PostgresStore, stats: TurnStatsCache | None = None):
         self.store = store
+        self.stats = stats if stats is not None else TurnStatsCache()
+
+    async def turn_stats(self, scope: SearchScope) -> tuple[int, float]:
+        """The scope's turn count and mean length in distinct words (read once a minute at most, see
+        :class:`TurnStatsCache`)."""
+        cached = self.stats.get(scope)
+        if cached is not None:
+            return cached
+        row = (await self.store.fetch(TURN_STATS, scope.params(), what="counting the searched turns"))[0]
+        stats = int(row["n"]), float(row["avgdl"] or 0.0)
+        self.stats.put(scope, *stats)
+        return stats
 
     async def candidates(self, scope: SearchScope, *, text: str, embedding: Any, lexical: bool, limit: int,
                          exact: bool, boost: tuple[datetime, datetime] | None = None,
@@ -283,6 +342,7 @@ class TurnSearch:
         terms' inverse document frequencies (``term_lexemes``, ``term_weights``) and the scope's ``average_length``.
         ``exact`` scans the user's vectors exactly instead of using HNSW."""
         boost_start, boost_end = boost if boost else (None, None)
+        docs, avgdl = await self.turn_stats(scope) if lexical else (0, 0.0)
         return await self.store.fetch(
             TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
             what="searching turns",
@@ -294,6 +354,8 @@ class TurnSearch:
                 "lexical": lexical,
                 "boost_start": boost_start,
                 "boost_end": boost_end,
+                "docs": docs,
+                "avgdl": avgdl,
                 **bm25.params(),
             },
         )

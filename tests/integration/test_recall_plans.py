@@ -61,8 +61,10 @@ def pg(memory, query: str, params=None, *, setup: tuple[str, ...] = ()) -> list[
 def candidate_params(memory, text: str, *, lexical: bool = True, limit: int = 100, user: str = "alice") -> dict:
     """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase)."""
     vector = memory._portal.run(memory.core.ctx.embedder.embed([text], is_query=True))[0]
-    return {**search.SearchScope(user, ["_global"]).params(), "limit": limit, "text": text,
-            "embedding": vector, "lexical": lexical, "boost_start": None, "boost_end": None, **search.Bm25().params()}
+    scope = search.SearchScope(user, ["_global"])
+    docs, avgdl = memory._portal.run(memory.core.ctx.sql.search.turn_stats(scope)) if lexical else (0, 0.0)
+    return {**scope.params(), "limit": limit, "text": text, "embedding": vector, "lexical": lexical,
+            "boost_start": None, "boost_end": None, "docs": docs, "avgdl": avgdl, **search.Bm25().params()}
 
 
 def plan_text(rows: list[dict]) -> str:
