@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from ..api_keys import ApiKey
@@ -43,6 +44,10 @@ class KeyScopeError(PermissionDeniedError):
         self.kind = "api key"
         self.ident = key_id
         Exception.__init__(self, f"api key {key_id}: {message}")
+
+
+#: A stored model a request body describes (a turn, entity, fact, goal, rule).
+Stored = TypeVar("Stored", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,12 @@ class Caller:
             raise KeyScopeError(self.key.key_id, f"may not write channel {requested!r} (it may write "
                                                  f"{', '.join(allowed)})")
         return requested
+
+    def owned(self, model: type[Stored], body: BaseModel, channel: str | None) -> Stored:
+        """``model`` built from a request body's fields (all but ``channel``), as the key's user's, in ``channel``
+        when the key may write it (:meth:`write_channel`)."""
+        fields = body.model_dump(exclude_none=True, exclude={"channel"})
+        return model(**fields, user_id=self.user_id, channel=self.write_channel(channel))
 
     def read_channel(self, requested: str | None) -> str:
         """The active channel of a read (``_global`` always comes with it): the one asked for (default: ``_global``,

@@ -19,9 +19,7 @@ router = api_router("goals")
 @router.post("/goals", status_code=201, response_model=Goal, summary="Add a goal")
 async def add_goal(body: GoalIn, caller: Writer) -> Goal:
     """Store a goal (``parent_id``: SUBGOAL_OF; ``blocked_by``: BLOCKED_BY)."""
-    fields = body.model_dump(exclude_none=True, exclude={"channel"})
-    return await caller.memory.add_goal(Goal(**fields, user_id=caller.user_id,
-                                             channel=caller.write_channel(body.channel)))
+    return await caller.memory.add_goal(caller.owned(Goal, body, body.channel))
 
 
 @router.get("/goals", response_model=list[Goal], summary="List goals")

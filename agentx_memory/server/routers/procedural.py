@@ -62,9 +62,7 @@ async def reinforce_strategy(strategy_id: str, body: ReinforceIn, caller: Writer
 @router.post("/controls", status_code=201, response_model=ControlMemory, summary="Add a rule")
 async def add_control(body: ControlIn, caller: Writer) -> ControlMemory:
     """Store a rule, constraint or error pattern (default scope ``_global``)."""
-    fields = body.model_dump(exclude_none=True, exclude={"channel"})
-    return await caller.memory.add_control(ControlMemory(**fields, user_id=caller.user_id,
-                                                         channel=caller.write_channel(body.channel)))
+    return await caller.memory.add_control(caller.owned(ControlMemory, body, body.channel))
 
 
 @router.get("/controls", response_model=list[ControlMemory], summary="List rules")

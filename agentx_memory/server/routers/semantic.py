@@ -21,18 +21,14 @@ router = api_router("entities and facts")
 @router.post("/entities", status_code=201, response_model=Entity, summary="Create or merge an entity")
 async def upsert_entity(body: EntityIn, caller: Writer) -> Entity:
     """Create an entity, or merge it into the one with the same normalized name and type in the channel."""
-    fields = body.model_dump(exclude_none=True, exclude={"channel"})
-    return await caller.memory.upsert_entity(Entity(**fields, user_id=caller.user_id,
-                                                    channel=caller.write_channel(body.channel)))
+    return await caller.memory.upsert_entity(caller.owned(Entity, body, body.channel))
 
 
 @router.post("/entities/batch", status_code=201, response_model=list[Entity], summary="Create or merge many entities")
 async def upsert_entities(body: EntitiesIn, caller: Writer) -> list[Entity]:
     """:func:`upsert_entity` for many entities at once, each returned as stored, in order; an invalid item
     (``entities[3].name``) refuses the whole batch."""
-    return await caller.memory.upsert_entities([
-        Entity(**item.model_dump(exclude_none=True, exclude={"channel"}), user_id=caller.user_id,
-               channel=caller.write_channel(item.channel)) for item in body.entities])
+    return await caller.memory.upsert_entities([caller.owned(Entity, item, item.channel) for item in body.entities])
 
 
 @router.get("/entities/{entity_id}", response_model=Entity, summary="One entity")
@@ -55,18 +51,14 @@ async def entity_graph(entity_id: str, caller: Reader, depth: int = 2, limit: in
 @router.post("/facts", status_code=201, response_model=Fact, summary="Learn a fact")
 async def learn_fact(body: FactIn, caller: Writer) -> Fact:
     """Store a fact, linked DERIVED_FROM its source turn and ABOUT its entities."""
-    fields = body.model_dump(exclude_none=True, exclude={"channel"})
-    return await caller.memory.learn_fact(Fact(**fields, user_id=caller.user_id,
-                                               channel=caller.write_channel(body.channel)))
+    return await caller.memory.learn_fact(caller.owned(Fact, body, body.channel))
 
 
 @router.post("/facts/batch", status_code=201, response_model=list[Fact], summary="Learn many facts")
 async def learn_facts(body: FactsIn, caller: Writer) -> list[Fact]:
     """:func:`learn_fact` for many facts at once, each returned as stored, in order; an invalid item
     (``facts[3].claim``) refuses the whole batch."""
-    return await caller.memory.learn_facts([
-        Fact(**item.model_dump(exclude_none=True, exclude={"channel"}), user_id=caller.user_id,
-             channel=caller.write_channel(item.channel)) for item in body.facts])
+    return await caller.memory.learn_facts([caller.owned(Fact, item, item.channel) for item in body.facts])
 
 
 @router.get("/facts/as-of", response_model=list[Fact], summary="Facts as they stood at a time")

@@ -20,8 +20,7 @@ router = api_router("turns")
 
 def turn_of(caller: Caller, body: TurnIn) -> Turn:
     """The turn a request body describes, as the key's user's, in a channel the key may write."""
-    fields = body.model_dump(exclude_none=True, exclude={"channel"})
-    return Turn(**fields, user_id=caller.user_id, channel=caller.write_channel(body.channel))
+    return caller.owned(Turn, body, body.channel)
 
 
 @router.post("/turns", status_code=201, response_model=Turn, summary="Store one turn")
