@@ -278,8 +278,11 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
             extraction["observations"] = await _learn_observations(memory, samples, progress)
 
         methods: dict[str, dict[str, Any] | None] = dict(ABLATIONS) if ablations else {"agentx (full)": None}
-        if not extraction:  # with facts, the variants run with facts only (below)
-            methods.update(variants or {})
+        runs = [(name, variant, False) for name, variant in methods.items()]
+        if extraction:  # with facts, the engine runs once more with them, and so does every variant (only)
+            runs += [(WITH_FACTS, None, True), *((f"{name} + facts", v, True) for name, v in (variants or {}).items())]
+        else:
+            runs += [(name, variant, False) for name, variant in (variants or {}).items()]
         questions = [(s, q) for s in samples for q in s.questions[:limit_questions]]
         for sample in samples:
             docs = {t.metadata["dia_id"]: t for t in sample.turns}
@@ -296,24 +299,16 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
                                          ("baseline: BM25 (rank-bm25)", by_bm25),
                                          ("baseline: vector (exact cosine)", by_vector)):
                         results[name].add(k, sample.sample_id, q["category"], q["evidence"], ranked)
-        for name, variant in methods.items():
+        for name, variant, facts in runs:
             scores = results[name]
             with engine_variant(memory, variant) as override:
                 for sample, q in track(questions, name, unit="q"):
                     for k in KS:
                         started = time.perf_counter()
-                        returned = await _method_engine(memory, sample, q["question"], k, override)
+                        returned = await _method_engine(memory, sample, q["question"], k, override, facts=facts)
                         if k == 10:
                             scores.latencies_ms.append((time.perf_counter() - started) * 1000)
                         scores.add(k, sample.sample_id, q["category"], q["evidence"], returned)
-        if extraction:
-            with_facts = {WITH_FACTS: None, **{f"{name} + facts": v for name, v in (variants or {}).items()}}
-            for name, variant in with_facts.items():
-                with engine_variant(memory, variant) as override:
-                    for sample, q in track(questions, name, unit="q"):
-                        for k in KS:
-                            returned = await _method_engine(memory, sample, q["question"], k, override, facts=True)
-                            results[name].add(k, sample.sample_id, q["category"], q["evidence"], returned)
         await memory.drain()
     finally:
         await memory.close()

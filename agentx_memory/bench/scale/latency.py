@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..common import engine_variant
 from ..progress import track
 from .stats import percentiles
 
@@ -67,18 +68,14 @@ async def exact_overlap(memory, queries: Sequence[tuple[str, str]], user: str, r
     """Top-10 turns of the full default ``remember()`` as configured against the same ranking computed exactly (every
     vector search an exact scan: ``retrieval.exact_scan_max_vectors`` above the user's turns), per query: the mean
     and the lowest share of the exact top 10 found, and whether the user's searches were approximate at all."""
-    settings = memory.ctx.settings.retrieval
     approximate = not await memory.recall.retriever.exact_scan(user)
     overlaps = []
     for question, channel in track(queries, "overlap with the exact ranking", unit="q"):
         ranked = []
-        for limit in (settings.exact_scan_max_vectors, 10_000_000):
-            before, settings.exact_scan_max_vectors = settings.exact_scan_max_vectors, limit
-            try:
+        for variant in (None, {"retrieval.exact_scan_max_vectors": 10_000_000}):
+            with engine_variant(memory, variant):
                 bundle = await memory.remember(question, user_id=user, channel=channel, top_k=OVERLAP_K,
                                                reference_time=reference)
-            finally:
-                settings.exact_scan_max_vectors = before
             await memory.drain()
             ranked.append([t.item.id for t in bundle.turns])
         configured, exact = ranked
