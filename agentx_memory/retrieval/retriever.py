@@ -10,8 +10,8 @@ question) and:
    the query;
 2. **fuses** each type's legs (:mod:`~agentx_memory.retrieval.fusion`);
 3. **expands**: the facts that best match the question lift the turns they were DERIVED_FROM (by their own
-   match), entity seeds pull in their graph
-   neighbourhood and the facts about it, and strong turn hits pull in the turns around them;
+   match), entity seeds pull in their graph neighbourhood and the facts about it, and strong turn hits pull in the
+   turns around them;
 4. **boosts** by neighbours, conversation, speaker, time (self-query ranges), recency and the facts' temporal tag
    (current ×1.2, past ×0.7);
 5. **reranks**: duplicates out, MMR diversity (``retrieval.mmr_lambda``, off by default), at most N turns per
@@ -203,9 +203,8 @@ class MemoryRetriever:
         recall = plan.recall or self.ctx.settings.recall
         entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
         facts = self._rank_facts(plan, found, recall, graph_facts)
-        match = fusion.query_match(found.fact_lexical, found.fact_cosine, recall)
         # no turns at all without the episodic layer: not even the facts' source turns, which _rank_turns reads
-        turns = await self._rank_turns(plan, found, recall, facts, match, metrics) if plan.include_episodic else []
+        turns = await self._rank_turns(plan, found, recall, facts, metrics) if plan.include_episodic else []
         strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
@@ -264,8 +263,7 @@ class MemoryRetriever:
         return graph_facts
 
     async def _rank_turns(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
-                          facts: list[ScoredFact], match: dict[str, float], metrics: RecallMetrics
-                          ) -> list[ScoredTurn]:
+                          facts: list[ScoredFact], metrics: RecallMetrics) -> list[ScoredTurn]:
         """Score the turn candidates (and the turns around the best), then order, diversify and cap them."""
         s = self.settings
         rows = dict(found.turn_rows)
@@ -276,7 +274,7 @@ class MemoryRetriever:
         # Score with plain tuples; only the turns that make the list become pydantic models (hundreds of candidates
         # per query, a handful returned).
         drafts = rerank.TurnSignals(rows, relevance, recall, s.episodic_weight, named, plan.time_ranges).drafts()
-        await self._lend_fact_scores(plan, drafts, facts, match, recall)
+        await self._lend_fact_scores(plan, drafts, facts, found, recall)
         w = s.episodic_weight
         for draft in drafts.values():
             rerank.add_recency(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time, s)
@@ -309,11 +307,13 @@ class MemoryRetriever:
         return [n.casefold() for n in await self.turn_search.speakers_among(plan.user_id, plan.entity_names)]
 
     async def _lend_fact_scores(self, plan: SearchPlan, drafts: dict[str, rerank.TurnDraft],
-                                facts: list[ScoredFact], match: dict[str, float], recall: RecallSettings) -> None:
-        """The facts that best match the question lift their source turns (read when they were no candidates)."""
+                                facts: list[ScoredFact], found: Candidates, recall: RecallSettings) -> None:
+        """The facts that best match the question (their own legs, :func:`~.fusion.query_match`) lift their source
+        turns (read when they were no candidates)."""
         share = self.settings.fact_lending
-        if share <= 0:
+        if share <= 0 or not facts:
             return
+        match = fusion.query_match(found.fact_lexical, found.fact_cosine, recall)
         sources = rerank.fact_sources(facts, match, plan.top_k)
         missing = [turn_id for turn_id in sources if turn_id not in drafts]
         if missing:
