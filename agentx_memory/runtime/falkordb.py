@@ -30,9 +30,10 @@ from .processes import (
     unix_socket_state,
     wait_gone,
 )
+from .resp import RespConnection, RespError, info_fields
 
-# redis is imported where a live server is spoken to: `agentx-memory status` on stopped servers, and `down`, then
-# never load it (issue 17: the CLI starts in 0.3 s).
+# redis-py is imported only to shut the server down: probing and `agentx-memory status` speak the three commands
+# they need through .resp (issue 17: the CLI starts in 0.3 s, and importing redis-py alone costs 55-80 ms).
 if TYPE_CHECKING:
     import redis
 
@@ -136,19 +137,17 @@ class FalkorDBServer(ManagedServer):
 
     def _probe_listener(self) -> ServerProbe:
         """Classify the process listening on the socket: ours (running or loading) or foreign."""
-        import redis
-
         sock = self.socket
-        client = self.client()
         try:
-            client.ping()
-            pid = int(client.info("server")["process_id"])
-        except redis.ResponseError as exc:
+            with RespConnection(sock) as conn:
+                conn.call("PING")
+                pid = int(info_fields(conn.call("INFO", "server"))["process_id"])
+        except RespError as exc:
             recorded = self._recorded_pid()
             if "LOADING" in str(exc) and self._owned(recorded):
                 return ServerProbe("starting", recorded, "loading its data")
             return ServerProbe("foreign", None, f"{sock} answered {exc}")
-        except (redis.RedisError, OSError, KeyError, ValueError):
+        except (OSError, KeyError, ValueError, TypeError, AttributeError):
             owner = unix_socket_owner(sock)
             if owner is not None and self._owned(owner.pid):
                 return ServerProbe("starting", owner.pid, "not answering")
@@ -158,8 +157,6 @@ class FalkorDBServer(ManagedServer):
                 return ServerProbe("starting", recorded, "not answering")
             return ServerProbe("foreign", owner.pid if owner else None,
                                f"{sock} is held by {describe_process(owner)}, which does not speak the Redis protocol")
-        finally:
-            client.close()
         if self._owned(pid):
             return ServerProbe("running", pid)
         try:
@@ -265,18 +262,13 @@ class FalkorDBServer(ManagedServer):
         """``version`` (of the FalkorDB module), ``redis_version`` and ``port`` (None without TCP)."""
         version = redis_version = None
         if probe.state == "running":
-            import redis
-
-            client = self.client()
             try:
-                for mod in client.execute_command("MODULE", "LIST"):
-                    pairs = mod.items() if isinstance(mod, dict) else zip(mod[::2], mod[1::2], strict=True)
-                    entry = {_text(k): v for k, v in pairs}
-                    if _text(entry.get("name")) == "graph":
-                        version = _module_version(int(entry["ver"]))
-                redis_version = str(client.info("server").get("redis_version"))
-            except (redis.RedisError, OSError, KeyError, ValueError):
+                with RespConnection(self.socket) as conn:
+                    for mod in conn.call("MODULE", "LIST"):
+                        entry = {_text(k): v for k, v in zip(mod[::2], mod[1::2], strict=True)}
+                        if _text(entry.get("name")) == "graph":
+                            version = _module_version(int(entry["ver"]))
+                    redis_version = info_fields(conn.call("INFO", "server")).get("redis_version")
+            except (RespError, OSError, KeyError, ValueError, TypeError):
                 pass
-            finally:
-                client.close()
         return {"version": version, "redis_version": redis_version, "port": self._settings.falkordb_port or None}

@@ -27,7 +27,8 @@ HEAVY = (
     "numpy", "psycopg", "psycopg_pool", "neo4j", "falkordb", "redis", "pydantic", "pydantic_settings", "rich.table",
 )
 #: ``status`` reads the settings (pydantic) and prints a rich table; with its servers stopped it has nobody to talk
-#: to, so no database client (redis and psycopg are the probes' clients once a server runs) and no engine.
+#: to, so no database client (psycopg reads the schema version once PostgreSQL runs; FalkorDB is probed through
+#: agentx_memory.runtime.resp, see tests/integration/test_status_probe.py) and no engine.
 HEAVY_FOR_STATUS = (
     "agentx_memory.memory", "agentx_memory.bench", "agentx_memory.graph", "agentx_memory.retrieval",
     "agentx_memory.sql", "agentx_memory.models", "numpy", "neo4j", "falkordb", "redis", "psycopg", "psycopg_pool",

@@ -1,0 +1,69 @@
+"""`agentx-memory status` on running servers: the FalkorDB probe speaks RESP itself, so the CLI starts fast.
+
+Issue 17 wants ``status`` in 0.3 s; importing redis-py alone took 55-80 ms of it. The probe's own reader
+(:mod:`agentx_memory.runtime.resp`) is checked here against the real server, error replies included.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from agentx_memory.runtime.resp import RespConnection, RespError, info_fields
+from tests.unit.test_lazy_imports import RUN_CLI, loaded_after
+
+
+def test_status_of_running_servers_reports_versions_without_redis_py(embedded_stack, embedded_home):
+    stack, _ = embedded_stack
+    falkordb = stack.status()["falkordb"]
+    assert falkordb["running"] is True and falkordb["state"] == "running"
+    assert falkordb["version"] and falkordb["version"].count(".") == 2
+    assert falkordb["redis_version"] and falkordb["redis_version"][0].isdigit()
+    # The same command in a fresh interpreter: the servers answer, and neither redis-py nor the engine is loaded.
+    assert loaded_after(RUN_CLI.format(argv=["status", "--json"]),
+                        ("redis", "falkordb", "agentx_memory.graph", "numpy"), home=embedded_home) == []
+
+
+def test_resp_replies_decode_and_errors_raise(embedded_stack):
+    _, endpoints = embedded_stack
+    key = f"resp-probe-{os.getpid()}"
+    with RespConnection(endpoints.falkordb_socket) as conn:
+        assert conn.call("PING") == b"PONG"
+        assert conn.call("GET", key) is None
+        assert conn.call("RPUSH", key, "a", "b c\r\n") == 2
+        assert conn.call("LRANGE", key, "0", "-1") == [b"a", b"b c\r\n"]
+        assert conn.call("DEL", key) == 1
+        with pytest.raises(RespError, match="unknown command"):
+            conn.call("NO-SUCH-COMMAND")
+        # The connection stays usable after an error reply.
+        assert "process_id" in info_fields(conn.call("INFO", "server"))
+
+
+def test_a_socket_that_never_answers_times_out(tmp_path):
+    path = tmp_path / "silent.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    try:
+        with RespConnection(path, timeout=0.2) as conn, pytest.raises(TimeoutError):
+            conn.call("PING")
+    finally:
+        listener.close()
+
+
+def test_a_server_that_does_not_speak_resp_is_refused(tmp_path):
+    path = tmp_path / "http.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    try:
+        with RespConnection(path, timeout=2) as conn:
+            peer, _ = listener.accept()
+            peer.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+            with pytest.raises(ValueError, match="not a RESP2 reply"):
+                conn.call("PING")
+            peer.close()
+    finally:
+        listener.close()
