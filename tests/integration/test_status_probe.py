@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -41,29 +43,30 @@ def test_resp_replies_decode_and_errors_raise(embedded_stack):
         assert "process_id" in info_fields(conn.call("INFO", "server"))
 
 
-def test_a_socket_that_never_answers_times_out(tmp_path):
-    path = tmp_path / "silent.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(1)
+@pytest.fixture
+def listener(tmp_path) -> Iterator[tuple[Path, socket.socket]]:
+    """A unix socket that accepts connections and never speaks unless the test makes it."""
+    path = tmp_path / "probe.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(1)
     try:
-        with RespConnection(path, timeout=0.2) as conn, pytest.raises(TimeoutError):
-            conn.call("PING")
+        yield path, sock
     finally:
-        listener.close()
+        sock.close()
 
 
-def test_a_server_that_does_not_speak_resp_is_refused(tmp_path):
-    path = tmp_path / "http.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(1)
-    try:
-        with RespConnection(path, timeout=2) as conn:
-            peer, _ = listener.accept()
+def test_a_socket_that_never_answers_times_out(listener):
+    path, _ = listener
+    with RespConnection(path, timeout=0.2) as conn, pytest.raises(TimeoutError):
+        conn.call("PING")
+
+
+def test_a_server_that_does_not_speak_resp_is_refused(listener):
+    path, sock = listener
+    with RespConnection(path, timeout=2) as conn:
+        peer, _ = sock.accept()
+        with peer:
             peer.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
             with pytest.raises(ValueError, match="not a RESP2 reply"):
                 conn.call("PING")
-            peer.close()
-    finally:
-        listener.close()
