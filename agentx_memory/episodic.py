@@ -116,7 +116,7 @@ class EpisodicMemory:
             if not isinstance(turn, Turn):
                 raise ValidationError(f"turns[{i}]", f"must be a Turn, got {type(turn).__name__}")
             where = f"turns[{i}]." if len(turns) > 1 else ""
-            turn = checked_copy(turn)
+            turn = checked_copy(turn, keep=("embedding",))  # replaced by the checked copy below
             turn.pending_projection = False  # the store says, not the caller
             if channel is not None:
                 turn.channel = channel

