@@ -270,11 +270,12 @@ class EpisodicMemory:
         cap = self.ctx.settings.working.max_turns
         for (user_id, channel, conversation_id), group in by_session.items():
             session = self.ctx.working.session(user_id, conversation_id, channel)
-            for turn in sorted(group, key=_stored_index)[-cap:]:
-                try:
-                    await session.add_turn(turn_preview(turn, self.ctx.settings.working.max_value_bytes))
-                except Exception:  # the cache is best effort; the turn is durable already
-                    log.exception("working-memory cache update failed for turn %s", turn.id)
+            newest = sorted(group, key=_stored_index)[-cap:]
+            try:
+                await session.add_turns([turn_preview(t, self.ctx.settings.working.max_value_bytes) for t in newest])
+            except Exception:  # the cache is best effort; the turns are durable already
+                log.exception("working-memory cache update failed for %d turn(s) of conversation %s", len(newest),
+                              conversation_id)
         await self._timeline(turns)
         # "projected" means in the graph and on the timeline: a crash before this line leaves the turns to reconcile
         if projected:

@@ -1519,6 +1519,11 @@ class SyncWorkingMemory:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
         self._portal.run(self._core.add_turn(turn))
 
+    def add_turns(self, turns: Sequence[Turn | Mapping[str, Any]]) -> None:
+        """Cache turns in order, the last at the head of the recent-turns list, in one round trip; nothing is cached
+        when any of them is refused (not a turn, or over ``working.max_value_bytes``)."""
+        self._portal.run(self._core.add_turns(turns))
+
     def get_recent_turns(self, limit: int = 10) -> list[dict[str, Any]]:
         """The most recent cached turns, oldest first."""
         return self._portal.run(self._core.get_recent_turns(limit))

@@ -201,6 +201,13 @@ def key_segment(part: str) -> str:
     return part.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
+def _turn_item(turn: Turn | Mapping[str, Any], field: str) -> dict[str, Any]:
+    """What the cache holds of a turn: a Turn's JSON without its vector, or a copy of a dict."""
+    if not isinstance(turn, (Turn, Mapping)):
+        raise ValidationError(field, f"must be a Turn or a mapping, got {type(turn).__name__}")
+    return turn.model_dump(mode="json", exclude={"embedding"}) if isinstance(turn, Turn) else dict(turn)
+
+
 class WorkingStore:
     """The Redis side of agentx-memory: key building, TTLs, consolidation locks and job records."""
 
@@ -493,10 +500,14 @@ class WorkingMemory:
         return self.store.settings.ttl_seconds
 
     async def _push(self, suffix: str, item: dict[str, Any], cap: int) -> None:
+        await self._push_all(suffix, [item], cap)
+
+    async def _push_all(self, suffix: str, items: Sequence[dict[str, Any]], cap: int) -> None:
+        """Push ``items`` in order (the last ends at the head) and trim to ``cap``, in one round trip."""
         key = self._key(suffix)
-        text = _dump(item, self.store.settings.max_value_bytes, suffix)
+        texts = [_dump(item, self.store.settings.max_value_bytes, suffix) for item in items]
         async with self.store.client.pipeline(transaction=True) as pipe:
-            pipe.lpush(key, text)
+            pipe.lpush(key, *texts)
             pipe.ltrim(key, 0, cap - 1)
             pipe.expire(key, self._ttl)
             await self.store._call(pipe.execute())
@@ -509,12 +520,20 @@ class WorkingMemory:
 
     async def add_turn(self, turn: Turn | Mapping[str, Any]) -> None:
         """Cache a turn (a :class:`~agentx_memory.models.Turn` or a dict) at the head of the recent-turns list."""
-        if not isinstance(turn, (Turn, Mapping)):
-            raise ValidationError("turn", f"must be a Turn or a mapping, got {type(turn).__name__}")
         started = time.perf_counter()
-        item = turn.model_dump(mode="json", exclude={"embedding"}) if isinstance(turn, Turn) else dict(turn)
+        item = _turn_item(turn, "turn")
         await self._push("turns", item, self.store.settings.max_turns)
         await self._wrote("add_turn", [str(item.get("id", ""))] if item.get("id") else [], started, payload=item)
+
+    async def add_turns(self, turns: Sequence[Turn | Mapping[str, Any]]) -> None:
+        """Cache turns in order, the last at the head of the recent-turns list, in one round trip; nothing is cached
+        when any of them is refused (not a turn, or over ``working.max_value_bytes``)."""
+        started = time.perf_counter()
+        items = [_turn_item(turn, f"turns[{i}]") for i, turn in enumerate(turns)]
+        if not items:
+            return
+        await self._push_all("turns", items, self.store.settings.max_turns)
+        await self._wrote("add_turns", [str(item["id"]) for item in items if item.get("id")], started, payload=items)
 
     async def _visible_turns(self, limit: int) -> list[dict[str, Any]]:
         """The ``limit`` most recent cached turns this session's reader may read, oldest first (the cache holds

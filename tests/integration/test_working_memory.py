@@ -55,6 +55,23 @@ def test_turns_are_ordered_and_capped(memory):
     assert wm.get_recent_turns(limit=1) == [{"role": "assistant", "content": "a plain dict works too"}]
 
 
+def test_add_turns_caches_a_batch_in_order_and_refuses_it_whole(memory):
+    wm = memory.working(None, "conv-batch")
+    wm.add_turns([Turn(conversation_id="conv-batch", user_id="alice", index=i, content=f"turn {i}",
+                       embedding=[0.5] * 8) for i in range(7)])
+    recent = wm.get_recent_turns(limit=100)
+    assert [t["index"] for t in recent] == [2, 3, 4, 5, 6]  # the last is the newest; capped at max_turns = 5
+    assert all("embedding" not in t for t in recent)
+    limit = memory.settings.working.max_value_bytes
+    with pytest.raises(ValidationError, match=r"turns\[1\]"):
+        wm.add_turns([{"content": "fits"}, "not a turn"])
+    with pytest.raises(ValidationError, match="max_value_bytes"):
+        wm.add_turns([{"content": "fits"}, {"content": "x" * (limit + 1)}])
+    assert [t["index"] for t in wm.get_recent_turns(limit=100)] == [2, 3, 4, 5, 6]  # nothing of either batch
+    wm.add_turns([])
+    assert len(wm.get_recent_turns(limit=100)) == 5
+
+
 def test_store_turn_fills_the_working_memory_cache(memory):
     memory.store_turn(Turn(conversation_id="conv-2", user_id="alice", content="hello"), channel="proj")
     cached = memory.working(None, "conv-2", "proj").get_recent_turns()
