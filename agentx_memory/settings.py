@@ -355,7 +355,8 @@ class RecallSettings(_Section):
         "the same recall on both dev sets, 12% slower on BEAM)"
     )
     speaker_weight: float = Field(
-        0.5, ge=0, le=10, description="boost for turns spoken by the one participant the question names"
+        0.5, ge=0, le=10, description="boost for turns spoken by the one participant the question names (naming "
+        "none, by the role its pronouns name: the user for 'I'/'my', the assistant for 'you'/'your')",
     )
     time_weight: float = Field(0.4, ge=0, le=10, description="boost for turns inside a time phrase of the question")
 

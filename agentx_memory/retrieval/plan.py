@@ -32,6 +32,7 @@ class SearchPlan:
     window: tuple[datetime | None, datetime | None] = (None, None)
     time_ranges: list[TimeRange] = field(default_factory=list)
     entity_names: list[str] = field(default_factory=list)
+    speaker_role: str | None = None  # "user" / "assistant" when the question's pronouns name one side only
     include_episodic: bool = True
     include_semantic: bool = True
     include_procedural: bool = True

@@ -38,6 +38,25 @@ _NOT_NAMES = {
 }
 
 
+#: Words by which a question names its asker (the user) or the one it is asked of (the assistant).
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|you're|you've|you'd|you'll|your|yours|yourself)\b", re.IGNORECASE)
+
+
+def question_speaker(question: str) -> str | None:
+    """The role the question is about when its pronouns name one side only: ``"user"`` for "I"/"my" ("What did I
+    say about the PDF error?"), ``"assistant"`` for "you"/"your" ("What did you recommend?"), else None (both, or
+    neither: "What did you tell me…", "When did Melanie…").
+
+    >>> question_speaker("Have I completed any geometry problems?"), question_speaker("What did you suggest to me?")
+    ('user', None)
+    """
+    first, second = bool(_FIRST_PERSON.search(question)), bool(_SECOND_PERSON.search(question))
+    if first != second:
+        return "user" if first else "assistant"
+    return None
+
+
 @dataclass
 class QueryAnalysis:
     """What the rule-based analysis read from a question."""
@@ -47,6 +66,7 @@ class QueryAnalysis:
     names: list[str] = field(default_factory=list)
     about: str | None = None
     time_ranges: list[TimeRange] = field(default_factory=list)
+    speaker_role: str | None = None  # the role its pronouns name (question_speaker)
 
 
 def rewrite_as_statement(question: str) -> str:
@@ -79,7 +99,7 @@ def mentioned_names(text: str) -> list[str]:
 
 
 def analyze(question: str, reference_time: datetime | None = None) -> QueryAnalysis:
-    """Rewrite, names, the "about" subject and time ranges of a question."""
+    """Rewrite, names, the "about" subject, time ranges and the role its pronouns name of a question."""
     about_match = ABOUT_PATTERNS.search(question.strip())
     return QueryAnalysis(
         text=question,
@@ -87,4 +107,5 @@ def analyze(question: str, reference_time: datetime | None = None) -> QueryAnaly
         names=mentioned_names(question),
         about=about_match.group(1).strip() if about_match else None,
         time_ranges=parse_time_phrases(question, reference_time),
+        speaker_role=question_speaker(question),
     )

@@ -141,6 +141,7 @@ class RecallLayer:
             vectors=vectors, reference_time=reference, window=window_from_hours(time_window_hours, reference),
             time_ranges=analysis.time_ranges if settings.self_query else [],
             entity_names=names if settings.entity_centric else [],
+            speaker_role=analysis.speaker_role if settings.entity_centric else None,
             include_episodic=include_episodic, include_semantic=include_semantic,
             include_procedural=include_procedural, recall=settings,
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),

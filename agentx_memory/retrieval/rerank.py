@@ -128,18 +128,21 @@ class TurnSignals:
 
     ``rows`` are candidate rows by turn id (``conversation_id``, ``turn_index``, ``timestamp``, ``metadata``);
     ``relevance`` their fused legs (:func:`~agentx_memory.retrieval.fusion.turn_relevance`); ``named`` the
-    casefolded names in the question that are participants; every signal is weighted by ``episodic_weight``.
+    casefolded names in the question that are participants; ``speaker_role`` the role the question's pronouns name
+    ("user" for "I"/"my"), which counts as the named speaker when the question names no participant; every signal is
+    weighted by ``episodic_weight``.
     """
 
     def __init__(self, rows: Mapping[str, Mapping[str, Any]], relevance: Mapping[str, Mapping[str, float]],
                  recall: RecallSettings, episodic_weight: float, named: Sequence[str] = (),
-                 time_ranges: Sequence[TimeRange] = ()):
+                 time_ranges: Sequence[TimeRange] = (), speaker_role: str | None = None):
         self.rows = rows
         self.relevance = relevance
         self.recall = recall
         self.w = episodic_weight
         self.named = list(named)
         self.time_ranges = list(time_ranges)
+        self.speaker_role = speaker_role
         self.base = {i: sum(legs.values()) for i, legs in relevance.items()}
         self.by_position = {(r["conversation_id"], r["turn_index"]): i for i, r in rows.items()}
         self.best_in_conversation: dict[str, float] = {}
@@ -186,10 +189,15 @@ class TurnSignals:
             draft.add("session", best, self.w * self.recall.session_weight, "best relevance in its conversation")
 
     def _speaker(self, draft: TurnDraft) -> None:
-        speaker = str((draft.row.get("metadata") or {}).get("speaker", "")).casefold()
-        if len(self.named) == 1 and speaker == self.named[0]:
+        if self.named:
+            speaker = str((draft.row.get("metadata") or {}).get("speaker", "")).casefold()
+            if len(self.named) == 1 and speaker == self.named[0]:
+                draft.add("speaker", 1.0, self.w * self.recall.speaker_weight,
+                          "spoken by the one participant the question names")
+        elif self.speaker_role and draft.row.get("role") == self.speaker_role:
+            pronoun = "I/my" if self.speaker_role == "user" else "you/your"
             draft.add("speaker", 1.0, self.w * self.recall.speaker_weight,
-                      "spoken by the one participant the question names")
+                      f"spoken by the {self.speaker_role}, whom the question's '{pronoun}' names")
 
     def _time(self, draft: TurnDraft) -> None:
         if self.time_ranges and any(r.contains(draft.row["timestamp"]) for r in self.time_ranges):

@@ -168,6 +168,26 @@ def test_speaker_boost_sees_speakers_stored_after_an_earlier_recall(memory):
     assert {t.id for t in bundle.turns[:2]} == {t.id for t in ann}
 
 
+def test_a_question_in_the_first_person_ranks_the_users_own_turns_first(memory):
+    # BEAM-style chat: the user states a fact, the assistant answers at length with the same words (and more of the
+    # question's). "What did I …" asks what the user said; "What did you …" what the assistant said.
+    said = store(memory, "User: when I parse the scanned PDF the error message is UnicodeDecodeError", "c-pdf",
+                 role="user")
+    answer = store(memory, "Assistant: that error message, UnicodeDecodeError, when you parse a PDF file, is an "
+                           "error message about the file encoding", "c-pdf-answer", role="assistant")
+    for i, text in enumerate(["groceries: milk, eggs, bread", "call the plumber on Monday"]):
+        store(memory, text, f"c-noise{i}")
+    mine = "What error message did I mention when I tried to parse the PDF file?"
+    off = memory.remember(mine, top_k=2, reference_time=REF, recall={"speaker_weight": 0.0})
+    assert off.turns[0].id == answer.id  # without the signal, the assistant's fuller match wins
+    bundle = memory.remember(mine, top_k=2, reference_time=REF)
+    assert [t.id for t in bundle.turns] == [said.id, answer.id]
+    assert "speaker" in bundle.turns[0].signals and "speaker" not in bundle.turns[1].signals
+    yours = memory.remember("What error message did you explain for the parse of the PDF file?", top_k=2,
+                            reference_time=REF)
+    assert yours.turns[0].id == answer.id and "speaker" in yours.turns[0].signals
+
+
 # --- query expansion --------------------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from agentx_memory.retrieval import fusion, rerank
 from agentx_memory.retrieval.bundle import ScoredFact
 from agentx_memory.retrieval.legs import LEGS, collect_timeline_lexical, collect_turns
 from agentx_memory.retrieval.plan import Candidates, SearchPlan
+from agentx_memory.retrieval.query import question_speaker
 from agentx_memory.retrieval.timeparse import TimeRange
 from agentx_memory.settings import RecallSettings, RetrievalSettings
 
@@ -23,11 +24,11 @@ RETRIEVAL = RetrievalSettings(recency_weight=0.1)
 
 
 def row(turn_id: str, conversation: str = "c1", index: int = 0, *, lexical: float = 0.0, cosine: float = 0.0,
-        content: str | None = None, speaker: str | None = None, when: datetime = REF) -> dict:
+        content: str | None = None, speaker: str | None = None, when: datetime = REF, role: str = "user") -> dict:
     """A candidate row as the turn search returns it."""
     return {"turn_id": turn_id, "conversation_id": conversation, "turn_index": index, "lexical": lexical,
             "cosine": cosine, "content": content if content is not None else f"text of {turn_id}",
-            "metadata": {"speaker": speaker} if speaker else {}, "timestamp": when}
+            "metadata": {"speaker": speaker} if speaker else {}, "timestamp": when, "role": role}
 
 
 def draft(turn_id: str, score: float, conversation: str = "c1", content: str | None = None) -> rerank.TurnDraft:
@@ -121,6 +122,27 @@ def test_the_speaker_signal_needs_exactly_one_named_participant():
     rows = {"t1": row("t1", speaker="Caroline")}
     drafts = rerank.TurnSignals(rows, {"t1": {}}, RECALL, 0.3, named=["caroline", "mel"]).drafts()
     assert "speaker" not in drafts["t1"].signals
+
+
+def test_a_question_naming_no_participant_boosts_the_role_its_pronouns_name():
+    rows = {"u": row("u", index=0, role="user", speaker="Sam"), "a": row("a", index=1, role="assistant")}
+    legs = {"u": {"lexical": 0.5}, "a": {"lexical": 0.5}}
+    mine = rerank.TurnSignals(rows, legs, RECALL, 0.3, speaker_role="user").drafts()
+    assert mine["u"].signals["speaker"][:2] == (1.0, 0.3 * RECALL.speaker_weight) and "speaker" not in mine["a"].signals
+    yours = rerank.TurnSignals(rows, legs, RECALL, 0.3, speaker_role="assistant").drafts()
+    assert "speaker" in yours["a"].signals and "speaker" not in yours["u"].signals
+    # a named participant wins over the pronoun ("What did Mel tell me?" is about Mel's turns)
+    named = rerank.TurnSignals(rows, legs, RECALL, 0.3, named=["mel"], speaker_role="user").drafts()
+    assert all("speaker" not in d.signals for d in named.values())
+
+
+def test_question_speaker_reads_one_sided_pronouns_only():
+    assert question_speaker("What exact error message did I mention?") == "user"
+    assert question_speaker("Have I completed any geometry problems before, or is this my first time?") == "user"
+    assert question_speaker("How did you recommend structuring the backend?") == "assistant"
+    assert question_speaker("What did you tell me about Lisbon?") is None  # both sides
+    assert question_speaker("When did Melanie go camping in June?") is None  # neither
+    assert question_speaker("Which issue did the team fix in iOS?") is None  # "i" inside a word is not "I"
 
 
 def test_switched_off_signals_add_nothing():
