@@ -6,7 +6,7 @@ import math
 from itertools import pairwise
 from typing import Any
 
-from .config import BAR, FULL, FULL_MEDIAN, OVERLAP_BAR
+from .config import BAR, BARS, FULL, FULL_MEDIAN, OVERLAP_BAR
 
 __all__ = ["bar", "growth"]
 
@@ -37,7 +37,8 @@ def growth(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def bar(results: dict[str, Any]) -> dict[str, Any]:
-    """The full configuration's p50/p95 at 100k turns (or the largest size) against :data:`.config.BAR`."""
+    """The full configuration's p50/p95 at 100k turns (or the largest size), each timed configuration against its
+    own target in :data:`.config.BARS` (the median user's p50 is held to 15 ms, the busiest user's to 25)."""
     sizes = [int(s) for s in results]
     at = 100_000 if 100_000 in sizes else sizes[-1]
     step = results[str(at)]
@@ -45,8 +46,9 @@ def bar(results: dict[str, Any]) -> dict[str, Any]:
     for name in (FULL, FULL_MEDIAN):
         if name in step["latency"]:
             ms = step["latency"][name]["ms"]
-            out[name] = {"p50_ms": ms["p50"], "p95_ms": ms["p95"],
-                         "met": ms["p50"] <= BAR["p50_ms"] and ms["p95"] <= BAR["p95_ms"]}
+            target = BARS[name]
+            out[name] = {"p50_ms": ms["p50"], "p95_ms": ms["p95"], "target": target,
+                         "met": all(ms[key.removesuffix("_ms")] <= limit for key, limit in target.items())}
     overlap = step.get("exact_overlap") or {}
     if overlap.get("mean") is not None:
         out["exact_overlap"] = {**overlap, "target": OVERLAP_BAR, "met": overlap["mean"] >= OVERLAP_BAR}
