@@ -335,8 +335,12 @@ class RecallSettings(_Section):
         0.75, ge=0, le=1, description="BM25 b of the turns' lexical leg: 0 ignores a turn's length, 1 fully normalizes"
     )
     lexical_near_weight: float = Field(
-        0.4, ge=0, le=10, description="how much a word of a neighbouring turn counts in a turn's lexical match "
+        0.3, ge=0, le=10, description="how much a word of a neighbouring turn counts in a turn's lexical match "
         "(its own words count 1)",
+    )
+    lexical_near_length: bool = Field(
+        True, description="count the words a turn's lexical match takes from its neighbours in its BM25 length too, at "
+        "lexical_near_weight (off: a short turn next to a long answer scores as if the answer's words were its own)",
     )
     vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
     candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")

@@ -85,7 +85,8 @@ class Leg:
 
 def bm25(recall: RecallSettings) -> Bm25:
     """The BM25 parameters of the turns' lexical leg from the recall settings."""
-    return Bm25(k1=recall.lexical_k1, b=recall.lexical_b, near=recall.lexical_near_weight)
+    return Bm25(k1=recall.lexical_k1, b=recall.lexical_b, near=recall.lexical_near_weight,
+                near_length=recall.lexical_near_length)
 
 
 async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int) -> list[dict[str, Any]]:

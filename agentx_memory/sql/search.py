@@ -100,11 +100,20 @@ def _term_counts(rows: str, terms: str, carry: str) -> str:
 
 
 #: BM25 of one (turn, term) count row ``c`` joined to its term weight ``w``: the term's frequency is its own count
-#: plus ``near`` (a weight) times its neighbours' count; the turn's length ``c.dl`` is its number of distinct words,
-#: over ``avgdl`` of the scope.
+#: plus ``near`` (a weight) times its neighbours' count; the turn's length ``c.dl`` (:data:`_LENGTH`) is its number
+#: of distinct words, over ``avgdl`` of the scope.
 _BM25: Final[str] = """
   w.idf * (c.own + %(near)s * c.near) * (%(k1)s + 1)
   / ((c.own + %(near)s * c.near) + %(k1)s * (1 - %(b)s + %(b)s * c.dl / greatest(%(avgdl)s, 1)))"""
+
+
+def _length(alias: str) -> str:
+    # A turn's length for BM25: its distinct words, plus (with near_length) ``near`` times the distinct words only its
+    # neighbours say -- the words its ``near`` counts come from. Without them a two-line turn next to a long answer
+    # matched on the answer's words as if they were dense in a short text.
+    own = f"length({alias}.content_tsv)"
+    return (f"({own} + %(near_length)s::int * %(near)s"
+            f" * (length(coalesce({alias}.context_tsv, {alias}.content_tsv)) - {own}))")
 
 
 def _turn_candidates(dense_order: str) -> str:
@@ -118,7 +127,7 @@ def _turn_candidates(dense_order: str) -> str:
     return f"""
 WITH {_TERMS},
 matched AS (
-  SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, length(t.content_tsv) AS dl FROM conversation_logs t, q
+  SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, {_length("t")} AS dl FROM conversation_logs t, q
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
     AND (%(include_archived)s OR NOT t.archived)
     AND {_SEEN_T}
@@ -161,10 +170,12 @@ WHERE t.id IN (SELECT id FROM c)
 """
 
 
-#: How many turns the scope has and their mean length in distinct words (BM25's N and avgdl): every turn of the
-#: scope is read, so :class:`TurnStatsCache` keeps the answer.
+#: How many turns the scope has and their mean length in distinct words, their own and with their neighbours' (BM25's
+#: N and avgdl, see :func:`_length`): every turn of the scope is read, so :class:`TurnStatsCache` keeps the answer.
 TURN_STATS: Final[str] = f"""
-SELECT count(*) AS n, coalesce(avg(length(t.content_tsv)), 0) AS avgdl FROM conversation_logs t
+SELECT count(*) AS n, coalesce(avg(length(t.content_tsv)), 0) AS avgdl,
+       coalesce(avg(length(coalesce(t.context_tsv, t.content_tsv))), 0) AS avgctx
+FROM conversation_logs t
 WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s)
   AND (%(include_archived)s OR NOT t.archived)
   AND {_SEEN_T}
@@ -183,7 +194,7 @@ TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embeddin
 TURNS_AROUND: Final[str] = f"""
 WITH w AS (SELECT * FROM unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS term(lexeme, idf)),
 near AS (
-  SELECT c.id, coalesce(c.context_tsv, setweight(c.content_tsv, 'A')) AS context_tsv, length(c.content_tsv) AS dl
+  SELECT c.id, coalesce(c.context_tsv, setweight(c.content_tsv, 'A')) AS context_tsv, {_length("c")} AS dl
   FROM conversation_logs c WHERE c.id IN (
     SELECT c.id FROM conversation_logs c
     JOIN unnest(%(conversation_ids)s::text[], %(indexes)s::int[]) AS hit(conversation_id, turn_index)
@@ -247,15 +258,21 @@ WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 @dataclass(frozen=True)
 class Bm25:
     """The BM25 parameters of the turns' lexical leg: ``k1`` (term-frequency saturation), ``b`` (length
-    normalization, 0 to 1) and ``near`` (how much a word of a neighbouring turn counts; the turn's own count 1)."""
+    normalization, 0 to 1), ``near`` (how much a word of a neighbouring turn counts; the turn's own count 1) and
+    ``near_length`` (whether those words count in the turn's length at the same weight)."""
 
     k1: float = 1.2
     b: float = 0.75
-    near: float = 0.4
+    near: float = 0.3
+    near_length: bool = True
 
-    def params(self) -> dict[str, float]:
+    def params(self) -> dict[str, float | bool]:
         """The parameters as statement parameters."""
-        return {"k1": self.k1, "b": self.b, "near": self.near}
+        return {"k1": self.k1, "b": self.b, "near": self.near, "near_length": self.near_length}
+
+    def average_length(self, own: float, with_neighbours: float) -> float:
+        """The scope's mean turn length as :func:`_length` counts it, from the means of its two parts."""
+        return own + self.near * (with_neighbours - own) if self.near_length else own
 
 
 @dataclass(frozen=True)
@@ -279,12 +296,13 @@ class SearchScope:
 
 
 class TurnStatsCache:
-    """Per search scope, its turn count and mean length (:data:`TURN_STATS`), kept for ``ttl`` seconds; the
-    repositories that write, archive or delete a user's turns call :meth:`changed`, which drops that user's scopes."""
+    """Per search scope, its turn count and mean lengths, own and with neighbours (:data:`TURN_STATS`), kept for
+    ``ttl`` seconds; the repositories that write, archive or delete a user's turns call :meth:`changed`, which drops
+    that user's scopes."""
 
     def __init__(self, ttl: float = STATS_TTL):
         self.ttl = ttl
-        self._entries: dict[tuple[Any, ...], tuple[float, int, float]] = {}
+        self._entries: dict[tuple[Any, ...], tuple[float, int, float, float]] = {}
 
     @staticmethod
     def key(scope: SearchScope) -> tuple[Any, ...]:
@@ -292,16 +310,17 @@ class TurnStatsCache:
         return (scope.user_id, tuple(sorted(scope.channels)), scope.start, scope.end, scope.include_archived,
                 scope.agent_id)
 
-    def get(self, scope: SearchScope) -> tuple[int, float] | None:
-        """The scope's ``(turns, mean length)`` when read less than ``ttl`` seconds ago and not changed since."""
+    def get(self, scope: SearchScope) -> tuple[int, float, float] | None:
+        """The scope's ``(turns, mean length, mean length with neighbours)`` when read less than ``ttl`` seconds ago
+        and not changed since."""
         entry = self._entries.get(self.key(scope))
         if entry is None or time.monotonic() - entry[0] >= self.ttl:
             return None
-        return entry[1], entry[2]
+        return entry[1], entry[2], entry[3]
 
-    def put(self, scope: SearchScope, turns: int, average_length: float) -> None:
+    def put(self, scope: SearchScope, turns: int, average_length: float, average_context_length: float) -> None:
         """Keep the scope's statistics as just read."""
-        self._entries[self.key(scope)] = (time.monotonic(), turns, average_length)
+        self._entries[self.key(scope)] = (time.monotonic(), turns, average_length, average_context_length)
 
     def changed(self, user_ids: Iterable[str]) -> None:
         """Drop the statistics of every scope of these users (their turns were written, archived or deleted)."""
@@ -322,16 +341,16 @@ class TurnSearch:
         self.store = store
         self.stats = stats if stats is not None else TurnStatsCache()
 
-    async def turn_stats(self, scope: SearchScope) -> tuple[int, float]:
-        """The scope's turn count and mean length in distinct words (read once a minute at most, see
-        :class:`TurnStatsCache`)."""
+    async def turn_stats(self, scope: SearchScope, bm25: Bm25 = Bm25()) -> tuple[int, float]:
+        """The scope's turn count and mean length in distinct words as ``bm25`` counts a turn's length (read once a
+        minute at most, see :class:`TurnStatsCache`)."""
         cached = self.stats.get(scope)
-        if cached is not None:
-            return cached
-        row = (await self.store.fetch(TURN_STATS, scope.params(), what="counting the searched turns"))[0]
-        stats = int(row["n"]), float(row["avgdl"] or 0.0)
-        self.stats.put(scope, *stats)
-        return stats
+        if cached is None:
+            row = (await self.store.fetch(TURN_STATS, scope.params(), what="counting the searched turns"))[0]
+            cached = int(row["n"]), float(row["avgdl"] or 0.0), float(row["avgctx"] or 0.0)
+            self.stats.put(scope, *cached)
+        turns, own, with_neighbours = cached
+        return turns, bm25.average_length(own, with_neighbours)
 
     async def candidates(self, scope: SearchScope, *, text: str, embedding: Any, lexical: bool, limit: int,
                          exact: bool, boost: tuple[datetime, datetime] | None = None,
@@ -342,7 +361,7 @@ class TurnSearch:
         terms' inverse document frequencies (``term_lexemes``, ``term_weights``) and the scope's ``average_length``.
         ``exact`` scans the user's vectors exactly instead of using HNSW."""
         boost_start, boost_end = boost if boost else (None, None)
-        docs, avgdl = await self.turn_stats(scope) if lexical else (0, 0.0)
+        docs, avgdl = await self.turn_stats(scope, bm25) if lexical else (0, 0.0)
         return await self.store.fetch(
             TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
             what="searching turns",

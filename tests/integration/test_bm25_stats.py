@@ -17,8 +17,8 @@ def _turns(conversation: str, lines: list[str]) -> list[Turn]:
                  content=text) for i, text in enumerate(lines)]
 
 
-def _bm25(memory: AgentMemory) -> dict[str, float]:
-    bundle = memory.remember(QUESTION, top_k=20, reference_time=REF, include_semantic=False)
+def _bm25(memory: AgentMemory, recall: dict | None = None) -> dict[str, float]:
+    bundle = memory.remember(QUESTION, top_k=20, reference_time=REF, include_semantic=False, recall=recall)
     return {t.item.id: t.signals["bm25"].value for t in bundle.turns if "bm25" in t.signals}
 
 
@@ -50,3 +50,22 @@ def test_other_users_statistics_survive_a_write(settings):
         _bm25(memory)
         memory.store_turns([Turn(conversation_id="bob-1", user_id="bob", timestamp=REF, content="Bob hikes too.")])
         assert [key[0] for key in memory.core.ctx.sql.search.stats._entries] == ["alice"]
+
+
+def test_a_short_turn_does_not_match_on_its_long_neighbours_words_as_if_they_were_its_own(settings):
+    """A two-word reply next to a long answer full of the question's words used to outscore a turn that says them
+    itself: its neighbours' words counted in its match (at lexical_near_weight) but not in its length."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        short, _ = memory.store_turns(_turns("answer", [
+            "Sounds good.",
+            "The hiking trail Alice can pick: the coastal trail is the easiest hiking trail, the ridge trail the "
+            "hardest hiking trail, and the forest trail is the hiking trail most people pick in spring; whichever "
+            "trail you pick, pack water, a map, a charged phone, sun cream, a light jacket and a snack for the way.",
+        ]))
+        said = memory.store_turns(_turns("own", ["Alice said she would pick a trail for the hiking club.",
+                                                 "The club meets on Saturdays."]))[0]
+        memory.store_turns(_turns("noise", [f"Note {i}: groceries, laundry and the dentist." for i in range(20)]))
+        own_length = _bm25(memory, {"lexical_near_length": False})
+        assert own_length[short.id] > own_length[said.id]  # the defect
+        scores = _bm25(memory)
+        assert scores[said.id] > scores[short.id]
