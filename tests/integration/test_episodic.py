@@ -82,6 +82,21 @@ def test_write_flow_reaches_every_store(memory):
     assert memory.get_conversation("c1", user_id="alice")[0].metadata == turn.metadata
 
 
+def test_storing_never_changes_the_callers_turn_or_keeps_its_vector_list(memory):
+    """Validation no longer deep-copies a caller's vector (issue 17: 27% of store_turns); the stored turn must still
+    own its vector, so the caller can reuse or change the list afterwards."""
+    mine = Turn(conversation_id="c-own", user_id="alice", content="my own vector",
+                embedding=[0.6, 0.8] + [0.0] * (TEST_DIMENSION - 2))
+    vector = mine.embedding  # the list the caller's model holds
+    stored = memory.store_turns([mine])[0]
+    assert mine.embedding is vector and vector[:2] == [0.6, 0.8] and mine.index is None  # the caller's, untouched
+    assert stored.embedding is not vector and stored.embedding == pytest.approx(vector)
+    vector[0] = 99.0  # the caller reuses its list: what was stored does not move
+    assert stored.embedding[0] == pytest.approx(0.6)
+    durable = sql(memory, "SELECT embedding FROM conversation_logs WHERE turn_id = %(id)s", {"id": stored.id})
+    assert list(np.asarray(durable[0]["embedding"], dtype=float)[:2]) == pytest.approx([0.6, 0.8])
+
+
 def test_restoring_is_idempotent(memory):
     turn = Turn(conversation_id="c1", user_id="alice", content="hello")
     first = memory.store_turn(turn)
