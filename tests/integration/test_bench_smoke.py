@@ -65,7 +65,8 @@ def test_scale_smoke(settings, backend, tmp_path):
         assert step["exact_overlap"] == {"queries": 20, "k": 10, "approximate_search": False, "mean": 1.0, "min": 1.0}
         resources = step["resources"]
         assert resources["client_rss_bytes"] > 0
-        assert resources["falkordb"]["rss_bytes"] > 0 and resources["postgres"]["rss_bytes"] > 0
+        for server in ("falkordb", "postgres"):  # the entry says what the probe saw when it has no rss
+            assert resources[server].get("rss_bytes", 0) > 0, resources[server]
         assert resources["postgres"]["data_size_bytes"] > 0 and resources["namespace_postgres_bytes"] > 0
         graph_server = resources["graph_server"]
         assert graph_server["backend"] == backend

@@ -86,7 +86,8 @@ async def resources(memory, settings) -> dict[str, Any]:
 
         status = await asyncio.to_thread(EmbeddedStack(settings.embedded).status)
         for name, info in status.items():
-            entry: dict[str, Any] = {"data_size_bytes": info.get("data_size_bytes"), "pid": info.get("pid")}
+            entry: dict[str, Any] = {"data_size_bytes": info.get("data_size_bytes"), "pid": info.get("pid"),
+                                     "state": info.get("state")}
             try:
                 process = psutil.Process(int(info["pid"]))
                 procs = [process, *process.children(recursive=True)]
