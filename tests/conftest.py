@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -465,10 +466,34 @@ def sql(memory, query: str, params=None) -> list[dict]:
     return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))
 
 
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def content_text(value: object) -> str:
+    """The text a value holds, to search for leaked content: every string in it (dict keys included), with ids left
+    out. Numbers, timestamps and ids are not content, and they can contain any four digits: the PIN 4711 was once
+    "found" in a microsecond 471123 and once in a fact id ``…-047a-4711-b498-…``."""
+    parts: list[str] = []
+
+    def walk(item: object) -> None:
+        if isinstance(item, str):
+            parts.append(_UUID.sub("<id>", item))
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                walk(key)
+                if not (isinstance(key, str) and (key == "id" or key.endswith(("_id", "_ids")))):
+                    walk(sub)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            for sub in item:
+                walk(sub)
+
+    walk(value)
+    return "\n".join(parts)
+
+
 def audit_text(rows: list[dict]) -> str:
-    """Audit rows as text to search for leaked content, without the columns that are not content: a row's id and a
-    timestamp's microseconds are numbers that can contain any four digits (a test once "found" 4711 in 471123)."""
-    return str([{k: v for k, v in row.items() if k not in ("id", "timestamp")} for row in rows])
+    """Audit rows as text to search for leaked content (see `content_text`)."""
+    return content_text(rows)
 
 
 def run(coro):

@@ -10,7 +10,7 @@ import pytest
 
 from agentx_memory import AgentMemory, ControlMemory, Entity, Fact, Goal, Turn
 from agentx_memory.errors import NotFoundError, ValidationError
-from tests.conftest import audit_text, gread
+from tests.conftest import audit_text, content_text, gread
 
 TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
           "memory_pools", "short_term_memory", "working_memory_saves", "store_items")
@@ -123,7 +123,7 @@ def test_forgetting_a_turn_removes_it_and_what_was_derived_from_it_everywhere(se
 
         # nothing of the turn or its fact is readable any more; the rest is
         assert [t.id for t in memory.get_conversation("c1")] == [kept.id]
-        assert "4711" not in str([t.model_dump() for t in memory.remember("bank PIN").all_scored()])
+        assert "4711" not in content_text([t.model_dump() for t in memory.remember("bank PIN").all_scored()])
         with pytest.raises(NotFoundError):
             memory.get_fact(derived.id)
         assert memory.get_fact(unrelated.id).claim == "alice likes Porto"
@@ -215,4 +215,4 @@ def test_forgetting_a_memory_cuts_its_copies_out_of_shared_pools(memory):
     assert receipt.postgres["memory_pools.data"] == 1
     data, now = memory.read_pool_data("team", agent_id="planner")
     assert set(data) == {f"memory:{kept.id}"} and now == version + 1  # a writer holding the old version reads again
-    assert "2580" not in str(data)
+    assert "2580" not in content_text(data)
