@@ -491,11 +491,6 @@ def content_text(value: object) -> str:
     return "\n".join(parts)
 
 
-def audit_text(rows: list[dict]) -> str:
-    """Audit rows as text to search for leaked content (see `content_text`)."""
-    return content_text(rows)
-
-
 def run(coro):
     """Run a coroutine to completion (for async-API tests without a plugin)."""
     return asyncio.run(coro)

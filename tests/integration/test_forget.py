@@ -10,7 +10,7 @@ import pytest
 
 from agentx_memory import AgentMemory, ControlMemory, Entity, Fact, Goal, Turn
 from agentx_memory.errors import NotFoundError, ValidationError
-from tests.conftest import audit_text, content_text, gread
+from tests.conftest import content_text, gread
 
 TABLES = ("conversation_logs", "memory_timeline", "tool_invocations", "user_profiles", "episodic_summaries",
           "memory_pools", "short_term_memory", "working_memory_saves", "store_items")
@@ -135,7 +135,7 @@ def test_forgetting_a_turn_removes_it_and_what_was_derived_from_it_everywhere(se
         assert _log_rows(memory, "episodic_summaries", "conversation_id = 'c1'", ()) == []
         # the audit keeps that it happened and who asked, never the content
         audit = _log_rows(memory, "memory_audit_log", "user_id = 'alice'", ())
-        assert [(a["operation"], a["query_text"], a["metadata"]) for a in audit if "4711" in audit_text([a])] == []
+        assert [(a["operation"], a["query_text"], a["metadata"]) for a in audit if "4711" in content_text(a)] == []
         (entry,) = [a["metadata"] for a in audit if a["operation"] == "forget"]
         assert entry["requested_by"] == "alice herself" and set(entry["affected_ids"]) == {secret.id, derived.id}
         # another conversation of alice and bob's data are untouched

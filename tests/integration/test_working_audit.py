@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentx_memory import AgentMemory, MemoryBundle, Turn
-from tests.conftest import audit_text, sql
+from tests.conftest import content_text, sql
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_level_writes_logs_the_writes_without_values(open_memory):
     assert logged[0]["metadata"]["affected_ids"] == ["secret"]
     assert logged[4]["metadata"]["affected_ids"] == ["scratchpad"]
     assert all("payload" not in r["metadata"] for r in logged)
-    assert "1234" not in audit_text(logged) and "pack boxes" not in audit_text(logged)
+    assert "1234" not in content_text(logged) and "pack boxes" not in content_text(logged)
 
 
 def test_level_reads_adds_the_reads_without_values(open_memory):
@@ -76,7 +76,7 @@ def test_level_reads_adds_the_reads_without_values(open_memory):
     assert reads[0]["result_count"] == 1 and reads[0]["target_channels"] == ["proj"]
     assert all(r["session_id"] == "c1" for r in reads)
     assert [r["operation"] for r in logged if r["query_text"] is None] == WRITES
-    assert "1234" not in audit_text(logged) and all("payload" not in r["metadata"] for r in logged)
+    assert "1234" not in content_text(logged) and all("payload" not in r["metadata"] for r in logged)
 
 
 def test_level_verbose_records_the_values(open_memory):
