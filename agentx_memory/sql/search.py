@@ -132,7 +132,7 @@ def _term_counts(rows: str, terms: str, carry: str) -> str:
 
 
 #: BM25 of one (turn, term) count row ``c`` joined to its term weight ``w``: the term's frequency is its own count
-#: plus ``near`` (a weight) times its neighbours' count; the turn's length ``c.dl`` (:data:`_LENGTH`) is its number
+#: plus ``near`` (a weight) times its neighbours' count; the turn's length ``c.dl`` (:func:`_length`) is its number
 #: of distinct words, over ``avgdl`` of the scope.
 _BM25: Final[str] = """
   w.idf * (c.own + %(near)s * c.near) * (%(k1)s + 1)
