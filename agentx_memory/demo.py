@@ -17,6 +17,7 @@ from importlib import resources
 from rich.console import Console
 
 from .console import print_bundle
+from .extraction.contradictions import resolve_contradictions
 from .ingest import ingest_file
 from .memory import AsyncAgentMemory
 from .models import Entity, Fact, Goal
@@ -53,9 +54,7 @@ async def seed_demo(memory: AsyncAgentMemory) -> str:
     knowledge = json.loads((data / "demo_knowledge.json").read_text())
     with resources.as_file(data / "demo_conversation.jsonl") as path:
         report = await ingest_file(memory, path)
-    turn_ids = {}
-    for turn in await memory.get_recent_turns(hours=24 * 365 * 10, limit=1000):
-        turn_ids[(turn.conversation_id, turn.index)] = turn.id
+    turns = {(t.conversation_id, t.index): t for t in await memory.get_recent_turns(hours=24 * 365 * 10, limit=1000)}
     entities = {}
     for spec in knowledge["entities"]:
         entity = await memory.upsert_entity(
@@ -70,11 +69,17 @@ async def seed_demo(memory: AsyncAgentMemory) -> str:
         entities[spec["key"]] = entity.id
     for source, rel, target in knowledge["relationships"]:
         await memory.create_relationship(entities[source], entities[target], rel)
+    facts = []
     for i, spec in enumerate(knowledge["facts"]):
-        await memory.learn_fact(Fact(
+        said_in = turns[tuple(spec["turn"])]
+        facts.append(await memory.learn_fact(Fact(
             id=f"demo-fact-{i}", user_id=DEMO_USER, claim=spec["claim"], confidence=spec["confidence"],
             temporal=spec["temporal"], entity_ids=[entities[k] for k in spec["entities"]],
-            source_turn_id=turn_ids.get(tuple(spec["turn"])), source="demo extraction"))
+            source_turn_id=said_in.id, created_at=said_in.timestamp, source="demo extraction")))
+    # as extraction does: a fact said later replaces the one it contradicts ("Sam lives in Porto" → "... Lisbon")
+    extraction = memory.settings.extraction
+    await resolve_contradictions(memory.semantic, facts, extraction.contradiction_policy,
+                                 extraction.contradiction_window_days)
     for i, spec in enumerate(knowledge["goals"]):
         await memory.add_goal(Goal(id=f"demo-goal-{i}", user_id=DEMO_USER, description=spec["description"],
                                    priority=spec["priority"]))

@@ -346,6 +346,17 @@ class SemanticMemory:
             "entity_ids": check_ids(entity_ids, "entity_ids"), "limit": check_int(limit, "limit", low=1, high=10_000)})
         return [fact_from_row(r["fact"], r["entity_ids"]) for r in rows]
 
+    async def replaced_sources(self, user_id: str, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``fact_ids`` that replaced other facts (contradiction resolution), the turns those replaced
+        facts were derived from: fact id → source turn ids (facts that replaced nothing are left out)."""
+        if not fact_ids:
+            return {}
+        out: dict[str, list[str]] = {}
+        for row in await self.ctx.graph.read(cypher.REPLACED_FACT_SOURCES, {"user_id": user_id,
+                                                                            "ids": list(fact_ids)}):
+            out.setdefault(str(row["fact_id"]), []).append(str(row["turn_id"]))
+        return out
+
     async def facts_for_review(self, user_id: str, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """The user's facts that contradict another and wait for review (``extraction.contradiction_policy =
         flag_review``), oldest first, each with the ids of the facts it conflicts with."""

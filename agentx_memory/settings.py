@@ -323,6 +323,10 @@ class RecallSettings(_Section):
     include_archived: bool = Field(
         False, description="also search the turns of conversations the cleanup job archived (past retention)"
     )
+    newest_wins: bool = Field(
+        True, description="a turn that said a fact which replaced another (contradiction resolution) ranks just above "
+        "the turns that said the replaced fact, unless the question names a time or asks about the past",
+    )
     fusion: Literal["score", "rrf"] = Field(
         "score", description="score: normalized weighted sum of legs; rrf: weighted reciprocal-rank fusion"
     )

@@ -484,6 +484,16 @@ MERGE (new)-[:SUPERSEDES]->(old)
 RETURN old.id AS id
 """
 
+#: The turns the facts ``$ids`` replaced were derived from: per kept fact, the source turn of each fact it SUPERSEDES,
+#: directly or down a chain of replacements (superseded under prefer_new or a correction, rejected under prefer_old;
+#: a merged duplicate is no replacement).
+REPLACED_FACT_SOURCES: Final[LiteralString] = """
+MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id
+MATCH (f)-[:SUPERSEDES*1..5]->(old:Fact)
+WHERE old.user_id = $user_id AND old.status IN ['superseded', 'rejected'] AND old.source_turn_id IS NOT NULL
+RETURN DISTINCT f.id AS fact_id, old.source_turn_id AS turn_id
+"""
+
 #: The user's facts as they stood at ``$at``: said by then and not yet replaced (a superseded fact holds until the
 #: fact that replaced it was said; a rejected one never held), optionally only those ABOUT ``$entity_ids``.
 FACTS_AS_OF: Final[LiteralString] = """

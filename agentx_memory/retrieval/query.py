@@ -10,7 +10,8 @@ from datetime import datetime
 
 from .timeparse import TimeRange, parse_time_phrases
 
-__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "mentioned_names", "rewrite_as_statement"]
+__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_the_past", "mentioned_names",
+           "rewrite_as_statement"]
 
 _QUESTION_HEAD = re.compile(
     r"^\s*(?:what|which|who|whom|whose|when|where|why|how(?: many| much| long| often| old)?)\b"
@@ -57,6 +58,22 @@ def question_speaker(question: str) -> str | None:
     return None
 
 
+#: Words by which a question asks about how things were, not how they are ("Where did I live before?").
+_ABOUT_THE_PAST = re.compile(
+    r"\b(?:before|previously|formerly|originally|earlier|former|used to|use to|back then|at first|in the past|"
+    r"at the time|any more|anymore|no longer)\b", re.IGNORECASE)
+
+
+def asks_about_the_past(question: str) -> bool:
+    """Whether the question asks how things were rather than how they are now, by its words ("before", "used to",
+    "previously", "no longer" ...); newest-wins ranking is off for such questions.
+
+    >>> asks_about_the_past("Where did Sam live before?"), asks_about_the_past("Where does Sam live now?")
+    (True, False)
+    """
+    return bool(_ABOUT_THE_PAST.search(question))
+
+
 @dataclass
 class QueryAnalysis:
     """What the rule-based analysis read from a question."""
@@ -67,6 +84,7 @@ class QueryAnalysis:
     about: str | None = None
     time_ranges: list[TimeRange] = field(default_factory=list)
     speaker_role: str | None = None  # the role its pronouns name (question_speaker)
+    about_the_past: bool = False  # asks how things were (asks_about_the_past)
 
 
 def rewrite_as_statement(question: str) -> str:
@@ -108,4 +126,5 @@ def analyze(question: str, reference_time: datetime | None = None) -> QueryAnaly
         about=about_match.group(1).strip() if about_match else None,
         time_ranges=parse_time_phrases(question, reference_time),
         speaker_role=question_speaker(question),
+        about_the_past=asks_about_the_past(question),
     )

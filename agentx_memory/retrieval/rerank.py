@@ -6,8 +6,9 @@ Turns go through these stages, in this order (the retriever runs them; each is a
    ``vector``), the question's word pairs it says in order (``phrase``), the best relevance of its neighbours
    (``neighbour``), of its conversation (``session``), the one participant the question names (``speaker``), the
    question's time phrase (``time``); then :func:`lend_fact_scores`
-   (``fact``: a fact that matches the question lifts the turn it was derived from by its match) and
-   :func:`add_recency`;
+   (``fact``: a fact that matches the question lifts the turn it was derived from by its match),
+   :func:`add_recency` and :func:`outrank_replaced` (``replaces``: newest wins — the turn of a fact that replaced
+   another ranks just above the turns of the replaced fact);
 2. **order** — :func:`best_first` (score, then id) and :func:`unique_by_content` (exact duplicates of content out);
 3. **diversity** — :func:`mmr`: maximal marginal relevance over the candidates' embeddings with
    ``retrieval.mmr_lambda`` (1 = off);
@@ -51,6 +52,7 @@ __all__ = [
     "lend_fact_scores",
     "mmr",
     "one_per_claim",
+    "outrank_replaced",
     "rank_strategies",
     "recency",
     "unique_by_content",
@@ -233,6 +235,22 @@ def lend_fact_scores(drafts: Mapping[str, SignalSink], sources: Mapping[str, tup
         if turn_id in drafts:
             drafts[turn_id].add("fact", share * full_match * match, episodic_weight,
                                 f"source of fact {fact_id} (its match {match:.2f})")
+
+
+def outrank_replaced(drafts: Mapping[str, TurnDraft], said_by: Mapping[str, str],
+                     replaced: Mapping[str, Sequence[str]], margin: float = 1e-3) -> None:
+    """Newest wins: the turn a matching fact was said in (``said_by``: fact id → source turn id) is lifted just above
+    the best-scored turn that said a fact it replaced (``replaced``: fact id → the replaced facts' source turns), when
+    that turn scores higher. Call it on final scores; it only reorders the turns of one slot."""
+    for fact_id, turn_id in said_by.items():
+        newer = drafts.get(turn_id)
+        older = [drafts[t] for t in replaced.get(fact_id, ()) if t in drafts and t != turn_id]
+        if newer is None or not older:
+            continue
+        best = max(older, key=lambda d: d.score)
+        if best.score >= newer.score:
+            newer.add("replaces", best.score - newer.score + margin, 1.0,
+                      f"said fact {fact_id}, which replaced what turn {best.id} said")
 
 
 # --- order, diversity, cap -----------------------------------------------------------------------------------------

@@ -275,10 +275,12 @@ class MemoryRetriever:
         # per query, a handful returned).
         drafts = rerank.TurnSignals(rows, relevance, recall, s.episodic_weight, named, plan.time_ranges,
                                     plan.speaker_role).drafts()
-        await self._lend_fact_scores(plan, drafts, facts, found, recall)
+        said_by = await self._lend_fact_scores(plan, drafts, facts, found, recall)
         w = s.episodic_weight
         for draft in drafts.values():
             rerank.add_recency(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time, s)
+        if plan.newest_wins and said_by:
+            rerank.outrank_replaced(drafts, said_by, await self.semantic.replaced_sources(plan.user_id, list(said_by)))
         ranked = rerank.unique_by_content(rerank.best_first(drafts.values()))
         ranked = await self._diversify(plan, ranked, metrics)
         return [_scored_turn(d) for d in rerank.cap_per_conversation(ranked, s.max_per_conversation, plan.top_k)]
@@ -308,12 +310,13 @@ class MemoryRetriever:
         return [n.casefold() for n in await self.turn_search.speakers_among(plan.user_id, plan.entity_names)]
 
     async def _lend_fact_scores(self, plan: SearchPlan, drafts: dict[str, rerank.TurnDraft],
-                                facts: list[ScoredFact], found: Candidates, recall: RecallSettings) -> None:
+                                facts: list[ScoredFact], found: Candidates, recall: RecallSettings
+                                ) -> dict[str, str]:
         """The facts that best match the question (their own legs, :func:`~.fusion.query_match`) lift their source
-        turns (read when they were no candidates)."""
+        turns (read when they were no candidates); returns every matching fact's source turn (fact id → turn id)."""
         share = self.settings.fact_lending
         if share <= 0 or not facts:
-            return
+            return {}
         match = fusion.query_match(found.fact_lexical, found.fact_cosine, recall)
         sources = rerank.fact_sources(facts, match, plan.top_k)
         missing = [turn_id for turn_id in sources if turn_id not in drafts]
@@ -322,6 +325,8 @@ class MemoryRetriever:
                 drafts[row["turn_id"]] = rerank.TurnDraft(row)
         full = (recall.lexical_weight if recall.hybrid else 0.0) + recall.vector_weight
         rerank.lend_fact_scores(drafts, sources, share, full, self.settings.episodic_weight)
+        return {f.id: str(f.item.source_turn_id) for f in facts
+                if match.get(f.id, 0.0) > 0 and f.item.source_turn_id and str(f.item.source_turn_id) in drafts}
 
     async def _diversify(self, plan: SearchPlan, ranked: list[rerank.TurnDraft], metrics: RecallMetrics
                          ) -> list[rerank.TurnDraft]:

@@ -13,7 +13,7 @@ from agentx_memory.retrieval import fusion, rerank
 from agentx_memory.retrieval.bundle import ScoredFact
 from agentx_memory.retrieval.legs import LEGS, collect_timeline_lexical, collect_turns
 from agentx_memory.retrieval.plan import Candidates, SearchPlan
-from agentx_memory.retrieval.query import question_speaker
+from agentx_memory.retrieval.query import asks_about_the_past, question_speaker
 from agentx_memory.retrieval.timeparse import TimeRange
 from agentx_memory.settings import RecallSettings, RetrievalSettings
 
@@ -176,6 +176,36 @@ def test_facts_lift_their_source_turn_by_their_own_match_of_the_question():
     assert drafts["t1"].signals["fact"] == (pytest.approx(0.25 * 1.5 * 0.9), 0.3, "source of fact f0 (its match 0.90)")
     assert drafts["t1"].score == pytest.approx(0.3 * (0.2 + 0.3375))
     assert drafts["t9"].signals["fact"][0] == pytest.approx(0.25 * 1.5 * 0.2)  # a weak match lends little
+
+
+def test_newest_wins_lifts_the_newer_turn_just_above_the_best_turn_of_the_facts_it_replaced():
+    drafts = {d.id: d for d in (draft("porto", 0.7), draft("welcome", 0.55), draft("lisbon", 0.3),
+                                draft("older", 0.2), draft("other", 0.9))}
+    rerank.outrank_replaced(drafts, {"f-lisbon": "lisbon", "f-unrelated": "other"},
+                            {"f-lisbon": ["porto", "older", "not-a-candidate"]})
+    assert [d.id for d in rerank.best_first(drafts.values())] == ["other", "lisbon", "porto", "welcome", "older"]
+    assert drafts["lisbon"].score == pytest.approx(0.7 + 1e-3)
+    assert "porto" in drafts["lisbon"].signals["replaces"][2]
+    assert "replaces" not in drafts["other"].signals  # it replaced nothing
+
+
+def test_newest_wins_leaves_a_newer_turn_that_already_ranks_first_alone():
+    drafts = {d.id: d for d in (draft("new", 0.8), draft("old", 0.5))}
+    rerank.outrank_replaced(drafts, {"f": "new"}, {"f": ["old", "new"]})
+    assert drafts["new"].score == 0.8 and "replaces" not in drafts["new"].signals
+
+
+@pytest.mark.parametrize(("question", "past"), [
+    ("Where did Sam live before?", True),
+    ("Where did Sam use to live?", True),
+    ("Which job did I have previously?", True),
+    ("Does Sam no longer live in Porto?", True),
+    ("Where does Sam live now?", False),
+    ("What did we do when my sister visited?", False),
+    ("Where is the beforehand checklist?", False),
+])
+def test_a_question_asks_about_the_past_by_its_words(question, past):
+    assert asks_about_the_past(question) is past
 
 
 def test_recency_halves_every_half_life_and_nudges_by_a_share_of_relevance():
