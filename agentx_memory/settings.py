@@ -325,7 +325,8 @@ class RecallSettings(_Section):
     )
     newest_wins: bool = Field(
         True, description="a turn that said a fact which replaced another (contradiction resolution) ranks just above "
-        "the turns that said the replaced fact, unless the question names a time or asks about the past",
+        "the turns that said the replaced fact, for questions about now (present tense or a word for now, no time "
+        "named, no 'before' / 'used to')",
     )
     fusion: Literal["score", "rrf"] = Field(
         "score", description="score: normalized weighted sum of legs; rrf: weighted reciprocal-rank fusion"

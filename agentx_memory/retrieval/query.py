@@ -10,7 +10,7 @@ from datetime import datetime
 
 from .timeparse import TimeRange, parse_time_phrases
 
-__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_the_past", "mentioned_names",
+__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_now", "mentioned_names",
            "rewrite_as_statement"]
 
 _QUESTION_HEAD = re.compile(
@@ -61,17 +61,30 @@ def question_speaker(question: str) -> str | None:
 #: Words by which a question asks about how things were, not how they are ("Where did I live before?").
 _ABOUT_THE_PAST = re.compile(
     r"\b(?:before|previously|formerly|originally|earlier|former|used to|use to|back then|at first|in the past|"
-    r"at the time|any more|anymore|no longer)\b", re.IGNORECASE)
+    r"at the time)\b", re.IGNORECASE)
+#: A question's auxiliary verbs: the first one gives its tense ("Where does Sam live?" asks about now, "What did we
+#: do?" about an event).
+_AUXILIARY = re.compile(r"\b(?:do|does|did|is|are|am|was|were|has|have|had|will|would|can|could|should|shall|may|"
+                        r"might|must)\b|['’]s\b", re.IGNORECASE)
+_PRESENT = frozenset({"do", "does", "is", "are", "am", "has", "have", "'s", "’s"})
+_NOW = re.compile(r"\b(?:now|currently|current|nowadays|these days|at the moment|at present|still|any ?more|"
+                  r"no longer|latest|today)\b", re.IGNORECASE)
 
 
-def asks_about_the_past(question: str) -> bool:
-    """Whether the question asks how things were rather than how they are now, by its words ("before", "used to",
-    "previously", "no longer" ...); newest-wins ranking is off for such questions.
+def asks_about_now(question: str) -> bool:
+    """Whether the question asks how things are now (and so wants the newest of several statements): a word for now
+    ("currently", "still", "latest" ...), or a present-tense question ("Where does Sam live?") that does not ask
+    about the past by its words ("before", "used to", "previously" ...). "What did I ..." asks about an event.
 
-    >>> asks_about_the_past("Where did Sam live before?"), asks_about_the_past("Where does Sam live now?")
+    >>> asks_about_now("Where does Sam live now?"), asks_about_now("Where did Sam live before?")
     (True, False)
+    >>> asks_about_now("When did Caroline go to the support group?"), asks_about_now("Is Maya still in Porto?")
+    (False, True)
     """
-    return bool(_ABOUT_THE_PAST.search(question))
+    if _ABOUT_THE_PAST.search(question):
+        return False
+    first = _AUXILIARY.search(question)
+    return bool(_NOW.search(question)) or (first is not None and first.group(0).casefold() in _PRESENT)
 
 
 @dataclass
@@ -84,7 +97,7 @@ class QueryAnalysis:
     about: str | None = None
     time_ranges: list[TimeRange] = field(default_factory=list)
     speaker_role: str | None = None  # the role its pronouns name (question_speaker)
-    about_the_past: bool = False  # asks how things were (asks_about_the_past)
+    about_now: bool = False  # asks how things are now (asks_about_now)
 
 
 def rewrite_as_statement(question: str) -> str:
@@ -126,5 +139,5 @@ def analyze(question: str, reference_time: datetime | None = None) -> QueryAnaly
         about=about_match.group(1).strip() if about_match else None,
         time_ranges=parse_time_phrases(question, reference_time),
         speaker_role=question_speaker(question),
-        about_the_past=asks_about_the_past(question),
+        about_now=asks_about_now(question),
     )

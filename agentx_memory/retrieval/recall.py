@@ -142,7 +142,7 @@ class RecallLayer:
             time_ranges=analysis.time_ranges if settings.self_query else [],
             entity_names=names if settings.entity_centric else [],
             speaker_role=analysis.speaker_role if settings.entity_centric else None,
-            newest_wins=settings.newest_wins and not analysis.about_the_past and not analysis.time_ranges,
+            newest_wins=settings.newest_wins and analysis.about_now and not analysis.time_ranges,
             include_episodic=include_episodic, include_semantic=include_semantic,
             include_procedural=include_procedural, recall=settings,
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),

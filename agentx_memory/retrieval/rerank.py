@@ -45,6 +45,7 @@ __all__ = [
     "add_rrf_signals",
     "add_salience",
     "best_first",
+    "best_matching_facts",
     "cap_per_conversation",
     "fact_sources",
     "finish_facts",
@@ -218,12 +219,17 @@ def fact_sources(facts: Iterable[ScoredFact], match: Mapping[str, float], top_k:
                  ) -> dict[str, tuple[str, float]]:
     """The turns the ``top_k`` facts that best match the question (``match``, by fact id) were derived from: turn id
     → (fact id, its match); a turn two of them came from keeps the better match."""
-    ranked = sorted((f for f in facts if match.get(f.id, 0.0) > 0 and f.item.source_turn_id),
-                    key=lambda f: (-match[f.id], f.id))
     out: dict[str, tuple[str, float]] = {}
-    for fact in ranked[:top_k]:
+    for fact in best_matching_facts(facts, match, top_k):
         out.setdefault(str(fact.item.source_turn_id), (fact.id, match[fact.id]))
     return out
+
+
+def best_matching_facts(facts: Iterable[ScoredFact], match: Mapping[str, float], top_k: int) -> list[ScoredFact]:
+    """The ``top_k`` facts with a source turn that match the question best (``match``, by fact id), best first."""
+    ranked = sorted((f for f in facts if match.get(f.id, 0.0) > 0 and f.item.source_turn_id),
+                    key=lambda f: (-match[f.id], f.id))
+    return ranked[:top_k]
 
 
 def lend_fact_scores(drafts: Mapping[str, SignalSink], sources: Mapping[str, tuple[str, float]], share: float,
@@ -238,14 +244,15 @@ def lend_fact_scores(drafts: Mapping[str, SignalSink], sources: Mapping[str, tup
 
 
 def outrank_replaced(drafts: Mapping[str, TurnDraft], said_by: Mapping[str, str],
-                     replaced: Mapping[str, Sequence[str]], margin: float = 1e-3) -> None:
+                     replaced: Mapping[str, Sequence[str]], reference: datetime, margin: float = 1e-3) -> None:
     """Newest wins: the turn a matching fact was said in (``said_by``: fact id → source turn id) is lifted just above
     the best-scored turn that said a fact it replaced (``replaced``: fact id → the replaced facts' source turns), when
-    that turn scores higher. Call it on final scores; it only reorders the turns of one slot."""
+    that turn scores higher and the newer turn was said by the ``reference`` time (as of an earlier time, the older
+    statement still held). Call it on final scores; it only reorders the turns of one slot."""
     for fact_id, turn_id in said_by.items():
         newer = drafts.get(turn_id)
         older = [drafts[t] for t in replaced.get(fact_id, ()) if t in drafts and t != turn_id]
-        if newer is None or not older:
+        if newer is None or not older or newer.row["timestamp"] > reference:
             continue
         best = max(older, key=lambda d: d.score)
         if best.score >= newer.score:

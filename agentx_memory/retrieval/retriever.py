@@ -280,7 +280,8 @@ class MemoryRetriever:
         for draft in drafts.values():
             rerank.add_recency(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time, s)
         if plan.newest_wins and said_by:
-            rerank.outrank_replaced(drafts, said_by, await self.semantic.replaced_sources(plan.user_id, list(said_by)))
+            replaced = await self.semantic.replaced_sources(plan.user_id, list(said_by))
+            rerank.outrank_replaced(drafts, said_by, replaced, plan.reference_time)
         ranked = rerank.unique_by_content(rerank.best_first(drafts.values()))
         ranked = await self._diversify(plan, ranked, metrics)
         return [_scored_turn(d) for d in rerank.cap_per_conversation(ranked, s.max_per_conversation, plan.top_k)]
@@ -313,7 +314,7 @@ class MemoryRetriever:
                                 facts: list[ScoredFact], found: Candidates, recall: RecallSettings
                                 ) -> dict[str, str]:
         """The facts that best match the question (their own legs, :func:`~.fusion.query_match`) lift their source
-        turns (read when they were no candidates); returns every matching fact's source turn (fact id → turn id)."""
+        turns (read when they were no candidates); returns those facts' source turns (fact id → turn id)."""
         share = self.settings.fact_lending
         if share <= 0 or not facts:
             return {}
@@ -325,8 +326,7 @@ class MemoryRetriever:
                 drafts[row["turn_id"]] = rerank.TurnDraft(row)
         full = (recall.lexical_weight if recall.hybrid else 0.0) + recall.vector_weight
         rerank.lend_fact_scores(drafts, sources, share, full, self.settings.episodic_weight)
-        return {f.id: str(f.item.source_turn_id) for f in facts
-                if match.get(f.id, 0.0) > 0 and f.item.source_turn_id and str(f.item.source_turn_id) in drafts}
+        return {f.id: str(f.item.source_turn_id) for f in rerank.best_matching_facts(facts, match, plan.top_k)}
 
     async def _diversify(self, plan: SearchPlan, ranked: list[rerank.TurnDraft], metrics: RecallMetrics
                          ) -> list[rerank.TurnDraft]:

@@ -1,7 +1,8 @@
 """Newest wins for things that change (issue 12): when contradiction resolution replaced a fact ("Sam lives in
 Porto." superseded by "Sam lives in Lisbon."), the turn that said the kept fact ranks above the turns that said the
-replaced one, however much better the older turn matches the question's words. A question that asks about the past
-or names a time keeps the plain ranking. On the real servers, both graph backends."""
+replaced one, however much better the older turn matches the question's words, when the question asks how things are
+now. A question about an event or the past, or one that names a time, keeps the plain ranking. On the real servers,
+both graph backends."""
 
 from __future__ import annotations
 
@@ -46,16 +47,19 @@ def test_the_turn_that_replaced_a_fact_ranks_above_the_turns_of_the_fact_it_repl
         assert top.item.id == lisbon.id, top.item.content
         assert "replaces" in top.signals and porto.id in top.signals["replaces"].detail
 
+        # as of October, before the move was said, Porto still held: the plain ranking
+        october = memory.remember("Where does Sam live now?", top_k=5, reference_time=datetime(2026, 10, 1, tzinfo=UTC))
+        assert october.turns[0].item.id == porto.id and "replaces" not in october.turns[0].signals
         # without the rule, the Porto turns match the question's words better and come first
         plain = _first(memory, "Where does Sam live now?", recall={"newest_wins": False})
         assert plain.item.id == porto.id and "replaces" not in plain.signals
 
 
-def test_a_question_about_the_past_or_a_named_time_keeps_the_plain_ranking(settings):
+def test_a_question_about_an_event_the_past_or_a_named_time_keeps_the_plain_ranking(settings):
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
         porto, _ = _sam_moves(memory)
         for question in ("Where did Sam live before?", "Where did Sam use to live?",
-                         "Where did Sam live in September?"):
+                         "Where did Sam live in September?", "Where did Sam move for Lumen Labs?"):
             top = _first(memory, question)
             assert top.item.id == porto.id, (question, top.item.content)
             assert "replaces" not in top.signals

@@ -13,7 +13,7 @@ from agentx_memory.retrieval import fusion, rerank
 from agentx_memory.retrieval.bundle import ScoredFact
 from agentx_memory.retrieval.legs import LEGS, collect_timeline_lexical, collect_turns
 from agentx_memory.retrieval.plan import Candidates, SearchPlan
-from agentx_memory.retrieval.query import asks_about_the_past, question_speaker
+from agentx_memory.retrieval.query import asks_about_now, question_speaker
 from agentx_memory.retrieval.timeparse import TimeRange
 from agentx_memory.settings import RecallSettings, RetrievalSettings
 
@@ -182,7 +182,7 @@ def test_newest_wins_lifts_the_newer_turn_just_above_the_best_turn_of_the_facts_
     drafts = {d.id: d for d in (draft("porto", 0.7), draft("welcome", 0.55), draft("lisbon", 0.3),
                                 draft("older", 0.2), draft("other", 0.9))}
     rerank.outrank_replaced(drafts, {"f-lisbon": "lisbon", "f-unrelated": "other"},
-                            {"f-lisbon": ["porto", "older", "not-a-candidate"]})
+                            {"f-lisbon": ["porto", "older", "not-a-candidate"]}, REF)
     assert [d.id for d in rerank.best_first(drafts.values())] == ["other", "lisbon", "porto", "welcome", "older"]
     assert drafts["lisbon"].score == pytest.approx(0.7 + 1e-3)
     assert "porto" in drafts["lisbon"].signals["replaces"][2]
@@ -191,21 +191,33 @@ def test_newest_wins_lifts_the_newer_turn_just_above_the_best_turn_of_the_facts_
 
 def test_newest_wins_leaves_a_newer_turn_that_already_ranks_first_alone():
     drafts = {d.id: d for d in (draft("new", 0.8), draft("old", 0.5))}
-    rerank.outrank_replaced(drafts, {"f": "new"}, {"f": ["old", "new"]})
+    rerank.outrank_replaced(drafts, {"f": "new"}, {"f": ["old", "new"]}, REF)
     assert drafts["new"].score == 0.8 and "replaces" not in drafts["new"].signals
 
 
-@pytest.mark.parametrize(("question", "past"), [
-    ("Where did Sam live before?", True),
-    ("Where did Sam use to live?", True),
-    ("Which job did I have previously?", True),
+def test_newest_wins_as_of_a_time_before_the_newer_turn_was_said_keeps_the_older_first():
+    drafts = {d.id: d for d in (draft("new", 0.3), draft("old", 0.5))}
+    rerank.outrank_replaced(drafts, {"f": "new"}, {"f": ["old"]}, REF - timedelta(days=1))  # drafts are said at REF
+    assert drafts["new"].score == 0.3 and "replaces" not in drafts["new"].signals
+
+
+@pytest.mark.parametrize(("question", "now"), [
+    ("Where does Sam live now?", True),
+    ("Where does Sam live?", True),
+    ("Is Maya still in Porto?", True),
     ("Does Sam no longer live in Porto?", True),
-    ("Where does Sam live now?", False),
+    ("What's my current plan?", True),
+    ("What is the latest version of the planner?", True),
+    ("Where did Sam live before?", False),
+    ("Where does Sam live, and where did he live before?", False),
+    ("Where did Sam use to live?", False),
+    ("Which job did I have previously?", False),
     ("What did we do when my sister visited?", False),
-    ("Where is the beforehand checklist?", False),
+    ("When did Caroline go to the support group?", False),
+    ("How many times did Melanie paint a sunrise?", False),
 ])
-def test_a_question_asks_about_the_past_by_its_words(question, past):
-    assert asks_about_the_past(question) is past
+def test_a_question_asks_about_now_by_its_tense_or_its_words(question, now):
+    assert asks_about_now(question) is now
 
 
 def test_recency_halves_every_half_life_and_nudges_by_a_share_of_relevance():
