@@ -280,8 +280,10 @@ class MemoryRetriever:
         for draft in drafts.values():
             rerank.add_recency(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time, s)
         if plan.newest_wins and said_by:
+            started = time.perf_counter()
             replaced = await self.semantic.replaced_sources(plan.user_id, list(said_by))
             rerank.outrank_replaced(drafts, said_by, replaced, plan.reference_time)
+            _record(metrics, "newest_wins", started, sum(len(turns) for turns in replaced.values()))
         ranked = rerank.unique_by_content(rerank.best_first(drafts.values()))
         ranked = await self._diversify(plan, ranked, metrics)
         return [_scored_turn(d) for d in rerank.cap_per_conversation(ranked, s.max_per_conversation, plan.top_k)]

@@ -43,9 +43,11 @@ def test_the_turn_that_replaced_a_fact_ranks_above_the_turns_of_the_fact_it_repl
         porto, lisbon = _sam_moves(memory)
         assert memory.get_fact(lisbon_fact_id(memory)).status == "active"
 
-        top = _first(memory, "Where does Sam live now?")
+        bundle = memory.remember("Where does Sam live now?", top_k=5, reference_time=NOW)
+        top = bundle.turns[0]
         assert top.item.id == lisbon.id, top.item.content
         assert "replaces" in top.signals and porto.id in top.signals["replaces"].detail
+        assert bundle.metrics.techniques["newest_wins"].results == 1  # one replaced turn read, in its own metric
 
         # as of October, before the move was said, Porto still held: the plain ranking
         october = memory.remember("Where does Sam live now?", top_k=5, reference_time=datetime(2026, 10, 1, tzinfo=UTC))
