@@ -228,12 +228,14 @@ async def _learn_observations(memory: AsyncAgentMemory, samples: list[LocomoSamp
             Entity(user_id=sample.sample_id, name=name, type="person") for name in speakers])
         person = {name: e.id for name, e in zip(speakers, people, strict=True)}
         facts = []
-        for speaker, statement, dia_ids in sample.observations:
+        for n, (speaker, statement, dia_ids) in enumerate(sample.observations):
             turn = next((turns[i] for i in dia_ids if i in turns), None)
             if turn is None:
                 skipped += 1
                 continue
-            facts.append(Fact(user_id=sample.sample_id, claim=statement, confidence=0.9, source="observation",
+            # a fixed id per observation: ties between facts are broken by id, so random ids made runs differ
+            facts.append(Fact(id=f"obs-{sample.sample_id}-{n}", user_id=sample.sample_id, claim=statement,
+                              confidence=0.9, source="observation",
                               source_turn_id=turn.id, conversation_id=turn.conversation_id,
                               entity_ids=[person[speaker]], created_at=turn.timestamp))
         for start in range(0, len(facts), 500):
