@@ -255,9 +255,12 @@ def outrank_replaced(drafts: Mapping[str, TurnDraft], said_by: Mapping[str, str]
         if newer is None or not older or newer.row["timestamp"] > reference:
             continue
         best = max(older, key=lambda d: d.score)
-        if best.score >= newer.score:
-            newer.add("replaces", best.score - newer.score + margin, 1.0,
-                      f"said fact {fact_id}, which replaced what turn {best.id} said")
+        if best.score < newer.score:
+            continue
+        lifted = newer.signals.get("replaces")  # two facts of one turn: the higher lift counts, once
+        base = newer.score - (lifted[0] * lifted[1] if lifted else 0.0)
+        newer.add("replaces", best.score + margin - base, 1.0,
+                  f"said fact {fact_id}, which replaced what turn {best.id} said")
 
 
 # --- order, diversity, cap -----------------------------------------------------------------------------------------

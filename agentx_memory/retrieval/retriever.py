@@ -316,9 +316,10 @@ class MemoryRetriever:
                                 facts: list[ScoredFact], found: Candidates, recall: RecallSettings
                                 ) -> dict[str, str]:
         """The facts that best match the question (their own legs, :func:`~.fusion.query_match`) lift their source
-        turns (read when they were no candidates); returns those facts' source turns (fact id → turn id)."""
+        turns (read when they were no candidates); returns those facts' source turns (fact id → turn id), which
+        newest wins needs even when lending is off."""
         share = self.settings.fact_lending
-        if share <= 0 or not facts:
+        if not facts or (share <= 0 and not plan.newest_wins):
             return {}
         match = fusion.query_match(found.fact_lexical, found.fact_cosine, recall)
         sources = rerank.fact_sources(facts, match, plan.top_k)
@@ -326,8 +327,9 @@ class MemoryRetriever:
         if missing:
             for row in await self.turn_search.turns_by_ids(plan.scope(), missing):
                 drafts[row["turn_id"]] = rerank.TurnDraft(row)
-        full = (recall.lexical_weight if recall.hybrid else 0.0) + recall.vector_weight
-        rerank.lend_fact_scores(drafts, sources, share, full, self.settings.episodic_weight)
+        if share > 0:
+            full = (recall.lexical_weight if recall.hybrid else 0.0) + recall.vector_weight
+            rerank.lend_fact_scores(drafts, sources, share, full, self.settings.episodic_weight)
         return {f.id: str(f.item.source_turn_id) for f in rerank.best_matching_facts(facts, match, plan.top_k)}
 
     async def _diversify(self, plan: SearchPlan, ranked: list[rerank.TurnDraft], metrics: RecallMetrics

@@ -57,6 +57,14 @@ def test_the_turn_that_replaced_a_fact_ranks_above_the_turns_of_the_fact_it_repl
         assert plain.item.id == porto.id and "replaces" not in plain.signals
 
 
+def test_newest_wins_does_not_need_facts_to_lend(settings):
+    s = settings(extraction={"extractor": "offline"}, retrieval={"fact_lending": 0.0})
+    with AgentMemory(s, user_id="alice") as memory:
+        porto, lisbon = _sam_moves(memory)
+        top = _first(memory, "Where does Sam live now?")
+        assert top.item.id == lisbon.id and "fact" not in top.signals and "replaces" in top.signals
+
+
 def test_a_question_about_an_event_the_past_or_a_named_time_keeps_the_plain_ranking(settings):
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
         porto, _ = _sam_moves(memory)

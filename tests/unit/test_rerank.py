@@ -195,6 +195,13 @@ def test_newest_wins_leaves_a_newer_turn_that_already_ranks_first_alone():
     assert drafts["new"].score == 0.8 and "replaces" not in drafts["new"].signals
 
 
+def test_two_facts_of_one_turn_lift_it_once_above_the_best_turn_either_replaced():
+    drafts = {d.id: d for d in (draft("new", 0.2), draft("old-a", 0.5), draft("old-b", 0.6))}
+    rerank.outrank_replaced(drafts, {"f1": "new", "f2": "new"}, {"f1": ["old-a"], "f2": ["old-b"]}, REF)
+    assert drafts["new"].score == pytest.approx(0.6 + 1e-3)
+    assert drafts["new"].score == pytest.approx(sum(v * w for v, w, _ in drafts["new"].signals.values()))
+
+
 def test_newest_wins_as_of_a_time_before_the_newer_turn_was_said_keeps_the_older_first():
     drafts = {d.id: d for d in (draft("new", 0.3), draft("old", 0.5))}
     rerank.outrank_replaced(drafts, {"f": "new"}, {"f": ["old"]}, REF - timedelta(days=1))  # drafts are said at REF
