@@ -322,7 +322,8 @@ class MemoryRetriever:
         if not facts or (share <= 0 and not plan.newest_wins):
             return {}
         match = fusion.query_match(found.fact_lexical, found.fact_cosine, recall)
-        sources = rerank.fact_sources(facts, match, plan.top_k)
+        best = rerank.best_matching_facts(facts, match, plan.top_k)
+        sources = rerank.fact_sources(best, match, plan.top_k)  # best is ranked already: this keeps one per turn
         missing = [turn_id for turn_id in sources if turn_id not in drafts]
         if missing:
             for row in await self.turn_search.turns_by_ids(plan.scope(), missing):
@@ -330,7 +331,7 @@ class MemoryRetriever:
         if share > 0:
             full = (recall.lexical_weight if recall.hybrid else 0.0) + recall.vector_weight
             rerank.lend_fact_scores(drafts, sources, share, full, self.settings.episodic_weight)
-        return {f.id: str(f.item.source_turn_id) for f in rerank.best_matching_facts(facts, match, plan.top_k)}
+        return {f.id: str(f.item.source_turn_id) for f in best}
 
     async def _diversify(self, plan: SearchPlan, ranked: list[rerank.TurnDraft], metrics: RecallMetrics
                          ) -> list[rerank.TurnDraft]:
