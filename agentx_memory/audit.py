@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .settings import Settings
@@ -149,9 +150,11 @@ class MemoryAuditLogger:
         conversation_id: str | None = None,
         session_id: str | None = None,
         payload: Any = None,
+        timestamp: datetime | None = None,
     ) -> None:
         """Log a retrieval at level ``reads`` and above (with the full trace, and ``payload`` — the values read — at
-        ``verbose`` only). ``session_id`` defaults to ``conversation_id`` (see the module docstring)."""
+        ``verbose`` only). ``session_id`` defaults to ``conversation_id`` (see the module docstring); ``timestamp``
+        is when the retrieval answered, for an entry written later (default: now)."""
         if not self.enabled("reads"):
             return
         meta = dict(metadata or {})
@@ -165,6 +168,7 @@ class MemoryAuditLogger:
             "session_id": session_id or conversation_id, "conversation_id": conversation_id,
             "source_channel": source_channel, "target_channels": list(channels_searched), "query_text": query,
             "result_count": result_count, "latency_ms": latency_ms, "metadata": meta,
+            **({"timestamp": timestamp} if timestamp is not None else {}),
         })
 
     async def log_promotion(

@@ -44,6 +44,7 @@ from ..procedural import ProceduralMemory
 from ..profiles import ProfileStore
 from ..providers.llm import LLM, make_llm
 from ..semantic import SemanticMemory
+from ..serial_tasks import SerialTasks
 from ..settings import RecallSettings
 from ..validation import check_channel, check_channels, check_datetime, check_id, check_int, check_text
 from .bundle import MemoryBundle, RecallMetrics, ScoredControl, TechniqueMetric
@@ -87,7 +88,7 @@ class RecallLayer:
         self.profiles = profiles
         self.retriever = MemoryRetriever(ctx, semantic, procedural, goals, profiles)
         self.llm = llm if llm is not None else make_llm(ctx.settings.llm.query_model, ctx.settings.llm)
-        self._background: set[asyncio.Task] = set()
+        self._background = SerialTasks()
 
     def _recall_settings(self, recall: RecallSettings | dict[str, Any] | None) -> RecallSettings:
         base = self.ctx.settings.recall
@@ -251,12 +252,13 @@ class RecallLayer:
         return {"entities": entities, "memory_types": kinds} if kinds else {"entities": entities}
 
     def _after(self, bundle: MemoryBundle, active_channel: str, session_id: str | None = None) -> None:
-        """Reinforce and audit after the result is built, without delaying the caller."""
-        task = asyncio.get_running_loop().create_task(self._reinforce_and_audit(bundle, active_channel, session_id))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        """Reinforce and audit after the result is built, without delaying the caller: one user's recalls in the
+        order of the calls, the entry dated when the recall answered (not when it is written)."""
+        answered = datetime.now(UTC)
+        self._background.start(bundle.user_id,
+                               lambda: self._reinforce_and_audit(bundle, active_channel, answered, session_id))
 
-    async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str,
+    async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str, answered: datetime,
                                    session_id: str | None = None) -> None:
         try:
             await self.ctx.graph_health.call(self.semantic.reinforce(
@@ -285,13 +287,12 @@ class RecallLayer:
         await self.ctx.audit.log_read(
             bundle.query, bundle.channels, len(bundle.all_scored()), int(bundle.metrics.total_ms),
             user_id=bundle.user_id, source_channel=active_channel, metadata=metadata, session_id=session_id,
-            trace=bundle.explain(),
+            trace=bundle.explain(), timestamp=answered,
         )
 
     async def drain(self) -> None:
         """Wait for pending reinforcement/audit writes (close() and tests call it)."""
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self._background.drain()
 
 
 def _texts_to_embed(query: str, analysis: QueryAnalysis, settings: RecallSettings, metrics: RecallMetrics

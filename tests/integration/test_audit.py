@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 
@@ -187,3 +188,31 @@ def test_partition_functions_create_ahead_and_drop_past_retention(open_memory):
     # retention 0 drops everything before today, never today or later
     assert sql(memory, "SELECT drop_old_audit_partitions(0) AS n")[0]["n"] == 1
     assert _partitions(memory)[0] == name(today)
+
+
+def test_a_users_recalls_are_logged_in_call_order_and_dated_when_they_answered(open_memory):
+    memory = open_memory(audit={"level": "reads"})
+    turn = memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="I live in Lisbon"))
+    memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon", source_turn_id=turn.id))
+    # A recall that finds the fact counts the access in the timeline before its entry is written; one that finds
+    # nothing does not. The timeline is locked while the recalls are made, so the first kind's background work waits
+    # and the second's would not: the entries must still follow the calls, and carry the times the recalls answered.
+    questions = [q for i in range(3) for q in (f"where does alice live {i}", f"zebra quota {i}")]
+    pg = memory.core.ctx.postgres
+
+    async def calls() -> list[datetime]:
+        answered = []
+        async with pg.connection() as conn, conn.transaction():
+            await conn.execute("LOCK TABLE memory_timeline IN SHARE MODE")  # blocks its updates until the commit
+            for question in questions:
+                await memory.core.remember(question, "alice")
+                answered.append(datetime.now(UTC))
+            await asyncio.sleep(0.2)
+        await memory.core.drain()
+        return answered
+
+    answered = memory._portal.run(calls())
+    reads = sql(memory, "SELECT query_text, timestamp FROM memory_audit_log WHERE operation = 'retrieve' ORDER BY id")
+    assert [r["query_text"] for r in reads] == questions
+    for entry, before, at in zip(reads, [answered[0] - timedelta(seconds=5), *answered], answered, strict=False):
+        assert before <= entry["timestamp"] <= at, entry["query_text"]
