@@ -14,21 +14,13 @@ from importlib import resources
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
-from ..errors import (
-    AgentXMemoryError,
-    ClosedError,
-    ConflictError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitedError,
-    StorageUnavailableError,
-    ValidationError,
-)
+from ..errors import AgentXMemoryError, NotFoundError, ValidationError
 from ..memory import AsyncAgentMemory
+from ..server.problems import memory_error_response
 from .views import bundle_json, fact_record_json, model_json, page
 
 __all__ = ["MemoryFor", "explorer_router"]
@@ -42,33 +34,6 @@ MemoryFor = Callable[[Request, str | None], Awaitable[AsyncAgentMemory]]
 _STATIC = {"explorer.css": "text/css; charset=utf-8", "explorer.js": "text/javascript; charset=utf-8"}
 
 
-def _status(exc: AgentXMemoryError) -> int:
-    explicit = getattr(exc, "status", None)
-    if isinstance(explicit, int):
-        return explicit
-    for kind, status in ((ValidationError, 422), (NotFoundError, 404), (PermissionDeniedError, 403),
-                         (RateLimitedError, 429), (ConflictError, 409), (ClosedError, 503),
-                         (StorageUnavailableError, 503)):
-        if isinstance(exc, kind):
-            return status
-    return 500
-
-
-def problem(exc: AgentXMemoryError) -> JSONResponse:
-    """An engine error as an RFC 9457 problem: ``type`` (the error class), ``title``, ``status``, ``detail`` and,
-    for bad input, the ``field``."""
-    status = _status(exc)
-    body: dict[str, Any] = {"type": f"urn:agentx-memory:error:{type(exc).__name__}", "title": type(exc).__name__,
-                            "status": status, "detail": str(exc)}
-    field = getattr(exc, "field", None)
-    if field:
-        body["field"] = field
-    headers = {}
-    if isinstance(exc, RateLimitedError):
-        headers["Retry-After"] = str(max(1, round(exc.retry_after + 0.5)))
-    return JSONResponse(body, status_code=status, headers=headers, media_type="application/problem+json")
-
-
 class _ProblemRoute(APIRoute):
     """A route whose engine errors become problem responses (the application's own handlers never see them)."""
 
@@ -79,7 +44,7 @@ class _ProblemRoute(APIRoute):
             try:
                 return await handler(request)
             except AgentXMemoryError as exc:
-                return problem(exc)
+                return memory_error_response(exc, request)
 
         return route
 

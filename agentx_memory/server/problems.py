@@ -9,11 +9,11 @@ ValidationError, request validation (FastAPI)          422     ``field`` names t
 a body that is not JSON                                400     ``field`` is ``body``
 WorkingMemoryFullError                                 413
 NotFoundError                                          404     also unknown routes
-ConflictError, StaleVersionError                       409
+ConflictError, StaleVersionError                       409     a database's own words are not shown
 PermissionDeniedError                                  403     also a key used outside its agent or channels
 missing, malformed, unknown or revoked API key         401     ``WWW-Authenticate: Bearer``
 RateLimitedError                                       429     ``Retry-After`` (whole seconds, rounded up)
-StorageUnavailableError                                503     ``Retry-After: 1``; the store is not named
+StorageUnavailableError, ClosedError                   503     ``Retry-After: 1``; the store is not named
 anything else                                          500     nothing of the exception is shown (it is logged)
 =====================================================  ======  ==================================================
 """
@@ -33,7 +33,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import errors
 
-__all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "ProblemResponse", "error_name", "install_problem_handlers", "problem"]
+__all__ = ["PROBLEM_MEDIA_TYPE", "Problem", "ProblemResponse", "error_name", "http_status", "install_problem_handlers",
+           "memory_error_response", "problem"]
 
 log = logging.getLogger(__name__)
 
@@ -83,25 +84,20 @@ def problem(status: int, error: str, detail: str, *, request: Request | None = N
     return ProblemResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
 
 
-def _status(exc: errors.AgentXMemoryError) -> int:
-    if isinstance(exc, errors.WorkingMemoryFullError):
-        return 413
-    if isinstance(exc, errors.ValidationError):
-        return 422
-    if isinstance(exc, errors.NotFoundError):
-        return 404
-    if isinstance(exc, errors.ConflictError):
-        return 409
-    if isinstance(exc, errors.PermissionDeniedError):
-        return 403
-    if isinstance(exc, errors.RateLimitedError):
-        return 429
-    if isinstance(exc, errors.StorageUnavailableError):
-        return 503
+def http_status(exc: errors.AgentXMemoryError) -> int:
+    """The HTTP status of an engine error: the one map of the REST service and the explorer (module docstring)."""
+    for kind, status in ((errors.WorkingMemoryFullError, 413), (errors.ValidationError, 422),
+                         (errors.NotFoundError, 404), (errors.ConflictError, 409), (errors.PermissionDeniedError, 403),
+                         (errors.RateLimitedError, 429), (errors.StorageUnavailableError, 503),
+                         (errors.ClosedError, 503)):
+        if isinstance(exc, kind):
+            return status
     return 500
 
 
 def _detail(exc: errors.AgentXMemoryError, status: int) -> str:
+    if isinstance(exc, errors.ClosedError):
+        return "the memory is closing; retry later"
     if status == 503:
         return "a store of the memory is unavailable; retry later"
     if status == 500:
@@ -112,9 +108,10 @@ def _detail(exc: errors.AgentXMemoryError, status: int) -> str:
     return str(exc)
 
 
-async def _on_memory_error(request: Request, exc: Exception) -> ProblemResponse:
-    assert isinstance(exc, errors.AgentXMemoryError)
-    status = _status(exc)
+def memory_error_response(exc: errors.AgentXMemoryError, request: Request) -> ProblemResponse:
+    """The problem response of an engine error raised while serving ``request`` (a 5xx is logged, and its detail
+    names neither the store nor the exception)."""
+    status = http_status(exc)
     if status >= 500:
         log.error("%s %s failed: %s", request.method, request.url.path, exc, exc_info=exc)
     headers: dict[str, str] = {}
@@ -126,6 +123,11 @@ async def _on_memory_error(request: Request, exc: Exception) -> ProblemResponse:
         headers["Retry-After"] = "1"
     return problem(status, error_name(exc), _detail(exc, status), request=request,
                    field=getattr(exc, "field", None), retry_after=retry_after, headers=headers)
+
+
+async def _on_memory_error(request: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, errors.AgentXMemoryError)
+    return memory_error_response(exc, request)
 
 
 def _field(loc: Sequence[Any]) -> str:

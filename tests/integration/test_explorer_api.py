@@ -151,7 +151,8 @@ def test_entities_graph_and_facts_with_provenance(settings):
             assert successor["claim"].startswith("Sam lives in Lisbon") and porto["id"] in successor["supersedes"]
         problem = await client.get(f"/explorer/api/users/{DEMO_USER}/facts?status=bogus")
         assert problem.status_code == 422 and problem.headers["content-type"] == "application/problem+json"
-        assert problem.json()["field"] == "status" and problem.json()["title"] == "ValidationError"
+        assert problem.json()["field"] == "status" and problem.json()["error"] == "ValidationError"
+        assert problem.json()["instance"] == f"/explorer/api/users/{DEMO_USER}/facts"  # as the REST service says it
         too_many = await client.get(f"/explorer/api/users/{DEMO_USER}/facts?limit=100000")
         assert too_many.status_code == 422 and too_many.json()["field"] == "limit"
         await _get(client, f"users/{DEMO_USER}/facts/no-such-fact", 404)

@@ -89,6 +89,11 @@ def test_readiness_says_which_store_is_down_and_requests_get_503(settings):
             refused = client.get("/v1/me", headers={"Authorization": f"Bearer {token}"})
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
             assert refused.json()["error"] == "StorageUnavailableError" and "redis" not in refused.json()["detail"]
+            # the explorer's routes answer with the same problem, and name no store either
+            page = client.get("/explorer/api/users/alice/conversations", headers={"Authorization": f"Bearer {token}"})
+            assert page.status_code == 503 and page.headers["retry-after"] == "1", page.text
+            assert {k: v for k, v in page.json().items() if k != "instance"} == {
+                k: v for k, v in refused.json().items() if k != "instance"}
             link.heal()
             assert client.get("/ready").status_code == 200
     finally:
