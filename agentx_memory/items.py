@@ -10,7 +10,8 @@ carries a ``text`` that the engine's embedder turns into a vector, which makes i
 * **Durable.** Items are rows in PostgreSQL, not facts: no decay, dedup, contradiction check or retention applies to
   them. ``forget_user`` removes them; snapshots carry them.
 * **Expiry.** An item written with ``ttl_minutes`` expires that long after its last write, or its last read that
-  asked to refresh it; an expired item reads as absent and is deleted by the user's next write.
+  asked to refresh it; an expired item reads as absent and is deleted by the user's next write, or by the worker's
+  ``cleanup`` job (:meth:`ItemStore.expire`, ``AsyncAgentMemory.expire_items``), whichever comes first.
 * **Search.** ``search_items`` takes a namespace prefix, a ``filter`` on the value's fields (``{"field": value}``
   equality, ``{"field": {"$gt": 3}}`` with ``$eq $ne $gt $gte $lt $lte``, a nested ``{"a": {"b": 1}}`` compares
   inside objects) and optionally a ``query``: the items are then ranked by the cosine similarity of their vector to
@@ -23,16 +24,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from .audit import WriteEntry
 from .context import MemoryContext
 from .errors import ValidationError
 from .models import GLOBAL_CHANNEL, StoredItem
+from .runs import JobReport
 from .sql.items import Condition
 from .validation import check_channel, check_datetime, check_id, check_int, check_json, check_range, check_text
 
-__all__ = ["MAX_NAMESPACE_DEPTH", "ItemStore", "check_namespace", "filter_conditions"]
+__all__ = ["MAX_NAMESPACE_DEPTH", "ItemStore", "ItemSweepReport", "check_namespace", "filter_conditions"]
 
 #: The most labels a namespace may have.
 MAX_NAMESPACE_DEPTH: Final = 20
@@ -110,6 +114,18 @@ def filter_conditions(filter: Any, field: str = "filter") -> list[Condition]:
     return conditions
 
 
+@dataclass
+class ItemSweepReport(JobReport):
+    """What an expiry sweep deleted (``changes``: each item's user, namespace, key, agent, channel and expiry; never
+    its value)."""
+
+    items_deleted: int = 0
+
+    def counts(self) -> dict[str, Any]:
+        """Items deleted (or, in a dry run, that would be)."""
+        return {"items_deleted": self.items_deleted}
+
+
 class ItemStore:
     """Put, get, delete, search and list the namespaced items of users (see the module docstring)."""
 
@@ -163,6 +179,28 @@ class ItemStore:
             await self.ctx.audit.log_write("delete", "item", None, ["/".join((*path, key))], {
                 "namespace": list(path), "key": key}, user_id=user)
         return removed
+
+    async def expire(self, report: ItemSweepReport, *, now: datetime | None = None,
+                     user_id: str | None = None) -> ItemSweepReport:
+        """Delete the items expired as of ``now`` (default: the current time), of every user or only ``user_id``,
+        each audited (operation ``expire``, one batched insert); a dry run lists them and deletes nothing."""
+        when = _now(now)
+        rows = (await self.ctx.sql.items.expired(now=when, user_id=user_id) if report.dry_run
+                else await self.ctx.sql.items.sweep(now=when, user_id=user_id))
+        entries = []
+        for row in rows:
+            path = list(row["namespace"])
+            change = {"user_id": row["user_id"], "namespace": path, "key": row["item_key"],
+                      "agent_id": row["agent_id"], "channel": row["channel"],
+                      "expires_at": row["expires_at"].isoformat()}
+            report.changes.append(change)
+            entries.append(WriteEntry("expire", "item", row["channel"], ["/".join((*path, row["item_key"]))],
+                                      {"namespace": path, "key": row["item_key"],
+                                       "expires_at": change["expires_at"]}, user_id=row["user_id"]))
+        report.items_deleted += len(rows)
+        if not report.dry_run:
+            await self.ctx.audit.log_writes(entries)
+        return report
 
     async def search(self, user_id: str, namespace_prefix: Sequence[str] = (), *, query: str | None = None,
                      filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,

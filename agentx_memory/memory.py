@@ -54,7 +54,7 @@ from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .forget import ForgetFilter, ForgetReceipt, forget_memories, forget_user, forget_where
 from .goals import GoalMemory
-from .items import ItemStore
+from .items import ItemStore, ItemSweepReport
 from .models import (
     GLOBAL_CHANNEL,
     ControlMemory,
@@ -900,6 +900,16 @@ class AsyncAgentMemory:
         ``dry_run`` lists them."""
         return await self._run_job("expire_pools", PoolSweepReport(dry_run=dry_run), user_id,
                                    lambda report: self.pools.expire(report, now=now, user_id=user_id))
+
+    async def expire_items(self, *, now: datetime | None = None, dry_run: bool = False,
+                           user_id: str | None = None) -> ItemSweepReport:
+        """Delete the namespaced items (of every user, or only ``user_id``) whose TTL ran out as of ``now`` (default:
+        the current time), each audited; part of the worker's ``cleanup`` job (a recorded run, not undoable: an
+        expired item was already gone for readers); ``dry_run`` lists them."""
+        if now is not None:
+            now = check_datetime(now, "now")
+        return await self._run_job("expire_items", ItemSweepReport(dry_run=dry_run), user_id,
+                                   lambda report: self.items.expire(report, now=now, user_id=user_id))
 
     async def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""
@@ -2300,6 +2310,13 @@ class AgentMemory:
         database's clock), each audited; part of the worker's ``cleanup`` job (a recorded run, not undoable);
         ``dry_run`` lists them."""
         return self._portal.run(self._core.expire_pools(now=now, dry_run=dry_run, user_id=user_id))
+
+    def expire_items(self, *, now: datetime | None = None, dry_run: bool = False,
+                     user_id: str | None = None) -> ItemSweepReport:
+        """Delete the namespaced items (of every user, or only ``user_id``) whose TTL ran out as of ``now`` (default:
+        the current time), each audited; part of the worker's ``cleanup`` job (a recorded run, not undoable: an
+        expired item was already gone for readers); ``dry_run`` lists them."""
+        return self._portal.run(self._core.expire_items(now=now, dry_run=dry_run, user_id=user_id))
 
     def drain(self) -> None:
         """Wait for background writes that follow a recall (reinforcement, audit)."""

@@ -1,7 +1,8 @@
 """The ``store_items`` repository: JSON documents under a key of a namespace path of one user (migration 0018).
 
-Every statement names the user, so a row of another user is never read, written or counted. Every statement takes
-the caller's ``now``: an item with ``expires_at <= now`` reads as absent, and the user's next write deletes it. What
+Every statement names the user, so a row of another user is never read, written or counted; only the expiry sweep of
+the worker's cleanup job may cover every user. Every statement takes the caller's ``now``: an item with
+``expires_at <= now`` reads as absent; the user's next write deletes it, and so does the sweep. What
 the agent ``reader`` may see (None: the user, everything) is its own items and the user's (``agent_id`` NULL).
 
 A search filter arrives as :class:`Condition` values (built and checked by :mod:`agentx_memory.items`) and becomes
@@ -40,6 +41,21 @@ _REFRESHED: Final[LiteralString] = "%(now)s + make_interval(secs => s.ttl_minute
 #: The user's expired rows, deleted by each write of theirs (best effort, as LangGraph's stores sweep).
 PURGE: Final[LiteralString] = (
     "DELETE FROM store_items WHERE user_id = %(user_id)s AND expires_at IS NOT NULL AND expires_at <= %(now)s")
+
+_EXPIRED: Final[LiteralString] = (
+    "expires_at IS NOT NULL AND expires_at <= %(now)s AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)")
+_EXPIRED_COLUMNS: Final[LiteralString] = "user_id, namespace, item_key, agent_id, channel, expires_at"
+
+#: The expired rows of every user (or one), for a dry run of the sweep.
+EXPIRED: Final[LiteralString] = (
+    "SELECT " + _EXPIRED_COLUMNS + " FROM store_items WHERE " + _EXPIRED + " ORDER BY user_id, namespace, item_key")
+
+#: One page of expired rows deleted (rows another writer holds are skipped, not waited for).
+SWEEP_PAGE: Final[LiteralString] = (
+    "DELETE FROM store_items WHERE (user_id, namespace, item_key) IN (SELECT user_id, namespace, item_key"
+    " FROM store_items WHERE " + _EXPIRED + " LIMIT %(limit)s FOR UPDATE SKIP LOCKED) RETURNING " + _EXPIRED_COLUMNS)
+
+_SWEEP_PAGE_SIZE: Final = 500
 
 #: Insert, or overwrite: the creation time stays unless the row had expired; another agent's item is left alone
 #: (no row comes back: the caller refuses).
@@ -196,6 +212,21 @@ class ItemRows:
         rows = await self.store.fetch(DELETE, {"user_id": user_id, "namespace": list(namespace), "key": key,
                                                "now": now, "reader": reader}, what="deleting store_items")
         return bool(rows and rows[0]["live"])
+
+    async def expired(self, *, now: datetime, user_id: str | None) -> list[dict[str, Any]]:
+        """The rows expired as of ``now``, of every user or one (user, namespace, key, agent, channel, expiry)."""
+        return await self.store.fetch(EXPIRED, {"now": now, "user_id": user_id}, what="reading store_items")
+
+    async def sweep(self, *, now: datetime, user_id: str | None) -> list[dict[str, Any]]:
+        """Delete the rows expired as of ``now``, of every user or one, in pages; return what was deleted (as
+        :meth:`expired` lists it; never a value)."""
+        deleted: list[dict[str, Any]] = []
+        while True:
+            page = await self.store.fetch(SWEEP_PAGE, {"now": now, "user_id": user_id, "limit": _SWEEP_PAGE_SIZE},
+                                          what="deleting expired store_items")
+            deleted += page
+            if len(page) < _SWEEP_PAGE_SIZE:
+                return deleted
 
     async def search(self, user_id: str, prefix: Sequence[str], *, vector: Any, conditions: Sequence[Condition],
                      limit: int, offset: int, refresh: bool, now: datetime, reader: str | None) -> list[StoredItem]:

@@ -123,6 +123,35 @@ def test_ttl_expires_and_reads_refresh_it(memory):
     assert caught.value.field == "ttl_minutes"
 
 
+def test_the_cleanup_sweep_deletes_expired_items_of_users_who_never_write_again(memory):
+    memory.put_item(("t",), "brief", {"v": 1}, ttl_minutes=10, channel="work", now=T0)
+    memory.put_item(("t",), "lasting", {"v": 2}, ttl_minutes=60, now=T0)
+    memory.put_item(("t",), "forever", {"v": 3}, now=T0)
+    memory.put_item(("t",), "brief", {"v": 4}, ttl_minutes=10, user_id="bob", now=T0)
+    later = T0 + timedelta(minutes=11)
+    dry = memory.expire_items(now=later, dry_run=True)
+    assert dry.items_deleted == 2 and dry.run_id is None
+    assert sorted((c["user_id"], c["key"], c["channel"]) for c in dry.changes) == [
+        ("alice", "brief", "work"), ("bob", "brief", "_global")]
+    assert all("value" not in c and "v" not in str(c) for c in dry.changes)  # what expired, never what it held
+    assert sql(memory, "SELECT count(*) AS n FROM store_items")[0]["n"] == 4
+
+    only_bob = memory.expire_items(now=later, user_id="bob")
+    assert [c["user_id"] for c in only_bob.changes] == ["bob"] and only_bob.run_id
+    swept = memory.expire_items(now=later)
+    assert swept.items_deleted == 1 and swept.changes[0]["key"] == "brief"
+    left = sql(memory, "SELECT user_id, item_key FROM store_items ORDER BY user_id, item_key")
+    assert left == [{"user_id": "alice", "item_key": "forever"}, {"user_id": "alice", "item_key": "lasting"}]
+    assert memory.expire_items(now=later).items_deleted == 0  # idempotent
+    logged = sql(memory, "SELECT user_id, metadata FROM memory_audit_log WHERE operation = 'expire'"
+                         " AND memory_type = 'item' ORDER BY id")
+    assert [(r["user_id"], r["metadata"]["affected_ids"]) for r in logged] == [("bob", ["t/brief"]),
+                                                                                 ("alice", ["t/brief"])]
+    with pytest.raises(ValidationError) as caught:
+        memory.expire_items(now="yesterday")
+    assert caught.value.field == "now"
+
+
 def test_users_never_see_each_other(memory):
     memory.put_item(("notes",), "k", {"secret": "alice's"}, text="alice's secret")
     memory.put_item(("notes",), "k", {"secret": "bob's"}, text="bob's secret", user_id="bob")
