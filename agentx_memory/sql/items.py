@@ -220,13 +220,8 @@ class ItemRows:
     async def sweep(self, *, now: datetime, user_id: str | None) -> list[dict[str, Any]]:
         """Delete the rows expired as of ``now``, of every user or one, in pages; return what was deleted (as
         :meth:`expired` lists it; never a value)."""
-        deleted: list[dict[str, Any]] = []
-        while True:
-            page = await self.store.fetch(SWEEP_PAGE, {"now": now, "user_id": user_id, "limit": _SWEEP_PAGE_SIZE},
-                                          what="deleting expired store_items")
-            deleted += page
-            if len(page) < _SWEEP_PAGE_SIZE:
-                return deleted
+        return await self.store.fetch_pages(SWEEP_PAGE, {"now": now, "user_id": user_id},
+                                            page_size=_SWEEP_PAGE_SIZE, what="deleting expired store_items")
 
     async def search(self, user_id: str, prefix: Sequence[str], *, vector: Any, conditions: Sequence[Condition],
                      limit: int, offset: int, refresh: bool, now: datetime, reader: str | None) -> list[StoredItem]:

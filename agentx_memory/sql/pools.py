@@ -221,11 +221,6 @@ class PoolRows:
     async def sweep(self, *, now: datetime | None, user_id: str | None) -> list[dict[str, Any]]:
         """Delete the pools expired as of ``now`` (default: the database's clock), of every user or one, in pages;
         return what was deleted (ids, type, owner, expiry; never data)."""
-        deleted: list[dict[str, Any]] = []
-        while True:
-            page = await self.store.fetch(SWEEP_PAGE, {"now": now, "user_id": user_id, "limit": _SWEEP_PAGE_SIZE},
-                                          what="deleting expired memory_pools")
-            deleted += page
-            if len(page) < _SWEEP_PAGE_SIZE:
-                return deleted
+        return await self.store.fetch_pages(SWEEP_PAGE, {"now": now, "user_id": user_id},
+                                            page_size=_SWEEP_PAGE_SIZE, what="deleting expired memory_pools")
 

@@ -219,6 +219,17 @@ class PostgresStore:
             cur = await conn.execute(query, params)
             return await cur.fetchall() if cur.description else []
 
+    async def fetch_pages(self, query: Query, params: dict[str, Any], *, page_size: int,
+                          what: str = "writing") -> list[dict[str, Any]]:
+        """Run a statement that handles one page of at most ``%(limit)s`` rows (a paged delete) until a page comes
+        back short; return the rows of every page. Each page is its own transaction, so locks stay short."""
+        rows: list[dict[str, Any]] = []
+        while True:
+            page = await self.fetch(query, {**params, "limit": page_size}, what=what)
+            rows += page
+            if len(page) < page_size:
+                return rows
+
     async def execute(self, query: Query, params: Params | None = None, *, what: str = "writing") -> int:
         """Run a statement; return the affected row count."""
         async with pg_errors(what), self.pool.connection() as conn:

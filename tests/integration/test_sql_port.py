@@ -218,3 +218,16 @@ def test_a_timeline_refresh_never_rewrites_another_users_row(with_store):
 
     row = with_store(body)["fact"]
     assert (row["summary"], row["importance_score"], row["channel"]) == ("alice's claim", 0.5, "p")
+
+
+def test_a_paged_statement_runs_until_a_page_comes_back_short(with_store):
+    async def body(store: PostgresStore) -> tuple[list[int], int]:
+        await store.execute("CREATE TABLE paged (n int)")
+        await store.execute("INSERT INTO paged SELECT generate_series(1, 7)")
+        deleted = await store.fetch_pages(
+            "DELETE FROM paged WHERE n IN (SELECT n FROM paged WHERE n > %(above)s ORDER BY n LIMIT %(limit)s)"
+            " RETURNING n", {"above": 1}, page_size=3)
+        left = (await store.fetch("SELECT count(*) AS c FROM paged"))[0]["c"]
+        return sorted(r["n"] for r in deleted), left
+
+    assert with_store(body) == ([2, 3, 4, 5, 6, 7], 1)  # pages of 3, 3, then an empty one
