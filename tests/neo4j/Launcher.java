@@ -82,7 +82,7 @@ public class Launcher {
                     .setConfig(HttpConnector.enabled, false)
                     .setConfig(HttpsConnector.enabled, false)
                     .setConfig(GraphDatabaseSettings.auth_enabled, false)
-                    .setConfig(GraphDatabaseSettings.pagecache_memory, 256L * 1024 * 1024)
+                    .setConfig(GraphDatabaseSettings.pagecache_memory, pageCacheMegabytes() * 1024 * 1024)
                     .setConfig(GraphDatabaseSettings.keep_logical_logs, "false") // keep only the latest tx log
                     .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, 16L * 1024 * 1024)
                     .setConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
@@ -154,5 +154,18 @@ public class Launcher {
             // A broken stdin means the same as EOF.
         }
         System.exit(0);
+    }
+
+    /** The page cache: 256 MiB, or the megabytes AGENTX_TEST_NEO4J_PAGECACHE_MB names (bench scale at 1M turns). */
+    static long pageCacheMegabytes() {
+        String value = System.getenv("AGENTX_TEST_NEO4J_PAGECACHE_MB");
+        if (value == null || value.isBlank()) {
+            return 256L;
+        }
+        long megabytes = Long.parseLong(value.strip());
+        if (megabytes < 16) {
+            throw new IllegalArgumentException("AGENTX_TEST_NEO4J_PAGECACHE_MB must be at least 16, got " + value);
+        }
+        return megabytes;
     }
 }

@@ -51,6 +51,10 @@ DEFAULT_VERSION = "5.26.30"
 VERSION_ENV = "AGENTX_TEST_NEO4J_VERSION"
 """The environment variable callers (the test fixture, ``__main__``) read to pick another version; not read here."""
 
+HEAP_ENV = "AGENTX_TEST_NEO4J_HEAP"
+"""The environment variable naming the JVM's maximum heap (``-Xmx``, e.g. ``8g`` for ``bench scale`` at 1M turns);
+1g when unset, enough for the test suite and 100k turns."""
+
 READY_PREFIX = "AGENTX-NEO4J-READY"
 """The start of the one line ``Launcher.java`` prints on stdout when the server is ready."""
 
@@ -321,9 +325,10 @@ def _verify(uri: str, timeout: float) -> None:
 def start_neo4j(version: str = DEFAULT_VERSION, *, timeout: float = 180) -> Neo4jServer:
     """Start a fresh Neo4j Community ``version`` on a free loopback port and return it once ``RETURN 1`` works.
 
-    Fetches the jars first if needed (``classpath``), runs ``Launcher.java`` with a suitable JDK and ``-Xmx1g``, and
-    waits up to ``timeout`` seconds for its ready line. Raises RuntimeError (with the last lines of its log) when the
-    tools are missing, the server exits early or is not ready in time; nothing is left running or on disk then.
+    Fetches the jars first if needed (``classpath``), runs ``Launcher.java`` with a suitable JDK and ``-Xmx1g`` (or
+    the heap :data:`HEAP_ENV` names), and waits up to ``timeout`` seconds for its ready line. Raises RuntimeError
+    (with the last lines of its log) when the tools are missing, the server exits early or is not ready in time;
+    nothing is left running or on disk then.
     """
     problem = missing_tools(version)
     if problem:
@@ -332,7 +337,10 @@ def start_neo4j(version: str = DEFAULT_VERSION, *, timeout: float = 180) -> Neo4
     if java is None:  # missing_tools found one a moment ago
         raise RuntimeError(f"cannot start Neo4j {version}: no suitable JDK found")
     jars = classpath(version)
-    flags = list(_JVM_FLAGS)
+    heap = os.environ.get(HEAP_ENV, "").strip()
+    if heap and not re.fullmatch(r"[1-9][0-9]*[mMgG]", heap):
+        raise RuntimeError(f"{HEAP_ENV}={heap!r} is not a JVM heap size such as 1g or 512m")
+    flags = [f"-Xmx{heap}" if heap and f == "-Xmx1g" else f for f in _JVM_FLAGS]
     if (_java_major(java) or 0) >= 23:
         flags.append("--sun-misc-unsafe-memory-access=allow")  # Netty/JCTools still use it; silences JDK 24+ warnings
     deadline = time.monotonic() + timeout
