@@ -162,6 +162,10 @@ class EmbeddedSettings(_Section):
     )
     postgres_shared_buffers: str = Field("128MB", description="PostgreSQL shared_buffers for the embedded server")
     start_timeout_seconds: float = Field(60.0, gt=0, le=600, description="how long to wait for a server to come up")
+    load_timeout_seconds: float = Field(
+        1800.0, gt=0, le=86_400,
+        description="how long to wait for a server that says it is loading its data (a large FalkorDB AOF) to answer",
+    )
 
 
 class EmbeddingSettings(_Section):

@@ -145,7 +145,7 @@ class FalkorDBServer(ManagedServer):
         except RespError as exc:
             recorded = self._recorded_pid()
             if "LOADING" in str(exc) and self._owned(recorded):
-                return ServerProbe("starting", recorded, "loading its data")
+                return ServerProbe("starting", recorded, "loading its data", loading=True)
             return ServerProbe("foreign", None, f"{sock} answered {exc}")
         except (OSError, KeyError, ValueError, TypeError, AttributeError):
             owner = unix_socket_owner(sock)

@@ -14,7 +14,10 @@ State-changing methods expect the caller to hold the runtime lock of the data di
 
 from __future__ import annotations
 
+import logging
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -27,6 +30,8 @@ from .processes import owned_server_pid, read_pid_file, tail
 
 __all__ = ["ManagedServer", "ProbeState", "ServerProbe"]
 
+log = logging.getLogger(__name__)
+
 ProbeState = Literal["running", "starting", "stopped", "foreign"]
 
 
@@ -37,11 +42,14 @@ class ServerProbe:
     ``running``: our server answers; ``starting``: our process is alive but not (yet) answering (loading its data,
     crash recovery, or just killed); ``stopped``: no server of ours (pid file / socket may be stale leftovers);
     ``foreign``: the socket is taken by something that is not this data directory's server (``detail`` says what).
+    ``loading``: a starting server said it is loading its data (progress, not a hang: waited for up to
+    ``embedded.load_timeout_seconds``).
     """
 
     state: ProbeState
     pid: int | None = None
     detail: str = ""
+    loading: bool = False
 
 
 class ManagedServer(ABC):
@@ -136,9 +144,30 @@ class ManagedServer(ABC):
             f"cannot start the embedded {self.name} for {self._layout.home}: {probe.detail}. {self._foreign_hint()}"
         )
 
-    def _settled_probe(self) -> ServerProbe | None:
-        probe = self.probe()
-        return None if probe.state == "starting" else probe
+    def _wait(self, done: Callable[[ServerProbe], bool], what: str) -> ServerProbe:
+        """Probe until ``done(probe)``, for ``start_timeout_seconds``; once the server has said it is loading its
+        data (a large FalkorDB AOF, say), for up to ``load_timeout_seconds`` from the start instead. Raises
+        :class:`WaitTimeoutError` (its ``timeout`` the limit that ran out) after that; ``done`` may raise to stop."""
+        timeout = self._settings.start_timeout_seconds
+        load_timeout = max(timeout, self._settings.load_timeout_seconds)
+        started = time.monotonic()
+        # Sticky: a loading server answers only between chunks of its file, so one probe can time out meanwhile.
+        loading_seen = False
+
+        def step() -> ServerProbe | None:
+            nonlocal loading_seen
+            probe = self.probe()
+            if done(probe):
+                return probe
+            if probe.loading and not loading_seen:
+                loading_seen = True
+                log.info("the embedded %s is loading its data; waiting up to %gs (embedded.load_timeout_seconds)",
+                         self.name, load_timeout)
+            if not loading_seen and time.monotonic() - started >= timeout:
+                raise WaitTimeoutError(what, timeout, probe)
+            return None
+
+        return wait_until(step, timeout=load_timeout, interval=self.poll_interval, what=what)
 
     def ensure_running(self) -> int:
         """Start the server unless it already runs (waiting out a start in progress); return its pid.
@@ -147,17 +176,16 @@ class ManagedServer(ABC):
         """
         timeout = self._settings.start_timeout_seconds
         try:
-            probe = wait_until(self._settled_probe, timeout=timeout, interval=self.poll_interval,
-                               what=f"the embedded {self.name} to finish starting")
-        except WaitTimeoutError:
+            probe = self._wait(lambda p: p.state != "starting", f"the embedded {self.name} to finish starting")
+        except WaitTimeoutError as exc:
             probe = self.probe()
+            if probe.state == "starting":
+                raise RuntimeServerError(
+                    f"the embedded {self.name} (pid {probe.pid}) for {self._layout.home} is {probe.detail} after "
+                    f"{exc.timeout:g}s ({_timeout_setting(exc.timeout, timeout)}); {self._log_tail()}"
+                ) from exc
         if probe.state == "foreign":
             raise self._foreign_error(probe)
-        if probe.state == "starting":
-            raise RuntimeServerError(
-                f"the embedded {self.name} (pid {probe.pid}) for {self._layout.home} is {probe.detail} after "
-                f"{timeout:.0f}s; {self._log_tail()}"
-            )
         if probe.state == "stopped":
             self._clear_stale()
             self._launch()
@@ -169,9 +197,8 @@ class ManagedServer(ABC):
         """Probe a just-launched server until it answers; fail fast when it is foreign or has exited."""
         stopped_in_a_row = 0
 
-        def started() -> ServerProbe | None:
+        def started(probe: ServerProbe) -> bool:
             nonlocal stopped_in_a_row
-            probe = self.probe()
             if probe.state == "foreign":
                 raise self._foreign_error(probe)
             # A daemonizing server that vanished after its launch command returned died during startup (bad
@@ -181,15 +208,14 @@ class ManagedServer(ABC):
                 raise RuntimeServerError(
                     f"the embedded {self.name} for {self._layout.home} exited during startup; {self._log_tail()}"
                 )
-            return probe if probe.state == "running" else None
+            return probe.state == "running"
 
         try:
-            return wait_until(started, timeout=timeout, interval=self.poll_interval,
-                              what=f"the embedded {self.name} to {self._ready_condition()}")
+            return self._wait(started, f"the embedded {self.name} to {self._ready_condition()}")
         except WaitTimeoutError as exc:
             raise RuntimeServerError(
                 f"the embedded {self.name} for {self._layout.home} did not {self._ready_condition()} within "
-                f"{timeout:.0f}s (AGENTX_EMBEDDED__START_TIMEOUT_SECONDS); {self._log_tail()}"
+                f"{exc.timeout:g}s ({_timeout_setting(exc.timeout, timeout)}); {self._log_tail()}"
             ) from exc
 
     def stop(self) -> None:
@@ -223,3 +249,11 @@ def _pid(probe: ServerProbe) -> int:
     if probe.pid is None:  # a running probe always carries the pid; this guards the invariant, not a real path
         raise RuntimeServerError(f"the embedded server reported {probe.state} without a pid")
     return probe.pid
+
+
+def _timeout_setting(waited: float, start_timeout: float) -> str:
+    """The setting that bounded a wait of ``waited`` seconds: the start timeout, or the load timeout (longer) when
+    the server had said it was loading its data."""
+    if waited > start_timeout:
+        return "AGENTX_EMBEDDED__LOAD_TIMEOUT_SECONDS"
+    return "AGENTX_EMBEDDED__START_TIMEOUT_SECONDS"

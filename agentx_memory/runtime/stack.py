@@ -126,8 +126,9 @@ class EmbeddedStack:
     # ------------------------------------------------------------------ internals
 
     def _lock_timeout(self) -> float:
-        # Another process may be doing a first initdb plus both starts while we wait.
-        return 3 * self._settings.start_timeout_seconds + 120
+        # Another process may be doing a first initdb plus both starts, one of them loading a large data set, while
+        # we wait.
+        return 3 * self._settings.start_timeout_seconds + self._settings.load_timeout_seconds + 120
 
     def _prepare_socket_dir(self) -> Path:
         """Create the socket directory (private, owned by us or the PostgreSQL account) and record it."""
