@@ -299,7 +299,9 @@ class RetrievalSettings(_Section):
     temporal_boost_current: float = Field(1.2, ge=0, le=10, description="multiplier for facts tagged current")
     temporal_boost_past: float = Field(0.7, ge=0, le=10, description="multiplier for facts tagged past")
     exact_scan_max_vectors: int = Field(
-        20_000, ge=0, le=10_000_000, description="below this many vectors per user, search them exactly"
+        20_000, ge=0, le=10_000_000,
+        description="up to this many turns per user, recall scans the user's vectors exactly (turns, facts, "
+        "entities); above it the vector indexes answer"
     )
 
     def candidate_pool(self, top_k: int) -> int:

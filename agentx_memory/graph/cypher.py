@@ -928,11 +928,20 @@ RETURN g.id AS id
 
 # --- retrieval -----------------------------------------------------------------------------------------------------
 # Vector searches take their candidates from @tenant_match -- the user's own nodes through the user_id index (an
-# exact scan), or on Neo4j 2026.06+ the nearest of them from a vector index filtered by user and channel inside the
-# index -- and rank them by exact cosine, so other tenants can never crowd a user's results out of a global top-k.
-# Run them with GraphStore.read_vectors. A node without a
+# exact scan), the user's among the global vector index's nearest (for a user with a large share of the label), or on
+# Neo4j 2026.06+ the nearest of them from a vector index filtered by user and channel inside the index -- and rank
+# them by exact cosine. Run them with GraphStore.read_vectors: it falls back to the scan whenever other tenants
+# crowded the index's candidates, so they can never push a user's results out. A node without a
 # vector, or one whose similarity is null or NaN (``x = x`` is false only for NaN), is never ranked: Neo4j sorts
 # null first under DESC. Ties are broken by id, so both databases return the same ranking.
+
+#: How many nodes a vector label has (:meth:`GraphStore.read_vectors` weighs a tenant's share of its index), by label.
+COUNT_LABEL_NODES: Final[dict[str, LiteralString]] = {
+    label: "MATCH (n:" + label + ") RETURN count(n) AS n" for label in VECTOR_LABELS}
+
+#: How many nodes of a vector label ``$user_id`` has (through the user_id index), by label.
+COUNT_TENANT_NODES: Final[dict[str, LiteralString]] = {
+    label: "MATCH (n:" + label + " {user_id: $user_id}) RETURN count(n) AS n" for label in VECTOR_LABELS}
 
 SEARCH_FACTS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector

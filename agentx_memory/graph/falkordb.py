@@ -89,6 +89,7 @@ class FalkorGraphStore(GraphStore):
 
     def __init__(self, *, graph_name: str, url: str | None = None, unix_socket_path: str | None = None,
                  password: str | None = None, max_connections: int = 32, pool_wait_seconds: float = 30.0):
+        super().__init__()
         # The client probes the server (a synchronous INFO, to detect a cluster) while it is constructed, so an
         # unreachable server fails here already. The pool blocks (up to pool_wait_seconds) when every connection is
         # busy: redis' default pool raised "Too many connections" at the 33rd concurrent call, read as an outage.
@@ -115,8 +116,9 @@ class FalkorGraphStore(GraphStore):
         """The underlying ``redis.asyncio.Redis`` connection (the same server also holds working memory)."""
         return self._db.connection
 
-    async def _run(self, query: str, params: Mapping[str, Any] | None, *, read_only: bool) -> list[dict[str, Any]]:
-        rendered = self.dialect.render(query)
+    async def _run(self, query: str, params: Mapping[str, Any] | None, *, read_only: bool,
+                   tenant_index: bool = False) -> list[dict[str, Any]]:
+        rendered = self.dialect.render(query, tenant_index=tenant_index)
         try:
             params = _prerender(dict(params or {}))
             if read_only:
@@ -137,6 +139,9 @@ class FalkorGraphStore(GraphStore):
 
     async def read(self, query, params=None):
         return await self._run(query, params, read_only=True)
+
+    async def read_index(self, query, params):
+        return await self._run(query, params, read_only=True, tenant_index=True)
 
     async def write(self, query, params=None):
         return await self._run(query, params, read_only=False)

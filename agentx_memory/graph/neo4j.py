@@ -118,6 +118,7 @@ class Neo4jGraphStore(GraphStore):
 
     def __init__(self, *, uri: str, user: str = "neo4j", password: str = "", database: str = "neo4j",
                  max_transaction_retry_time: float | None = None):
+        super().__init__()
         # The driver retries managed transactions on transient errors -- including an unreachable server -- for
         # max_transaction_retry_time seconds (driver default 30 s) before giving up.
         config: dict[str, Any] = (
@@ -193,9 +194,9 @@ class Neo4jGraphStore(GraphStore):
     def tenant_vector_index(self) -> bool:
         return self._search_dialect is not None
 
-    async def read_vectors(self, query, params):
-        if self._search_dialect is None:
-            return await self.read(query, params)
+    async def read_vectors(self, query, params, *, exact=False):
+        if self._search_dialect is None or exact:
+            return await super().read_vectors(query, params, exact=exact)
         k = int(params["k"])
         # The index's nearest few times k, filtered by tenant inside the index, then the statement's own filters and
         # exact ranking; too few rows left (a small tenant, many superseded facts, a time window) means the index
@@ -203,8 +204,14 @@ class Neo4jGraphStore(GraphStore):
         rows = await self._read_rendered(self._search_dialect.render(query),
                                          {**params, "fetch": max(k * SEARCH_OVERFETCH, k + 20)})
         if len(rows) >= k:
+            self.vector_routes["search"] += 1
             return rows
+        self.vector_routes["fallback"] += 1
         return await self._read_rendered(self.dialect.render(query), params)
+
+    async def read_index(self, query, params):
+        await self._connect()
+        return await self._read_rendered(self.dialect.render(query, tenant_index=True), params)
 
     async def _read_rendered(self, rendered: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         # Auto-commit, not execute_read: no BEGIN/COMMIT exchange, 0.65 against 0.95 ms p50 per read on loopback

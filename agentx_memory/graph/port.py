@@ -24,9 +24,11 @@ statement that skipped rendering fails loudly):
 ``@tenant_match(Label, var, vector)``
     binds ``var`` to the ``$user_id``'s nodes of the label in ``$channels`` that are candidates for a vector search
     with ``vector``: every one of them (an exact scan, the default), or -- on a database whose vector index filters
-    by tenant inside the index (Neo4j 2026.06+ ``SEARCH``) -- the ``$fetch`` nearest. The statement then ranks the
-    candidates itself with ``@cosine``, so the result is exact either way; run it with
-    :meth:`GraphStore.read_vectors`, which falls back to the exact scan when the index's candidates are too few.
+    by tenant inside the index (Neo4j 2026.06+ ``SEARCH``) -- the ``$fetch`` nearest. Rendered with
+    ``tenant_index=True`` it is the ``$fetch`` nearest nodes of the label's global vector index, kept when they are the
+    tenant's (:meth:`Dialect.tenant_index_match`). The statement then ranks the candidates itself with ``@cosine``;
+    run it with :meth:`GraphStore.read_vectors`, which picks the form and falls back to the exact scan when the
+    index's candidates are too few.
 
 Labels inside markers come from the fixed set in :data:`VECTOR_LABELS` / :data:`FULLTEXT_LABELS`; a marker naming
 another label is a programming error (``ValueError``), so no user input can reach a label position.
@@ -36,9 +38,12 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, LiteralString
+
+from .tenant_index import TenantSizes, index_fetch
 
 __all__ = [
     "FULLTEXT_LABELS",
@@ -127,12 +132,14 @@ class Dialect(ABC):
 
     name: str
 
-    def render(self, template: LiteralString | str) -> str:
-        """Expand the ``@marker(...)`` placeholders of a shared statement for this database."""
+    def render(self, template: LiteralString | str, *, tenant_index: bool = False) -> str:
+        """Expand the ``@marker(...)`` placeholders of a shared statement for this database (``tenant_index``:
+        ``@tenant_match`` as :meth:`tenant_index_match`)."""
 
         def expand(match: re.Match[str]) -> str:
             kind, raw_args = match.group(1), match.group(2)
-            args = [self.render(a.strip()) for a in _split_args(raw_args)]  # markers may nest
+            args = [self.render(a.strip(), tenant_index=tenant_index)
+                    for a in _split_args(raw_args)]  # markers may nest
             if len(args) != _ARITY[kind] or not all(args):
                 raise ValueError(f"@{kind}(...) takes {_ARITY[kind]} non-empty argument(s), got {match.group(0)!r}")
             if kind == "vec":
@@ -148,6 +155,10 @@ class Dialect(ABC):
                 _check_label(label, VECTOR_LABELS)
                 if not var.isidentifier():
                     raise ValueError(f"@tenant_match variable must be an identifier, got {var!r}")
+                if tenant_index:
+                    if not vector.isidentifier():
+                        raise ValueError(f"@tenant_match vector must be a variable to search an index, got {vector!r}")
+                    return self.tenant_index_match(label, var, vector)
                 return self.tenant_match(label, var, vector)
             label, query = args
             _check_label(label, tuple(FULLTEXT_LABELS))
@@ -164,6 +175,19 @@ class Dialect(ABC):
     def tenant_match(self, label: str, var: str, vector: str) -> str:
         """A MATCH binding ``var`` to the tenant's candidate nodes (default: all of them, an exact scan)."""
         return f"MATCH ({var}:{label} {{user_id: $user_id}}) WHERE {var}.channel IN $channels"
+
+    def tenant_index_match(self, label: str, var: str, vector: str) -> str:
+        """A clause binding ``var`` (and keeping the variable ``vector``) to the ``$fetch`` nodes of the label's vector
+        index nearest ``vector`` -- every tenant's -- that are the ``$user_id``'s in ``$channels``. They hold the
+        tenant's nearest nodes only when ``$fetch`` is deep enough for the tenant's share of the index
+        (:func:`~agentx_memory.graph.tenant_index.index_fetch`)."""
+        return (f"{self.nearest_nodes(label, '$fetch', vector)} WITH node AS {var}, {vector} "
+                f"WHERE {var}.user_id = $user_id AND {var}.channel IN $channels")
+
+    @abstractmethod
+    def nearest_nodes(self, label: str, k: str, vector: str) -> str:
+        """A CALL clause yielding ``node``: the ``k`` nodes of the label's vector index nearest the vector value
+        ``vector`` (a ``@vec`` value, not a list)."""
 
     @abstractmethod
     def vector_value(self, expr: str) -> str:
@@ -189,6 +213,16 @@ class Dialect(ABC):
         """The full-text query string that matches any of ``words`` (escaped for the index's query syntax)."""
         cleaned = [re.sub(r"[^\w]", "", w) for w in words]
         return " OR ".join(w for w in cleaned if w)
+
+
+def tenant_label(template: str) -> str:
+    """The label of the ``@tenant_match`` in a shared statement (ValueError when it has none)."""
+    for match in _MARKER.finditer(template):
+        if match.group(1) == "tenant_match":
+            label = _split_args(match.group(2))[0].strip()
+            _check_label(label, VECTOR_LABELS)
+            return label
+    raise ValueError("the statement has no @tenant_match")
 
 
 def _split_args(raw: str) -> list[str]:
@@ -223,6 +257,13 @@ class GraphStore(ABC):
 
     dialect: Dialect
 
+    def __init__(self) -> None:
+        #: The node counts that :meth:`read_vectors` weighs a tenant's share of a vector index by.
+        self.tenant_sizes = TenantSizes()
+        #: How :meth:`read_vectors` calls were answered: ``scan`` (the tenant's nodes), ``index`` (a vector index),
+        #: ``fallback`` (the index kept too few rows, then the scan), ``search`` (Neo4j's tenant-filtered SEARCH).
+        self.vector_routes: Counter[str] = Counter()
+
     @abstractmethod
     async def read(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run a read-only statement and return its rows."""
@@ -232,13 +273,45 @@ class GraphStore(ABC):
         """True when :meth:`read_vectors` searches a vector index filtered by tenant (else it scans exactly)."""
         return False
 
-    async def read_vectors(self, query: LiteralString | str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    async def read_vectors(self, query: LiteralString | str, params: Mapping[str, Any], *,
+                           exact: bool = False) -> list[dict[str, Any]]:
         """Run a read statement built on ``@tenant_match`` that returns at most ``params["k"]`` ranked rows.
 
-        The default is :meth:`read` (an exact scan of the tenant's nodes). A database with in-index tenant filtering
-        searches the index for a few times ``k`` candidates and falls back to the exact scan when fewer than ``k``
-        rows survive the statement's own filters, so the answer never loses rows to the index."""
+        ``exact`` (or a tenant whose scan costs less, :func:`~.tenant_index.index_fetch`) scans the tenant's nodes
+        (:meth:`read`). Otherwise the label's vector index answers: its nearest nodes deep enough for the tenant's
+        share, kept when they are the tenant's (:meth:`read_index`), and the exact scan answers instead when fewer
+        than ``k`` rows survive the statement's filters, so other tenants never crowd a user's rows out. How each
+        call was answered is counted in :attr:`vector_routes`."""
+        k = int(params["k"])
+        fetch = None if exact else await self._index_fetch(tenant_label(query), str(params["user_id"]), k)
+        if fetch is not None:
+            rows = await self.read_index(query, {**params, "fetch": fetch})
+            if len(rows) >= k:
+                self.vector_routes["index"] += 1
+                return rows
+            self.vector_routes["fallback"] += 1
+        else:
+            self.vector_routes["scan"] += 1
         return await self.read(query, params)
+
+    async def read_index(self, query: LiteralString | str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run a ``@tenant_match`` statement on the label's global vector index (``render(tenant_index=True)``):
+        the ``params["fetch"]`` nearest nodes, kept when they are the tenant's."""
+        raise NotImplementedError(f"{type(self).__name__} cannot search its vector indexes")
+
+    async def _index_fetch(self, label: str, user_id: str, k: int) -> int | None:
+        # The counts are cached (TenantSizes): they steer the choice only, a stale one costs a fallback at most.
+        from . import cypher  # the statements module imports this one's label lists
+
+        total = self.tenant_sizes.get(label, None)
+        if total is None:
+            total = int((await self.read(cypher.COUNT_LABEL_NODES[label]))[0]["n"])
+            self.tenant_sizes.put(label, None, total)
+        own = self.tenant_sizes.get(label, user_id)
+        if own is None:
+            own = int((await self.read(cypher.COUNT_TENANT_NODES[label], {"user_id": user_id}))[0]["n"])
+            self.tenant_sizes.put(label, user_id, own)
+        return index_fetch(k, own, total)
 
     @abstractmethod
     async def write(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -57,7 +57,8 @@ class LegSources(Protocol):
         ...
 
     async def exact_scan(self, user_id: str) -> bool:
-        """Whether the user's vectors are few enough to be scanned exactly."""
+        """Whether the user's vectors are few enough to be scanned exactly (turns in PostgreSQL, facts and entities in
+        the graph)."""
         ...
 
 
@@ -101,20 +102,21 @@ async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings,
 
 async def query_fact_vectors(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int
                              ) -> list[dict[str, Any]]:
-    """The user's facts nearest the question's vector, inside the time window."""
+    """The user's facts nearest the question's vector, inside the time window (an exact scan for a user whose turns
+    are scanned exactly, see :meth:`LegSources.exact_scan`)."""
     start, end = plan.window
     return await src.graph.read_vectors(cypher.SEARCH_FACTS, {
         "user_id": plan.user_id, "channels": plan.channels, "embedding": plan.vectors[0][1].tolist(), "k": pool,
         "start": to_ms(start), "end": to_ms(end), "agent_id": plan.agent_id,
-    })
+    }, exact=await src.exact_scan(plan.user_id))
 
 
 async def query_entity_vectors(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int
                                ) -> list[dict[str, Any]]:
-    """The user's entities nearest the question's vector."""
+    """The user's entities nearest the question's vector (exact as the facts' leg)."""
     return await src.graph.read_vectors(cypher.SEARCH_ENTITIES, {
         "user_id": plan.user_id, "channels": plan.channels, "embedding": plan.vectors[0][1].tolist(), "k": pool,
-    })
+    }, exact=await src.exact_scan(plan.user_id))
 
 
 async def query_timeline_lexical(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int

@@ -805,3 +805,70 @@ def test_more_concurrent_calls_than_pooled_connections_wait_for_one(settings):
             return len({e.id for e in entities}), [len(b.entities) > 0 for b in bundles].count(True)
 
     assert asyncio.run(scenario()) == (64, 64)
+
+
+async def _store_facts(store: GraphStore, user_id: str, vectors: np.ndarray, *, superseded_every: int = 0) -> None:
+    rows = [{"id": f"{user_id}-{i:04d}", "embedding": [float(x) for x in v],
+             "superseded": bool(superseded_every) and i % superseded_every != 0} for i, v in enumerate(vectors)]
+    await store.write(
+        "UNWIND $rows AS row CREATE (f:Fact {id: row.id, user_id: $user_id, channel: '_global', claim: row.id, "
+        "superseded: row.superseded, created_at: 0, embedding: @vec(row.embedding)})",
+        {"rows": rows, "user_id": user_id})
+
+
+def _unit_rows(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, DIM))
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _fact_search(user_id: str, query: np.ndarray, k: int = 10) -> dict[str, Any]:
+    return {"user_id": user_id, "channels": ["_global"], "embedding": [float(x) for x in query], "k": k,
+            "start": None, "end": None, "agent_id": None}
+
+
+def test_a_large_tenants_vector_search_reads_the_index_and_ranks_as_the_scan(graph_backend):
+    """A user with a third of the facts is answered from the label's vector index (not a scan of their thousand
+    facts), with the scan's ranking, and never another user's fact, though the others' facts are near-duplicates of
+    theirs; a small user, or ``exact=True``, is scanned."""
+    from agentx_memory.graph import cypher
+
+    async def body():
+        async with graph_backend.store() as store:
+            await _store_facts(store, "alice", _unit_rows(1000, 1))
+            for n in range(4):  # the others' facts sit right next to alice's: any global top-k mixes them in
+                await _store_facts(store, f"other{n}", _unit_rows(1000, 1)[::2] + 0.01 * _unit_rows(500, 10 + n))
+            await _store_facts(store, "small", _unit_rows(30, 5))
+            for query in _unit_rows(6, 7):
+                routes = dict(store.vector_routes)
+                got = await store.read_vectors(cypher.SEARCH_FACTS, _fact_search("alice", query))
+                assert store.vector_routes["index"] == routes.get("index", 0) + 1, store.vector_routes
+                exact = await store.read_vectors(cypher.SEARCH_FACTS, _fact_search("alice", query), exact=True)
+                assert [r["fact"]["id"] for r in got] == [r["fact"]["id"] for r in exact]
+                assert len(got) == 10 and all(r["fact"]["user_id"] == "alice" for r in got)
+                assert [r["similarity"] for r in got] == pytest.approx([r["similarity"] for r in exact], abs=1e-6)
+            scans = store.vector_routes["scan"]
+            small = await store.read_vectors(cypher.SEARCH_FACTS, _fact_search("small", _unit_rows(1, 8)[0]))
+            assert store.vector_routes["scan"] == scans + 1
+            assert len(small) == 10 and all(r["fact"]["user_id"] == "small" for r in small)
+
+    run(body())
+
+
+def test_when_the_index_keeps_too_few_of_the_tenants_rows_the_scan_answers(graph_backend):
+    """Nine of every ten of alice's facts are superseded: the index's nearest hold too few live ones, so the search
+    falls back to the scan and still returns her ten best live facts."""
+    from agentx_memory.graph import cypher
+
+    async def body():
+        async with graph_backend.store() as store:
+            await _store_facts(store, "alice", _unit_rows(1200, 3), superseded_every=10)
+            await _store_facts(store, "bob", _unit_rows(1200, 4))
+            for query in _unit_rows(4, 11):
+                fallbacks = store.vector_routes["fallback"]
+                got = await store.read_vectors(cypher.SEARCH_FACTS, _fact_search("alice", query))
+                assert store.vector_routes["fallback"] == fallbacks + 1
+                exact = await store.read(cypher.SEARCH_FACTS, _fact_search("alice", query))
+                assert len(got) == 10 and [r["fact"]["id"] for r in got] == [r["fact"]["id"] for r in exact]
+                assert all(int(r["fact"]["id"].split("-")[1]) % 10 == 0 for r in got)  # live facts only
+
+    run(body())
