@@ -378,6 +378,11 @@ class RecallSettings(_Section):
         "none, by the role its pronouns name: the user for 'I'/'my', the assistant for 'you'/'your')",
     )
     time_weight: float = Field(0.4, ge=0, le=10, description="boost for turns inside a time phrase of the question")
+    standing_weight: float = Field(
+        3.0, ge=0, le=10, description="for a question that asks for help or advice, how many times its own relevance "
+        "a user's turn gets again for stating a standing instruction or preference ('Always … when I ask about …', "
+        "'I prefer …'), which holds for later requests on its topic (0 = off)",
+    )
 
 
 class PromotionSettings(_Section):

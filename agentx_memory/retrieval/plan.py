@@ -34,6 +34,7 @@ class SearchPlan:
     entity_names: list[str] = field(default_factory=list)
     speaker_role: str | None = None  # "user" / "assistant" when the question's pronouns name one side only
     newest_wins: bool = False  # lift the turns of facts that replaced others (rerank.outrank_replaced)
+    standing: bool = False  # lift the user's standing instructions and preferences (rerank.TurnSignals)
     include_episodic: bool = True
     include_semantic: bool = True
     include_procedural: bool = True

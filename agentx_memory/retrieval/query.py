@@ -10,7 +10,7 @@ from datetime import datetime
 
 from .timeparse import TimeRange, parse_time_phrases
 
-__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_now", "mentioned_names",
+__all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_now", "asks_for_help", "mentioned_names",
            "rewrite_as_statement"]
 
 _QUESTION_HEAD = re.compile(
@@ -87,6 +87,37 @@ def asks_about_now(question: str) -> bool:
     return bool(_NOW.search(question)) or (first is not None and first.group(0).casefold() in _PRESENT)
 
 
+#: How a question asks the assistant to do or advise something now ("How should I…", "Can you show me…", "What
+#: would you suggest…", "Help me…"); an advice word ("recommend", "tips", "approach") counts only beside "I"/"we"/"you"
+#: (so "What advice does Caroline give?" asks about a conversation, not for help).
+_REQUEST = re.compile(
+    r"\b(?:can|could|would|will) you\b|\b(?:how|what) would you\b|\b(?:help|show|give|walk|teach) me\b"
+    r"|\bhow (?:can|should|could|would|do|might) (?:I|we)\b|\b(?:what|which)\b[^?]{0,60}\bshould (?:I|we)\b"
+    r"|^\s*(?:please\s+)?(?:help|show|give|explain|suggest|recommend|write|walk|describe)\b",
+    re.IGNORECASE)
+_ADVICE = re.compile(r"\b(?:suggest|suggestions?|recommend|recommendations?|advice|advise|tips?|strateg(?:y|ies)|"
+                     r"approach(?:es)?|best way|ways to)\b", re.IGNORECASE)
+_PERSONAL = re.compile(r"\b(?:I|I'm|me|my|we|our|you|your)\b", re.IGNORECASE)
+_PAST_AUXILIARY = frozenset({"did", "was", "were", "had"})
+
+
+def asks_for_help(question: str) -> bool:
+    """Whether the question asks the assistant for help or advice now, where the user's standing instructions and
+    preferences apply ("How should I configure the Docker Compose file?"), rather than about what was said or done
+    ("How many days passed between…", "Have I ever used Alpine?"). A question whose first auxiliary is in the past
+    tense ("How did you recommend…") asks about the past.
+
+    >>> asks_for_help("How should I handle token expiry?"), asks_for_help("Have I ever deployed on Fargate?")
+    (True, False)
+    >>> asks_for_help("What approaches would you suggest?"), asks_for_help("What advice does Caroline give?")
+    (True, False)
+    """
+    first = _AUXILIARY.search(question)
+    if first is not None and first.group(0).casefold() in _PAST_AUXILIARY:
+        return False
+    return bool(_REQUEST.search(question)) or bool(_ADVICE.search(question) and _PERSONAL.search(question))
+
+
 @dataclass
 class QueryAnalysis:
     """What the rule-based analysis read from a question."""
@@ -98,6 +129,7 @@ class QueryAnalysis:
     time_ranges: list[TimeRange] = field(default_factory=list)
     speaker_role: str | None = None  # the role its pronouns name (question_speaker)
     about_now: bool = False  # asks how things are now (asks_about_now)
+    for_help: bool = False  # asks the assistant for help or advice now (asks_for_help)
 
 
 def rewrite_as_statement(question: str) -> str:
@@ -140,4 +172,5 @@ def analyze(question: str, reference_time: datetime | None = None) -> QueryAnaly
         time_ranges=parse_time_phrases(question, reference_time),
         speaker_role=question_speaker(question),
         about_now=asks_about_now(question),
+        for_help=asks_for_help(question),
     )

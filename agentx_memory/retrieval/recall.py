@@ -144,6 +144,7 @@ class RecallLayer:
             entity_names=names if settings.entity_centric else [],
             speaker_role=analysis.speaker_role if settings.entity_centric else None,
             newest_wins=settings.newest_wins and analysis.about_now and not analysis.time_ranges,
+            standing=bool(settings.standing_weight) and analysis.for_help,
             include_episodic=include_episodic, include_semantic=include_semantic,
             include_procedural=include_procedural, recall=settings,
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),

@@ -5,7 +5,8 @@ Turns go through these stages, in this order (the retriever runs them; each is a
 1. **signals** — :class:`TurnSignals` scores every candidate row (:class:`TurnDraft`): its fused legs (``bm25``,
    ``vector``), the question's word pairs it says in order (``phrase``), the best relevance of its neighbours
    (``neighbour``), of its conversation (``session``), the one participant the question names (``speaker``), the
-   question's time phrase (``time``); then :func:`lend_fact_scores`
+   question's time phrase (``time``), a standing instruction or preference of the user when the question asks for
+   help (``standing``); then :func:`lend_fact_scores`
    (``fact``: a fact that matches the question lifts the turn it was derived from by its match),
    :func:`add_recency` and :func:`outrank_replaced` (``replaces``: newest wins — the turn of a fact that replaced
    another ranks just above the turns of the replaced fact);
@@ -33,6 +34,7 @@ from ..models import Entity, Fact, Relationship
 from ..procedural import SIMILARITY_SHARE, StrategyMatch
 from ..settings import RecallSettings, RetrievalSettings
 from .bundle import ScoredEntity, ScoredFact, ScoredStrategy
+from .standing import standing_kind
 from .timeparse import TimeRange
 
 __all__ = [
@@ -133,13 +135,14 @@ class TurnSignals:
     ``rows`` are candidate rows by turn id (``conversation_id``, ``turn_index``, ``timestamp``, ``metadata``);
     ``relevance`` their fused legs (:func:`~agentx_memory.retrieval.fusion.turn_relevance`); ``named`` the
     casefolded names in the question that are participants; ``speaker_role`` the role the question's pronouns name
-    ("user" for "I"/"my"), which counts as the named speaker when the question names no participant; every signal is
-    weighted by ``episodic_weight``.
+    ("user" for "I"/"my"), which counts as the named speaker when the question names no participant; ``standing``
+    whether the question asks for help, so the user's standing instructions and preferences on its topic are lifted
+    (``recall.standing_weight``); every signal is weighted by ``episodic_weight``.
     """
 
     def __init__(self, rows: Mapping[str, Mapping[str, Any]], relevance: Mapping[str, Mapping[str, float]],
                  recall: RecallSettings, episodic_weight: float, named: Sequence[str] = (),
-                 time_ranges: Sequence[TimeRange] = (), speaker_role: str | None = None):
+                 time_ranges: Sequence[TimeRange] = (), speaker_role: str | None = None, *, standing: bool = False):
         self.rows = rows
         self.relevance = relevance
         self.recall = recall
@@ -147,6 +150,7 @@ class TurnSignals:
         self.named = list(named)
         self.time_ranges = list(time_ranges)
         self.speaker_role = speaker_role
+        self.standing = standing
         self.base = {i: sum(legs.values()) for i, legs in relevance.items()}
         self.by_position = {(r["conversation_id"], r["turn_index"]): i for i, r in rows.items()}
         self.best_in_conversation: dict[str, float] = {}
@@ -160,7 +164,7 @@ class TurnSignals:
         return {turn_id: self.draft(turn_id) for turn_id in self.rows}
 
     def draft(self, turn_id: str) -> TurnDraft:
-        """One row scored: legs, phrase, neighbour, session, speaker and time signals, in that order."""
+        """One row scored: legs, phrase, neighbour, session, speaker, time and standing signals, in that order."""
         draft = TurnDraft(self.rows[turn_id])
         self._legs(draft, self.relevance[turn_id])
         self._phrase(draft)
@@ -168,6 +172,7 @@ class TurnSignals:
         self._session(draft)
         self._speaker(draft)
         self._time(draft)
+        self._standing(draft)
         return draft
 
     def _legs(self, draft: TurnDraft, legs: Mapping[str, float]) -> None:
@@ -213,6 +218,15 @@ class TurnSignals:
     def _time(self, draft: TurnDraft) -> None:
         if self.time_ranges and any(r.contains(draft.row["timestamp"]) for r in self.time_ranges):
             draft.add("time", 1.0, self.w * self.recall.time_weight, "inside the question's time phrase")
+
+    def _standing(self, draft: TurnDraft) -> None:
+        if not (self.standing and self.recall.standing_weight) or draft.row.get("role") != "user":
+            return
+        relevance = self.base[draft.id]
+        kind = standing_kind(str(draft.row.get("content") or "")) if relevance > 0 else None
+        if kind:
+            draft.add("standing", relevance, self.w * self.recall.standing_weight,
+                      f"the user states a standing {kind}: a share of its relevance")
 
 
 def fact_sources(facts: Iterable[ScoredFact], match: Mapping[str, float], top_k: int

@@ -274,7 +274,7 @@ class MemoryRetriever:
         # Score with plain tuples; only the turns that make the list become pydantic models (hundreds of candidates
         # per query, a handful returned).
         drafts = rerank.TurnSignals(rows, relevance, recall, s.episodic_weight, named, plan.time_ranges,
-                                    plan.speaker_role).drafts()
+                                    plan.speaker_role, standing=plan.standing).drafts()
         said_by = await self._lend_fact_scores(plan, drafts, facts, found, recall)
         w = s.episodic_weight
         for draft in drafts.values():
