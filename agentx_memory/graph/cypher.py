@@ -74,7 +74,8 @@ async def check_embedding_meta(store: GraphStore, *, dimension: int, model: str)
         raise EmbeddingDimensionMismatchError(
             f"the graph was created with embedding model {stored_model!r} (dimension {stored_dim}); "
             f"configured now: {model!r} (dimension {dimension}). Vectors of different models cannot be compared: "
-            "set embedding.model / embedding.dimension back, or use a new graph name / data directory."
+            "set embedding.model / embedding.dimension back, re-embed the memory (with the old model set: "
+            "agentx-memory reembed --model M --dimension D, docs/reembed.md), or use a new graph name / data directory."
         )
 
 

