@@ -99,13 +99,20 @@ _ADVICE = re.compile(r"\b(?:suggest|suggestions?|recommend|recommendations?|advi
                      r"approach(?:es)?|best way|ways to)\b", re.IGNORECASE)
 _PERSONAL = re.compile(r"\b(?:I|I'm|me|my|we|our|you|your)\b", re.IGNORECASE)
 _PAST_AUXILIARY = frozenset({"did", "was", "were", "had"})
+#: How a request asks to recount the conversation itself ("Can you give me a summary of what we covered?", "list the
+#: order in which I brought up…"): that asks about what was said, not for help now.
+_RECOUNT = re.compile(
+    r"\b(?:summar(?:y|ies|ise|ize)|recap|in (?:the )?order|brought up|we (?:covered|discussed|talked about|went over)"
+    r"|I (?:mentioned|said|told you)|(?:our|these|previous) (?:conversations?|discussions?|chats?|sessions?))\b",
+    re.IGNORECASE)
 
 
 def asks_for_help(question: str) -> bool:
     """Whether the question asks the assistant for help or advice now, where the user's standing instructions and
     preferences apply ("How should I configure the Docker Compose file?"), rather than about what was said or done
     ("How many days passed between…", "Have I ever used Alpine?"). A question whose first auxiliary is in the past
-    tense ("How did you recommend…") asks about the past.
+    tense ("How did you recommend…"), or that asks to recount the conversation ("Can you summarize what we
+    covered?"), asks about the past.
 
     >>> asks_for_help("How should I handle token expiry?"), asks_for_help("Have I ever deployed on Fargate?")
     (True, False)
@@ -113,7 +120,7 @@ def asks_for_help(question: str) -> bool:
     (True, False)
     """
     first = _AUXILIARY.search(question)
-    if first is not None and first.group(0).casefold() in _PAST_AUXILIARY:
+    if (first is not None and first.group(0).casefold() in _PAST_AUXILIARY) or _RECOUNT.search(question):
         return False
     return bool(_REQUEST.search(question)) or bool(_ADVICE.search(question) and _PERSONAL.search(question))
 

@@ -88,6 +88,8 @@ def test_requests_for_help_or_advice(question):
     "How did you recommend structuring the backend?",  # about what was recommended then
     "What advice does Caroline give about adoption?",  # about the conversation, no one asks for it
     "When did Melanie paint a sunrise?",
+    "Can you give me a summary of the main points we covered about my project?",  # recounts the conversation
+    "Can you list the order in which I brought up the features, in order?",
 ])
 def test_questions_about_what_was_said_or_done_are_not_requests(question):
     assert not asks_for_help(question)
