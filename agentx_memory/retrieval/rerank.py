@@ -226,7 +226,7 @@ class TurnSignals:
         kind = standing_kind(str(draft.row.get("content") or "")) if relevance > 0 else None
         if kind:
             draft.add("standing", relevance, self.w * self.recall.standing_weight,
-                      f"the user states a standing {kind}: a share of its relevance")
+                      f"the user states a standing {kind}: its relevance again, for a request")
 
 
 def fact_sources(facts: Iterable[ScoredFact], match: Mapping[str, float], top_k: int

@@ -4,9 +4,10 @@ suggestions over ML models").
 
 Such a turn answers more questions than its words say: "What should the integration checklist cover?" is answered in
 part by the rule, which says "integrations" once, while dozens of turns that discuss integrations match the question's
-words better. Recall lifts it by a share of its own relevance (``recall.standing_weight``), so only a rule on the
-question's topic rises. Detection is a few English patterns over the opening of the turn's own text, where people
-state rules and tastes; it reads no model and no other turn.
+words better. When a question asks for help, recall lifts it in proportion to its own relevance (by
+``recall.standing_weight`` times it), so only a rule on the question's topic rises. Detection is a few English
+patterns over the opening of the turn's own text, where people state rules and tastes; it reads no model and no other
+turn.
 """
 
 from __future__ import annotations
