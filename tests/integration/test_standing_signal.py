@@ -1,6 +1,6 @@
 """A user's standing instruction or preference ("Always include the random seed when I ask about reproducibility",
 "I prefer …") holds for every later question on its topic, though it says the topic's words once: recall lifts such a
-turn by a share of its own relevance (``recall.standing_weight``), so it ranks above turns that only discuss the
+turn in proportion to its own relevance (``recall.standing_weight``), so it ranks above turns that only discuss the
 topic, and a rule on another topic stays where its words put it. On the real servers, both graph backends."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_a_standing_instruction_on_the_questions_topic_outranks_turns_that_discu
         assert rule.signals["standing"].contribution == pytest.approx(legs)  # weight 1: all of its own relevance again
         assert "instruction" in rule.signals["standing"].detail
         assert {t.item.id for t in ranked if "standing" in t.signals} <= {ids[RULE], ids[OTHER_RULE]}
-        # the rule for meeting schedules is no answer here: its lift is a share of its own small relevance
+        # the rule for meeting schedules is no answer here: its lift is in proportion to its own small relevance
         assert ids[OTHER_RULE] not in order[:4]
 
 

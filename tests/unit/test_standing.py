@@ -47,7 +47,7 @@ def test_only_the_opening_of_a_long_turn_is_read():
     assert standing_kind("Always answer in French. " + "x" * 100_000) == "instruction"
 
 
-def test_a_users_standing_turn_gets_a_share_of_its_relevance_and_outranks_an_equal_match():
+def test_a_users_standing_turn_gets_its_relevance_again_and_outranks_an_equal_match():
     recall = RECALL.model_copy(update={"standing_weight": 0.5})
     rows = {"rule": row("rule", index=0, content="Always include logging details when I ask about matcher failures."),
             "plain": row("plain", conversation="c2", index=0, content="The matcher failed again on two resumes."),
