@@ -97,7 +97,7 @@ _REQUEST = re.compile(
     re.IGNORECASE)
 _ADVICE = re.compile(r"\b(?:suggest|suggestions?|recommend|recommendations?|advice|advise|tips?|strateg(?:y|ies)|"
                      r"approach(?:es)?|best way|ways to)\b", re.IGNORECASE)
-_PERSONAL = re.compile(r"\b(?:I|I'm|me|my|we|our|you|your)\b", re.IGNORECASE)
+_PLURAL_FIRST_PERSON = re.compile(r"\b(?:we|our)\b", re.IGNORECASE)
 _PAST_AUXILIARY = frozenset({"did", "was", "were", "had"})
 #: How a request asks to recount the conversation itself ("Can you give me a summary of what we covered?", "list the
 #: order in which I brought up…"): that asks about what was said, not for help now.
@@ -122,7 +122,10 @@ def asks_for_help(question: str) -> bool:
     first = _AUXILIARY.search(question)
     if (first is not None and first.group(0).casefold() in _PAST_AUXILIARY) or _RECOUNT.search(question):
         return False
-    return bool(_REQUEST.search(question)) or bool(_ADVICE.search(question) and _PERSONAL.search(question))
+    if _REQUEST.search(question):
+        return True
+    return bool(_ADVICE.search(question)) and any(
+        p.search(question) for p in (_FIRST_PERSON, _SECOND_PERSON, _PLURAL_FIRST_PERSON))
 
 
 @dataclass
