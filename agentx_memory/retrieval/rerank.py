@@ -216,8 +216,13 @@ class TurnSignals:
                       f"spoken by the {self.speaker_role}, whom the question's '{pronoun}' names")
 
     def _time(self, draft: TurnDraft) -> None:
-        if self.time_ranges and any(r.contains(draft.row["timestamp"]) for r in self.time_ranges):
-            draft.add("time", 1.0, self.w * self.recall.time_weight, "inside the question's time phrase")
+        """Inside a time phrase of the question: a calendar date it names weighs ``date_weight``, a phrase read from
+        the reference time ``time_weight``; inside several, the heaviest counts once."""
+        inside = [r for r in self.time_ranges if r.contains(draft.row["timestamp"])]
+        if inside:
+            weight, phrase = max((self.recall.date_weight if r.calendar else self.recall.time_weight, r.phrase)
+                                 for r in inside)
+            draft.add("time", 1.0, self.w * weight, f"inside the question's time phrase '{phrase}'")
 
     def _standing(self, draft: TurnDraft) -> None:
         if not (self.standing and self.recall.standing_weight) or draft.row.get("role") != "user":

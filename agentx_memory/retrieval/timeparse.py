@@ -10,10 +10,15 @@ it). Recognized:
 * ``in|during <Month> [<Year>]``, ``in <Year>``, ``on <Month> <day>[, <Year>]``, ``<day> <Month> <Year>``,
   ISO dates ``2023-05-08``
 
-Each match becomes a :class:`TimeRange` with the phrase that produced it. Ranges are half-open ``[start, end)`` and
-deliberately lenient, because people use these phrases loosely and a range only boosts what falls inside it: a
-named day covers the day before and after, "last/this week" the last 14 days, "last/this month" the last 45 days, a
-named month runs 7 days past its end. (These windows were validated on LoCoMo: docs/benchmarks.md.)
+Each match becomes a :class:`TimeRange` with the phrase that produced it and whether that phrase names the calendar
+(a date, a month, a year: ``calendar=True``) or is read from the reference time ("recently", "last week", "two days
+ago", a weekday). Recall weighs the two apart (``recall.date_weight``, ``recall.time_weight``): a named date says
+when something happened wherever the question is asked from, while a relative phrase is only as good as the
+reference time (in the dev sets it often counts from when the event was discussed, not from the end of the
+conversation). Ranges are half-open ``[start, end)`` and deliberately lenient, because people use these phrases
+loosely and a range only boosts what falls inside it: a named day covers the day before and after, "last/this week"
+the last 14 days, "last/this month" the last 45 days, a named month runs 7 days past its end. (These windows were
+validated on LoCoMo: docs/benchmarks.md.)
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class TimeRange:
     start: datetime
     end: datetime
     phrase: str
+    #: Whether the phrase names the calendar (a date, month or year) rather than counting from the reference time.
+    calendar: bool = False
 
     def contains(self, moment: datetime) -> bool:
         """Whether ``moment`` falls inside the range."""
@@ -105,12 +112,13 @@ def _year_for_month(now: datetime, month: int) -> int:
 _Range = tuple[datetime, datetime]
 #: A rule reads a match relative to "now": a ``[start, end)`` range, or None when the match is no date after all.
 _Rule = Callable[[datetime, "re.Match[str]"], _Range | None]
-_RULES: list[tuple[re.Pattern[str], _Rule]] = []
+#: Every rule: its pattern, its reading, and whether its phrases name the calendar.
+_RULES: list[tuple[re.Pattern[str], _Rule, bool]] = []
 
 
-def _rule(pattern: str) -> Callable[[_Rule], _Rule]:
+def _rule(pattern: str, *, names_calendar: bool = False) -> Callable[[_Rule], _Rule]:
     def register(func: _Rule) -> _Rule:
-        _RULES.append((re.compile(pattern, re.IGNORECASE), func))
+        _RULES.append((re.compile(pattern, re.IGNORECASE), func, names_calendar))
         return func
     return register
 
@@ -120,7 +128,7 @@ def _named_day(day: datetime) -> tuple[datetime, datetime]:
     return day - timedelta(days=1), day + timedelta(days=2)
 
 
-@_rule(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+@_rule(r"\b(\d{4})-(\d{2})-(\d{2})\b", names_calendar=True)
 def _iso(now: datetime, m: re.Match[str]) -> _Range | None:
     return _named_day(datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=UTC))
 
@@ -182,7 +190,7 @@ def _recently(now: datetime, m: re.Match[str]) -> _Range | None:
     return now - timedelta(days=30), now + timedelta(seconds=1)
 
 
-@_rule(rf"\b(?:on )?{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?(?:,? (\d{{4}}))?\b")
+@_rule(rf"\b(?:on )?{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?(?:,? (\d{{4}}))?\b", names_calendar=True)
 def _month_day(now: datetime, m: re.Match[str]) -> _Range | None:
     month, day = _MONTHS[m[1].lower()], int(m[2])
     year = int(m[3]) if m[3] else _year_for_month(now, month)
@@ -191,7 +199,7 @@ def _month_day(now: datetime, m: re.Match[str]) -> _Range | None:
     return _named_day(datetime(year, month, day, tzinfo=UTC))
 
 
-@_rule(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH},? (\d{{4}})\b")
+@_rule(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?{_MONTH},? (\d{{4}})\b", names_calendar=True)
 def _day_month_year(now: datetime, m: re.Match[str]) -> _Range | None:
     day, month, year = int(m[1]), _MONTHS[m[2].lower()], int(m[3])
     if day > calendar.monthrange(year, month)[1]:
@@ -200,20 +208,20 @@ def _day_month_year(now: datetime, m: re.Match[str]) -> _Range | None:
 
 
 @_rule(rf"\b(?:in|during|since|by|of|from|around|early|late|mid|mid-) ?(?:the )?(?:month of )?{_MONTH},? (\d{{4}})\b"
-       rf"|\b{_MONTH} (\d{{4}})\b")
+       rf"|\b{_MONTH} (\d{{4}})\b", names_calendar=True)
 def _month_year(now: datetime, m: re.Match[str]) -> _Range | None:
     name = (m[1] or m[3]).lower()
     year = int(m[2] or m[4])
     return _month_range(_MONTHS[name], year)
 
 
-@_rule(rf"\b(?:in|during) {_MONTH}\b")
+@_rule(rf"\b(?:in|during) {_MONTH}\b", names_calendar=True)
 def _month_only(now: datetime, m: re.Match[str]) -> _Range | None:
     month = _MONTHS[m[1].lower()]
     return _month_range(month, _year_for_month(now, month))
 
 
-@_rule(r"\b(?:in|during|since) (19\d\d|20\d\d)\b")
+@_rule(r"\b(?:in|during|since) (19\d\d|20\d\d)\b", names_calendar=True)
 def _year(now: datetime, m: re.Match[str]) -> _Range | None:
     start = datetime(int(m[1]), 1, 1, tzinfo=UTC)
     return start, start + relativedelta(years=1)
@@ -229,7 +237,7 @@ def parse_time_phrases(text: str, reference_time: datetime | None = None) -> lis
         now = now.replace(tzinfo=UTC)
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, TimeRange]] = []
-    for pattern, func in _RULES:
+    for pattern, func, names_calendar in _RULES:
         for match in pattern.finditer(text):
             span = match.span()
             if any(span[0] < end and start < span[1] for start, end in taken):
@@ -237,7 +245,7 @@ def parse_time_phrases(text: str, reference_time: datetime | None = None) -> lis
             result = _read(func, now, match)
             if result is not None:
                 taken.append(span)
-                found.append((span[0], TimeRange(result[0], result[1], match.group(0))))
+                found.append((span[0], TimeRange(result[0], result[1], match.group(0), names_calendar)))
     return [r for _, r in sorted(found, key=lambda x: x[0])]
 
 

@@ -118,6 +118,22 @@ def test_turn_signals_legs_neighbour_session_speaker_and_time():
     assert drafts["t1"].score == pytest.approx(sum(v * wt for v, wt, _ in t1.values()))
 
 
+def test_a_named_date_weighs_date_weight_and_a_relative_phrase_time_weight():
+    """A turn inside a date the question names gets ``date_weight``; inside a phrase read from the reference time
+    ("recently"), ``time_weight``; inside both, the heavier once."""
+    recall = RecallSettings(time_weight=0.2, date_weight=0.8)
+    rows = {name: row(name, when=REF - timedelta(days=days))
+            for name, days in (("dated", 40), ("recent", 5), ("both", 25), ("outside", 90))}
+    recently = TimeRange(REF - timedelta(days=30), REF, "recently")
+    dated = TimeRange(REF - timedelta(days=60), REF - timedelta(days=20), "in February 2024", calendar=True)
+    drafts = rerank.TurnSignals(rows, {name: {} for name in rows}, recall, 0.3, time_ranges=[recently, dated]).drafts()
+    assert drafts["dated"].signals["time"][:2] == (1.0, pytest.approx(0.3 * 0.8))
+    assert drafts["recent"].signals["time"][:2] == (1.0, pytest.approx(0.3 * 0.2))
+    assert drafts["both"].signals["time"][1] == pytest.approx(0.3 * 0.8)
+    assert "in February 2024" in drafts["both"].signals["time"][2]
+    assert "time" not in drafts["outside"].signals
+
+
 def test_the_speaker_signal_needs_exactly_one_named_participant():
     rows = {"t1": row("t1", speaker="Caroline")}
     drafts = rerank.TurnSignals(rows, {"t1": {}}, RECALL, 0.3, named=["caroline", "mel"]).drafts()

@@ -242,3 +242,23 @@ def test_a_phrase_beyond_the_calendar_reads_as_no_time_range(text):
     """A time phrase that names a day outside what dates can hold is not a filter (it raised a raw OverflowError
     out of remember(), found by the injection corpus)."""
     assert parse_time_phrases(text, NOW) == []
+
+
+@pytest.mark.parametrize("text", [
+    "What did Nate make on 9 November, 2022?", "Where was I on March 5?", "What happened in May 2023?",
+    "What did I learn in 2023?", "What did we do in December?", "Notes from 2024-03-08",
+    "What did I start during September 2023?",
+])
+def test_a_named_date_month_or_year_names_the_calendar(text):
+    (found,) = parse_time_phrases(text, NOW)
+    assert found.calendar, found
+
+
+@pytest.mark.parametrize("text", [
+    "What did Nate cook recently?", "What did we do last week?", "What did I say yesterday?",
+    "What happened two days ago?", "Where was I last Friday?", "What changed in the last 3 months?",
+    "What are we doing next month?", "What did I eat this morning?",
+])
+def test_a_phrase_read_from_the_reference_time_does_not_name_the_calendar(text):
+    (found,) = parse_time_phrases(text, NOW)
+    assert not found.calendar, found

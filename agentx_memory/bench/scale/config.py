@@ -27,7 +27,8 @@ __all__ = [
 #: (a) the vector leg alone: no lexical leg, no neighbour/session spill-over, no rule-based techniques.
 VECTOR_ONLY: dict[str, Any] = {
     "hybrid": False, "neighbours": 0, "session_expansion": 0, "session_weight": 0.0, "speaker_weight": 0.0,
-    "time_weight": 0.0, "entity_centric": False, "query_expansion": False, "self_query": False, "hyde": False,
+    "time_weight": 0.0, "date_weight": 0.0, "entity_centric": False, "query_expansion": False, "self_query": False,
+    "hyde": False,
 }
 #: (b) hybrid: PostgreSQL full text + the vector leg, fused; nothing else.
 HYBRID_ONLY: dict[str, Any] = {**VECTOR_ONLY, "hybrid": True}
