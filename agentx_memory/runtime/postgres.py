@@ -161,6 +161,21 @@ def _ensure_traversable(path: Path, user: OsUser) -> None:
             os.chmod(directory, stat.S_IMODE(st.st_mode) | stat.S_IXOTH)
 
 
+#: The bounds of ``shared_buffers = auto`` in MiB: PostgreSQL's own default, and a size that holds the indexes and the
+#: turns of a 100k-turn memory (the HNSW index alone is about 150 MB there).
+AUTO_SHARED_BUFFERS_MB = (128, 1024)
+
+
+def shared_buffers(setting: str, total_memory: int | None = None) -> str:
+    """The ``shared_buffers`` value of ``embedded.postgres_shared_buffers``: a size as given, or for ``auto`` an
+    eighth of ``total_memory`` (bytes; default the machine's) within :data:`AUTO_SHARED_BUFFERS_MB`."""
+    if setting != "auto":
+        return setting
+    total = psutil.virtual_memory().total if total_memory is None else total_memory
+    low, high = AUTO_SHARED_BUFFERS_MB
+    return f"{max(low, min(high, total // 8 // 2**20))}MB"
+
+
 def _pg_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -355,7 +370,7 @@ class PostgresServer(ManagedServer):
             f"port = {POSTGRES_PORT}",
             f"unix_socket_directories = {_pg_string(sock_dir)}",
             "unix_socket_permissions = 0700",
-            f"shared_buffers = {_pg_string(self._settings.postgres_shared_buffers)}",
+            f"shared_buffers = {_pg_string(shared_buffers(self._settings.postgres_shared_buffers))}",
             "",
         ]
         conf = self.data_dir / _CONF_NAME

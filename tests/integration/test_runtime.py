@@ -27,6 +27,7 @@ from falkordb import FalkorDB
 from agentx_memory.errors import RuntimeServerError
 from agentx_memory.runtime import EmbeddedStack, Endpoints
 from agentx_memory.runtime.layout import MAX_SOCKET_PATH_BYTES, DataLayout
+from agentx_memory.runtime.postgres import shared_buffers
 from agentx_memory.settings import EmbeddedSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -127,6 +128,9 @@ def test_ensure_running_starts_both_servers(make_stack: StackFactory) -> None:
         nearest = conn.execute("SELECT id FROM docs ORDER BY emb <-> '[0.9,0.1,0]' LIMIT 1").fetchone()
         assert nearest == (1,)
         assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
+        # shared_buffers 'auto': an eighth of this machine's memory within 128MB-1GB, not PostgreSQL's 128MB default
+        expected = shared_buffers("auto")
+        assert conn.execute("SHOW shared_buffers").fetchone() == (expected.replace("1024MB", "1GB"),)
 
     status = stack.status()
     for kind in ("falkordb", "postgres"):

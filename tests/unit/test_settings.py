@@ -104,6 +104,8 @@ def test_agentx_embedded_home_is_the_long_name(monkeypatch, tmp_path):
         ("AGENTX_PROMOTION__MIN_CONFIDENCE", "-0.1", "promotion.min_confidence", "ge 0"),
         ("AGENTX_AUDIT__LEVEL", "loud", "audit.level", "'off', 'writes', 'reads' or 'verbose'"),
         ("AGENTX_POSTGRES__DB_SCHEMA", "Bad-Name", "postgres.db_schema", "pattern"),
+        ("AGENTX_EMBEDDED__POSTGRES_SHARED_BUFFERS", "1GB'; fsync = off", "embedded.postgres_shared_buffers",
+         "pattern"),
     ],
 )
 def test_a_bad_value_names_the_setting_its_variable_and_the_allowed_range(monkeypatch, env, value, dotted, allowed):
@@ -182,3 +184,19 @@ def test_remember_rate_limit_is_off_by_default_and_checked():
     for bad in ({"remember_rate_limit": 0}, {"remember_rate_window_seconds": 0}):
         with pytest.raises(ValueError):
             Settings(limits=bad)
+
+
+@pytest.mark.parametrize(("total_gib", "expected"), [(0.5, "128MB"), (2, "256MB"), (4, "512MB"), (24, "1024MB"),
+                                                      (256, "1024MB")])
+def test_auto_shared_buffers_is_an_eighth_of_memory_within_128mb_and_1gb(total_gib, expected):
+    from agentx_memory.runtime.postgres import shared_buffers
+
+    assert shared_buffers("auto", int(total_gib * 2**30)) == expected
+
+
+def test_a_given_shared_buffers_size_is_used_as_it_is():
+    from agentx_memory.runtime.postgres import shared_buffers
+
+    assert load_settings(embedded={"postgres_shared_buffers": "2GB"}).embedded.postgres_shared_buffers == "2GB"
+    assert shared_buffers("2GB", 2**30) == "2GB"
+    assert load_settings().embedded.postgres_shared_buffers == "auto"
