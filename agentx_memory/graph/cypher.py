@@ -349,9 +349,13 @@ RETURN a.id AS source_id, type(r) AS rel_type, b.id AS target_id, r.properties A
 LIMIT $limit
 """
 
+# The WITH starts the match at the entities (by their id index): with every filter in one MATCH, FalkorDB started at
+# the user's facts (its user_id index) and traversed all of them, 16 times slower for a user with 4k facts.
 FACTS_ABOUT: Final[LiteralString] = """
-MATCH (f:Fact)-[:ABOUT]->(e:Entity)
-WHERE e.id IN $ids AND f.user_id = $user_id AND coalesce(f.superseded, false) = false
+MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+WITH e
+MATCH (f:Fact)-[:ABOUT]->(e)
+WITH f WHERE f.user_id = $user_id AND coalesce(f.superseded, false) = false
   AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
 WITH DISTINCT f LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
@@ -490,6 +494,7 @@ RETURN old.id AS id
 #: a merged duplicate is no replacement).
 REPLACED_FACT_SOURCES: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id
+WITH f
 MATCH (f)-[:SUPERSEDES*1..5]->(old:Fact)
 WHERE old.user_id = $user_id AND old.status IN ['superseded', 'rejected'] AND old.source_turn_id IS NOT NULL
 RETURN DISTINCT f.id AS fact_id, old.source_turn_id AS turn_id

@@ -168,6 +168,22 @@ def test_graph_lookups_of_retrieval_use_an_index(loaded, backend, name):
     assert not any(scan in plan for scan in scans), plan
 
 
+#: Statements handed node ids, by the node their plan must start from (its id index): FalkorDB started FACTS_ABOUT at
+#: the user's facts and REPLACED_FACT_SOURCES at every replaced fact of the user, reading all of them per recall.
+ANCHORED_LOOKUPS = {
+    "FACTS_ABOUT": ("e:Entity", GRAPH_LOOKUPS["FACTS_ABOUT"]),
+    "REPLACED_FACT_SOURCES": ("f:Fact", {"user_id": "alice", "ids": ["f1"]}),
+}
+
+
+@pytest.mark.parametrize("name", list(ANCHORED_LOOKUPS))
+def test_lookups_from_given_ids_start_at_those_nodes(loaded, backend, name):
+    anchor, params = ANCHORED_LOOKUPS[name]
+    plan = loaded._portal.run(loaded.core.ctx.graph.explain(getattr(cypher, name), params))
+    leaf = plan.strip().splitlines()[-1]  # the plans are linear: the last line is where the match starts
+    assert PLAN_OPERATORS[backend][0] in leaf and anchor in leaf, plan
+
+
 def test_vector_index_search_is_a_procedure_call(loaded):
     statement = "@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity"
     plan = loaded._portal.run(loaded.core.ctx.graph.explain(statement, {"k": 5, "embedding": [0.1] * 64}))
