@@ -205,6 +205,12 @@ class FalkorDialect(Dialect):
                 )
         return plan
 
+    #: Every index of the graph with its state: per label, its documents (nodes) and the highest document id, which
+    #: counts every node version indexed since the index was built (an update re-indexes the node under a new id and
+    #: the vector index keeps the old vector, dead, until it is rebuilt).
+    INDEX_USAGE = ("CALL db.indexes() YIELD label, types, options, status, info "
+                   "RETURN label, types, options, status, info.numDocuments AS documents, info.maxDocId AS versions")
+
     def drop_vector_index_statement(self, label: str) -> str:
         """DDL dropping the vector index of ``label`` (a label of :data:`VECTOR_LABELS`)."""
         if label not in VECTOR_LABELS:

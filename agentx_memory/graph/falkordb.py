@@ -9,6 +9,7 @@ creates only what is missing.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,11 +24,14 @@ from ..errors import ConflictError, StorageError, StorageUnavailableError
 from ..polling import WaitTimeoutError, await_until
 from . import cypher
 from .dialects import FalkorDialect, schema_specs
-from .port import GraphStore, Statement
+from .port import VECTOR_LABELS, GraphStore, Statement, VectorIndexUsage, tenant_label
 
 __all__ = ["FalkorGraphStore"]
 
 META_LABEL = "AgentxMeta"
+#: Seconds a read of the vector indexes' state steers the choice between index and scan: short, because an index
+#: being rebuilt (by another process) answers from the nodes it has indexed so far and must not be searched.
+INDEX_STATE_TTL = 5.0
 
 
 def _plain(value: Any) -> Any:
@@ -90,6 +94,8 @@ class FalkorGraphStore(GraphStore):
     def __init__(self, *, graph_name: str, url: str | None = None, unix_socket_path: str | None = None,
                  password: str | None = None, max_connections: int = 32, pool_wait_seconds: float = 30.0):
         super().__init__()
+        #: When the vector indexes' state was read (monotonic seconds), and what it was.
+        self._index_state_cache: tuple[float, dict[str, VectorIndexUsage]] | None = None
         # The client probes the server (a synchronous INFO, to detect a cluster) while it is constructed, so an
         # unreachable server fails here already. The pool blocks (up to pool_wait_seconds) when every connection is
         # busy: redis' default pool raised "Too many connections" at the 33rd concurrent call, read as an outage.
@@ -141,7 +147,41 @@ class FalkorGraphStore(GraphStore):
         return await self._run(query, params, read_only=True)
 
     async def read_index(self, query, params):
-        return await self._run(query, params, read_only=True, tenant_index=True)
+        try:
+            return await self._run(query, params, read_only=True, tenant_index=True)
+        except StorageError:
+            # The index may have been dropped for a rebuild since its state was read: then the scan answers.
+            usage = (await self._index_state(fresh=True)).get(tenant_label(query))
+            if usage is None or usage.building:
+                return []
+            raise
+
+    async def vector_index_usage(self) -> dict[str, VectorIndexUsage]:
+        return await self._index_state(fresh=True)
+
+    async def _index_entries(self, label: str) -> int | None:
+        # FalkorDB's vector index searches through the dead vectors too: a fetch deep enough must count them. An
+        # index that is missing or being built is not searched.
+        usage = (await self._index_state()).get(label)
+        return None if usage is None or usage.building else usage.entries
+
+    async def _index_state(self, *, fresh: bool = False) -> dict[str, VectorIndexUsage]:
+        cached = self._index_state_cache
+        if not fresh and cached is not None and time.monotonic() - cached[0] < INDEX_STATE_TTL:
+            return cached[1]
+        rows = await self.read(FalkorDialect.INDEX_USAGE)
+        usage = {}
+        for label in VECTOR_LABELS:
+            mine = [r for r in rows if r["label"] == label]
+            vector = [r for r in mine if "VECTOR" in ((r["types"] or {}).get("embedding") or [])]
+            if vector:
+                row = vector[0]
+                usage[label] = VectorIndexUsage(
+                    label=label, live=int(row["documents"] or 0), entries=int(row["versions"] or 0),
+                    dimension=int(((row["options"] or {}).get("embedding") or {}).get("dimension") or 0),
+                    building=any(r["status"] != "OPERATIONAL" for r in mine))
+        self._index_state_cache = (time.monotonic(), usage)
+        return usage
 
     async def write(self, query, params=None):
         return await self._run(query, params, read_only=False)

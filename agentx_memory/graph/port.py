@@ -53,6 +53,7 @@ __all__ = [
     "Dialect",
     "GraphStore",
     "Statement",
+    "VectorIndexUsage",
 ]
 
 #: Node labels with a vector index on ``embedding``.
@@ -121,6 +122,24 @@ class Statement:
 
     query: str
     params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorIndexUsage:
+    """What a label's vector index holds: ``entries`` vectors, of which ``live`` are its nodes' current ones (the rest
+    are dead: vectors of nodes since updated or deleted that the index still searches through), of ``dimension``;
+    ``building`` while the database is (re)building it."""
+
+    label: str
+    live: int
+    entries: int
+    dimension: int
+    building: bool
+
+    @property
+    def dead_share(self) -> float:
+        """The share of the index's entries that are dead (0 for an empty index)."""
+        return (self.entries - self.live) / self.entries if self.entries > 0 else 0.0
 
 
 _ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2, "tenant_match": 3}
@@ -283,7 +302,8 @@ class GraphStore(ABC):
         than ``k`` rows survive the statement's filters, so other tenants never crowd a user's rows out. How each
         call was answered is counted in :attr:`vector_routes`."""
         k = int(params["k"])
-        fetch = None if exact else await self._index_fetch(tenant_label(query), str(params["user_id"]), k)
+        fetch = None if exact else await self._index_fetch(tenant_label(query), str(params["user_id"]),
+                                                           list(params["channels"]), k)
         if fetch is not None:
             rows = await self.read_index(query, {**params, "fetch": fetch})
             if len(rows) >= k:
@@ -299,19 +319,37 @@ class GraphStore(ABC):
         the ``params["fetch"]`` nearest nodes, kept when they are the tenant's."""
         raise NotImplementedError(f"{type(self).__name__} cannot search its vector indexes")
 
-    async def _index_fetch(self, label: str, user_id: str, k: int) -> int | None:
+    async def _index_fetch(self, label: str, user_id: str, channels: list[str], k: int) -> int | None:
         # The counts are cached (TenantSizes): they steer the choice only, a stale one costs a fallback at most.
         from . import cypher  # the statements module imports this one's label lists
+
+        total = await self._index_entries(label)
+        if total is None:
+            return None
+        tenant = (user_id, *sorted(set(channels)))
+        own = self.tenant_sizes.get(label, tenant)
+        if own is None:
+            own = int((await self.read(cypher.COUNT_TENANT_NODES[label],
+                                       {"user_id": user_id, "channels": channels}))[0]["n"])
+            self.tenant_sizes.put(label, tenant, own)
+        return index_fetch(k, own, total)
+
+    async def _index_entries(self, label: str) -> int | None:
+        """How many vectors the label's index searches through (its share of them is the tenant's chance of a
+        fetched node), or None when the index cannot answer now (read_vectors scans). Default: the label's nodes,
+        counted once a minute (a database that reclaims its dead vectors itself)."""
+        from . import cypher
 
         total = self.tenant_sizes.get(label, None)
         if total is None:
             total = int((await self.read(cypher.COUNT_LABEL_NODES[label]))[0]["n"])
             self.tenant_sizes.put(label, None, total)
-        own = self.tenant_sizes.get(label, user_id)
-        if own is None:
-            own = int((await self.read(cypher.COUNT_TENANT_NODES[label], {"user_id": user_id}))[0]["n"])
-            self.tenant_sizes.put(label, user_id, own)
-        return index_fetch(k, own, total)
+        return total
+
+    async def vector_index_usage(self) -> dict[str, VectorIndexUsage]:
+        """Per vector label, what its index holds, on a database whose vector indexes keep the vectors of updated and
+        deleted nodes until rebuilt (FalkorDB); empty where the database reclaims them itself (Neo4j)."""
+        return {}
 
     @abstractmethod
     async def write(self, query: LiteralString | str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -42,21 +42,22 @@ def index_fetch(k: int, own: int, total: int) -> int | None:
 
 
 class TenantSizes:
-    """Per label, its node count, and per (label, tenant), the tenant's, each kept ``ttl`` seconds."""
+    """Per label, its node count, and per (label, tenant), the tenant's (a tenant: a user and the channels searched),
+    each kept ``ttl`` seconds."""
 
     def __init__(self, ttl: float = SIZES_TTL):
         self.ttl = ttl
-        self._counts: dict[tuple[str, str | None], tuple[float, int]] = {}
+        self._counts: dict[tuple[str, tuple[str, ...] | None], tuple[float, int]] = {}
 
-    def get(self, label: str, user_id: str | None) -> int | None:
-        """The count of the label's nodes (``user_id`` None) or of the tenant's, when read less than ``ttl`` ago."""
-        entry = self._counts.get((label, user_id))
+    def get(self, label: str, tenant: tuple[str, ...] | None) -> int | None:
+        """The count of the label's nodes (``tenant`` None) or of the tenant's, when read less than ``ttl`` ago."""
+        entry = self._counts.get((label, tenant))
         if entry is None or time.monotonic() - entry[0] >= self.ttl:
             return None
         return entry[1]
 
-    def put(self, label: str, user_id: str | None, count: int) -> None:
+    def put(self, label: str, tenant: tuple[str, ...] | None, count: int) -> None:
         """Remember a count just read."""
         if len(self._counts) > 100_000:  # one entry per searching tenant and label: drop them all now and then
             self._counts.clear()
-        self._counts[(label, user_id)] = (time.monotonic(), count)
+        self._counts[(label, tenant)] = (time.monotonic(), count)

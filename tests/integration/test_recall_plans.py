@@ -170,6 +170,7 @@ def test_graph_lookups_of_retrieval_use_an_index(loaded, backend, name):
 
 #: Statements handed node ids, by the node their plan must start from (its id index): FalkorDB started FACTS_ABOUT at
 #: the user's facts and REPLACED_FACT_SOURCES at every replaced fact of the user, reading all of them per recall.
+#: (Neo4j's cost-based planner chooses the start from its statistics; there the start must be an index seek.)
 ANCHORED_LOOKUPS = {
     "FACTS_ABOUT": ("e:Entity", GRAPH_LOOKUPS["FACTS_ABOUT"]),
     "REPLACED_FACT_SOURCES": ("f:Fact", {"user_id": "alice", "ids": ["f1"]}),
@@ -181,7 +182,9 @@ def test_lookups_from_given_ids_start_at_those_nodes(loaded, backend, name):
     anchor, params = ANCHORED_LOOKUPS[name]
     plan = loaded._portal.run(loaded.core.ctx.graph.explain(getattr(cypher, name), params))
     leaf = plan.strip().splitlines()[-1]  # the plans are linear: the last line is where the match starts
-    assert PLAN_OPERATORS[backend][0] in leaf and anchor in leaf, plan
+    assert PLAN_OPERATORS[backend][0] in leaf, plan
+    if backend == "falkordb":  # its planner starts where the statement says; Neo4j's picks the start by statistics
+        assert anchor in leaf, plan
 
 
 def test_vector_index_search_is_a_procedure_call(loaded):

@@ -43,10 +43,11 @@ def test_the_index_form_filters_the_global_nearest_by_tenant(dialect):
 
 def test_counts_are_kept_for_their_time_only():
     sizes = TenantSizes(ttl=60)
-    sizes.put("Fact", "u", 5)
+    sizes.put("Fact", ("u", "_global"), 5)
     sizes.put("Fact", None, 50)
-    assert (sizes.get("Fact", "u"), sizes.get("Fact", None), sizes.get("Entity", "u")) == (5, 50, None)
-    assert TenantSizes(ttl=0).get("Fact", "u") is None
+    assert (sizes.get("Fact", ("u", "_global")), sizes.get("Fact", None), sizes.get("Entity", ("u", "_global")),
+            sizes.get("Fact", ("u", "_global", "work"))) == (5, 50, None, None)
+    assert TenantSizes(ttl=0).get("Fact", ("u",)) is None
     expired = TenantSizes(ttl=0)
-    expired.put("Fact", "u", 5)
-    assert expired.get("Fact", "u") is None
+    expired.put("Fact", ("u",), 5)
+    assert expired.get("Fact", ("u",)) is None
