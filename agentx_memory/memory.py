@@ -54,6 +54,7 @@ from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .forget import ForgetFilter, ForgetReceipt, forget_memories, forget_user, forget_where
 from .goals import GoalMemory
+from .index_compaction import compact_vector_indexes
 from .items import ItemStore, ItemSweepReport
 from .models import (
     GLOBAL_CHANNEL,
@@ -1390,6 +1391,16 @@ class AsyncAgentMemory:
             ahead_days=self.settings.audit.partitions_ahead_days, retention_days=self.settings.retention.audit_days)
         return {"created": created, "dropped": dropped}
 
+    async def compact_vector_indexes(self, *, dry_run: bool = False) -> dict[str, dict[str, Any]]:
+        """Rebuild the graph's vector indexes whose share of dead vectors (kept by FalkorDB for nodes since updated
+        or deleted) has reached ``worker.compact_dead_share`` and that hold ``worker.compact_min_dead`` dead vectors
+        or more; ``dry_run`` only reports. Returns, per label, its ``live`` and ``entries`` counts, ``dead_share``,
+        ``building`` and ``rebuilt`` (:func:`~agentx_memory.index_compaction.compact_vector_indexes`). The worker
+        runs it every ``worker.compact_indexes_minutes``; on Neo4j there is nothing to compact and it returns ``{}``."""
+        worker = self.settings.worker
+        return await compact_vector_indexes(self.ctx.graph, min_dead_share=worker.compact_dead_share,
+                                            min_dead=worker.compact_min_dead, dry_run=dry_run)
+
     # --- observability: the size of the stores and the consolidation backlog (issue 18) -------------------------
 
     async def memory_stats(self) -> MemoryStats:
@@ -2668,6 +2679,14 @@ class AgentMemory:
         ``worker.audit_partitions_minutes`` (``agentx-memory worker``); call it yourself where no worker runs.
         """
         return self._portal.run(self._core.maintain_audit_partitions())
+
+    def compact_vector_indexes(self, *, dry_run: bool = False) -> dict[str, dict[str, Any]]:
+        """Rebuild the graph's vector indexes whose share of dead vectors (kept by FalkorDB for nodes since updated
+        or deleted) has reached ``worker.compact_dead_share`` and that hold ``worker.compact_min_dead`` dead vectors
+        or more; ``dry_run`` only reports. Returns, per label, its ``live`` and ``entries`` counts, ``dead_share``,
+        ``building`` and ``rebuilt`` (:func:`~agentx_memory.index_compaction.compact_vector_indexes`). The worker
+        runs it every ``worker.compact_indexes_minutes``; on Neo4j there is nothing to compact and it returns ``{}``."""
+        return self._portal.run(self._core.compact_vector_indexes(dry_run=dry_run))
 
     def memory_stats(self) -> MemoryStats:
         """How big the memory is and how far consolidation lags, for every user (spec 003's monitoring list): graph

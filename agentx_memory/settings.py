@@ -573,6 +573,12 @@ class WorkerSettings(_Section):
                                     "entries read often, drop expired ones)")
     context_rot_minutes: int = Field(1440, ge=1, le=100_000, description="context_rot (archive stale facts and "
                                      "entities; seed 002: daily)")
+    compact_indexes_minutes: int = Field(60, ge=1, le=100_000, description="compact_indexes (rebuild the vector "
+                                         "indexes that have filled with dead vectors; FalkorDB)")
+    compact_dead_share: float = Field(0.5, gt=0, le=1, description="a vector index is rebuilt once this share of "
+                                      "its entries are dead vectors (of updated or deleted nodes)")
+    compact_min_dead: int = Field(1000, ge=0, le=1_000_000_000, description="and once it holds at least this many "
+                                  "dead vectors (a small index is cheap to search as it is)")
     undo_days: float = Field(
         30.0, gt=0, le=3650, description="a recorded run can be undone for this long; then its change records are "
         "dropped (run records themselves are kept for retention.audit_days)"

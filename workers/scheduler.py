@@ -4,7 +4,8 @@ Jobs and their intervals come from settings (``worker.*_minutes``): ``reconcile`
 log), ``audit_partitions``, ``consolidate`` (extraction of quiet conversations), ``promote`` (project facts to
 ``_global``), ``decay``, ``cleanup`` (archiving past retention, faded entities), ``dedup`` (duplicate entities),
 ``patterns`` (strategies from conversations that used tools), ``short_term`` (the short-term tier: promote entries
-read often, drop expired ones) and ``context_rot`` (archive stale facts and entities, daily).
+read often, drop expired ones), ``context_rot`` (archive stale facts and entities, daily) and ``compact_indexes``
+(rebuild vector indexes full of dead vectors, hourly).
 
 ``run_worker`` runs every job once at start, then on its interval, until stopped: SIGTERM or SIGINT (or the ``stop``
 event) stops scheduling and lets the jobs in flight finish before the memory closes, so a run is never cut between
@@ -28,6 +29,7 @@ from .jobs import (
     JobOptions,
     audit_partitions,
     cleanup,
+    compact_indexes,
     consolidate,
     context_rot,
     decay,
@@ -57,6 +59,7 @@ JOBS: dict[str, tuple[Job, str]] = {
     "patterns": (patterns.run, "patterns_minutes"),
     "short_term": (short_term.run, "short_term_minutes"),
     "context_rot": (context_rot.run, "context_rot_minutes"),
+    "compact_indexes": (compact_indexes.run, "compact_indexes_minutes"),
 }
 
 

@@ -1,0 +1,93 @@
+"""Vector indexes that fill with dead vectors: FalkorDB keeps a node's old vector in its index whenever the node is
+updated (any property: a recall's reinforcement does it), searches stay exact meanwhile, and ``compact_vector_indexes``
+(the worker's ``compact_indexes`` job) rebuilds an index once half of it is dead. On Neo4j, which reclaims deleted
+vectors itself, there is nothing to compact."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agentx_memory import AgentMemory, Fact
+from agentx_memory.graph import cypher
+from agentx_memory.settings import Settings
+from tests.conftest import TEST_DIMENSION, gread
+
+FACTS = 60
+
+
+def _nearest(memory: AgentMemory, user: str, k: int, *, exact: bool) -> list[str]:
+    vector = memory._portal.run(memory.core.ctx.embedder.embed(["where does the user live"], is_query=True))[0]
+    rows = memory._portal.run(memory.core.ctx.graph.read_vectors(cypher.SEARCH_FACTS, {
+        "user_id": user, "channels": ["_global"], "embedding": vector.tolist(), "k": k, "start": None, "end": None,
+        "agent_id": None}, exact=exact))
+    return [r["fact"]["id"] for r in rows]
+
+
+def _index_hits(memory: AgentMemory, k: int) -> int:
+    """How many nodes the Fact vector index itself returns for a search of ``k`` (FalkorDB's own call)."""
+    return gread(memory, "CALL db.idx.vector.queryNodes('Fact', 'embedding', $k, vecf32($v)) YIELD node "
+                         "RETURN count(node) AS n", {"k": k, "v": [0.1] * TEST_DIMENSION})[0]["n"]
+
+
+def _until_built(memory: AgentMemory) -> dict:
+    deadline = time.monotonic() + 60
+    while True:
+        usage = memory._portal.run(memory.core.ctx.graph.vector_index_usage())
+        if not any(u.building for u in usage.values()) or time.monotonic() > deadline:
+            return usage
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def churned(settings):
+    """Two users with 60 facts each, every fact then updated three times (as three reinforcements would)."""
+    s: Settings = settings(worker={"compact_min_dead": 10})
+    with AgentMemory(s, user_id="alice") as memory:
+        for user in ("alice", "bob"):
+            memory.store_facts([Fact(user_id=user, claim=f"{user} fact {i}: lives near landmark {i}")
+                                for i in range(FACTS)])
+        for _ in range(3):
+            memory._portal.run(memory.core.ctx.graph.write(
+                "MATCH (f:Fact) SET f.access_count = coalesce(f.access_count, 0) + 1"))
+        yield memory
+
+
+def test_searches_stay_exact_and_compaction_rebuilds_a_dead_index(churned, backend):
+    exact = _nearest(churned, "alice", 5, exact=True)
+    assert len(exact) == 5 and _nearest(churned, "alice", 5, exact=False) == exact
+
+    if backend == "neo4j":  # the database reclaims deleted vectors: nothing is reported, nothing rebuilt
+        assert churned.compact_vector_indexes() == {}
+        assert _nearest(churned, "alice", 5, exact=False) == exact
+        return
+
+    # FalkorDB: 120 facts, each indexed four times; the index's own nearest 50 hold a fraction of 50 nodes
+    before = churned.compact_vector_indexes(dry_run=True)["Fact"]
+    assert before["live"] == 2 * FACTS and before["entries"] >= 4 * 2 * FACTS and before["dead_share"] >= 0.7
+    assert before["rebuilt"] and not before["building"]
+    assert _index_hits(churned, 50) < 50
+    # a dry run changes nothing
+    assert churned.compact_vector_indexes(dry_run=True)["Fact"]["entries"] == before["entries"]
+
+    report = churned.compact_vector_indexes()
+    assert report["Fact"]["rebuilt"] and report["Turn"]["rebuilt"] is False  # no turns: nothing dead, left alone
+    after = _until_built(churned)["Fact"]
+    assert (after.live, after.entries, after.building) == (2 * FACTS, 2 * FACTS, False)
+    assert _index_hits(churned, 50) == 50
+    assert _nearest(churned, "alice", 5, exact=False) == exact
+    assert churned.compact_vector_indexes()["Fact"]["rebuilt"] is False  # healthy now
+
+
+def test_an_index_being_rebuilt_is_not_searched(churned, backend):
+    """While the database builds an index again it answers from the nodes indexed so far: a search must scan."""
+    graph = churned.core.ctx.graph
+    exact = _nearest(churned, "alice", 5, exact=True)
+    churned._portal.run(graph.create_vector_index("Fact", dimension=TEST_DIMENSION))  # drop, then build again
+    routes = graph.vector_routes.copy()
+    assert _nearest(churned, "alice", 5, exact=False) == exact
+    if backend == "falkordb":
+        assert graph.vector_routes["index"] == routes["index"], graph.vector_routes
+    _until_built(churned)
+    assert _nearest(churned, "alice", 5, exact=False) == exact
