@@ -17,9 +17,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import ValidationError
 from .graph.port import GraphStore
+from .polling import await_until
 
-__all__ = ["compact_vector_indexes"]
+__all__ = ["check_wait_seconds", "compact_vector_indexes", "wait_for_vector_indexes"]
+
+
+def check_wait_seconds(value: float) -> None:
+    """Refuse a wait that is not a number of seconds in [0, 86400] (:class:`ValidationError` naming
+    ``wait_seconds``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86_400:
+        raise ValidationError("wait_seconds", f"must be a number of seconds in [0, 86400], got {value!r}")
 
 
 async def compact_vector_indexes(graph: GraphStore, *, min_dead_share: float, min_dead: int, dry_run: bool = False
@@ -37,3 +46,14 @@ async def compact_vector_indexes(graph: GraphStore, *, min_dead_share: float, mi
         report[label] = {"live": usage.live, "entries": usage.entries, "dead_share": round(usage.dead_share, 3),
                          "building": usage.building, "rebuilt": due}
     return report
+
+
+async def wait_for_vector_indexes(graph: GraphStore, *, timeout: float) -> None:
+    """Return once no vector index is being built, or raise
+    :class:`~agentx_memory.polling.WaitTimeoutError` after ``timeout`` seconds."""
+    check_wait_seconds(timeout)
+
+    async def built() -> bool:
+        return not any(usage.building for usage in (await graph.vector_index_usage()).values())
+
+    await await_until(built, timeout=timeout, interval=0.2, what="the vector indexes to be built")

@@ -54,7 +54,7 @@ from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
 from .forget import ForgetFilter, ForgetReceipt, forget_memories, forget_user, forget_where
 from .goals import GoalMemory
-from .index_compaction import compact_vector_indexes
+from .index_compaction import check_wait_seconds, compact_vector_indexes, wait_for_vector_indexes
 from .items import ItemStore, ItemSweepReport
 from .models import (
     GLOBAL_CHANNEL,
@@ -1391,15 +1391,22 @@ class AsyncAgentMemory:
             ahead_days=self.settings.audit.partitions_ahead_days, retention_days=self.settings.retention.audit_days)
         return {"created": created, "dropped": dropped}
 
-    async def compact_vector_indexes(self, *, dry_run: bool = False) -> dict[str, dict[str, Any]]:
+    async def compact_vector_indexes(self, *, dry_run: bool = False, wait_seconds: float = 0.0
+                                     ) -> dict[str, dict[str, Any]]:
         """Rebuild the graph's vector indexes whose share of dead vectors (kept by FalkorDB for nodes since updated
         or deleted) has reached ``worker.compact_dead_share`` and that hold ``worker.compact_min_dead`` dead vectors
         or more; ``dry_run`` only reports. Returns, per label, its ``live`` and ``entries`` counts, ``dead_share``,
         ``building`` and ``rebuilt`` (:func:`~agentx_memory.index_compaction.compact_vector_indexes`). The worker
-        runs it every ``worker.compact_indexes_minutes``; on Neo4j there is nothing to compact and it returns ``{}``."""
+        runs it every ``worker.compact_indexes_minutes``; on Neo4j there is nothing to compact and it returns ``{}``.
+        The database rebuilds in the background (searches scan meanwhile); ``wait_seconds`` > 0 returns only once no
+        vector index is being built, and raises :class:`~agentx_memory.polling.WaitTimeoutError` after that long."""
+        check_wait_seconds(wait_seconds)  # before any rebuild starts
         worker = self.settings.worker
-        return await compact_vector_indexes(self.ctx.graph, min_dead_share=worker.compact_dead_share,
-                                            min_dead=worker.compact_min_dead, dry_run=dry_run)
+        report = await compact_vector_indexes(self.ctx.graph, min_dead_share=worker.compact_dead_share,
+                                              min_dead=worker.compact_min_dead, dry_run=dry_run)
+        if wait_seconds:
+            await wait_for_vector_indexes(self.ctx.graph, timeout=wait_seconds)
+        return report
 
     # --- observability: the size of the stores and the consolidation backlog (issue 18) -------------------------
 
@@ -2680,13 +2687,15 @@ class AgentMemory:
         """
         return self._portal.run(self._core.maintain_audit_partitions())
 
-    def compact_vector_indexes(self, *, dry_run: bool = False) -> dict[str, dict[str, Any]]:
+    def compact_vector_indexes(self, *, dry_run: bool = False, wait_seconds: float = 0.0) -> dict[str, dict[str, Any]]:
         """Rebuild the graph's vector indexes whose share of dead vectors (kept by FalkorDB for nodes since updated
         or deleted) has reached ``worker.compact_dead_share`` and that hold ``worker.compact_min_dead`` dead vectors
         or more; ``dry_run`` only reports. Returns, per label, its ``live`` and ``entries`` counts, ``dead_share``,
         ``building`` and ``rebuilt`` (:func:`~agentx_memory.index_compaction.compact_vector_indexes`). The worker
-        runs it every ``worker.compact_indexes_minutes``; on Neo4j there is nothing to compact and it returns ``{}``."""
-        return self._portal.run(self._core.compact_vector_indexes(dry_run=dry_run))
+        runs it every ``worker.compact_indexes_minutes``; on Neo4j there is nothing to compact and it returns ``{}``.
+        The database rebuilds in the background (searches scan meanwhile); ``wait_seconds`` > 0 returns only once no
+        vector index is being built, and raises :class:`~agentx_memory.polling.WaitTimeoutError` after that long."""
+        return self._portal.run(self._core.compact_vector_indexes(dry_run=dry_run, wait_seconds=wait_seconds))
 
     def memory_stats(self) -> MemoryStats:
         """How big the memory is and how far consolidation lags, for every user (spec 003's monitoring list): graph
