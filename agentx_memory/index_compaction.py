@@ -4,8 +4,9 @@ FalkorDB re-indexes a node whenever any of its properties changes -- a recall's 
 entity merged with a new mention, a fact superseded -- and its vector index keeps the node's previous vector, dead,
 until the index is rebuilt. Dead vectors cost memory (about 1.8 KB each at 384 dimensions) and crowd every search: the
 index's nearest ``k`` hold fewer live nodes the more are dead (after four updates of every node, a search for 10
-returned 2-3). Searches stay exact (:meth:`~agentx_memory.graph.port.GraphStore.read_vectors` counts the dead
-vectors into its fetch and scans instead when the index is not worth it), so this job is about memory and speed.
+returned 2-3). Searches still find the tenant's nearest nodes (:meth:`~agentx_memory.graph.port.GraphStore.read_vectors`
+counts the dead vectors into its fetch and scans instead when the index is not worth it), so this job is about memory
+and speed.
 
 An index whose dead share reaches ``worker.compact_dead_share`` and that holds at least ``worker.compact_min_dead``
 dead vectors is dropped and created again; the database builds it in the background from the live nodes, and
