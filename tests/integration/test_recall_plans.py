@@ -130,6 +130,31 @@ def test_exact_scan_path_reads_the_users_rows_through_an_index_not_the_vector_in
     assert len(rows) == 20 and all(r["user_id"] == "zoe" for r in rows)
 
 
+#: Facts and entities of every user in the timeline (beside the turns' rows), for the timeline's full-text leg.
+TIMELINE_ROWS = (
+    "INSERT INTO memory_timeline (user_id, memory_type, neo4j_node_id, event_time, summary, channel)"
+    " SELECT u.user_id, t.type, t.type || '-' || u.user_id || '-' || g, now(),"
+    "        'the ' || (ARRAY['apple', 'river', 'harp'])[1 + g % 3] || ' of ' || u.user_id, '_global'"
+    " FROM (SELECT DISTINCT user_id FROM conversation_logs) AS u, (VALUES ('fact'), ('entity')) AS t(type),"
+    "      generate_series(1, 60) AS g",
+    "ANALYZE memory_timeline",
+)
+
+
+def test_the_timeline_search_reads_the_users_facts_and_entities_through_one_index(loaded):
+    """The full-text leg over facts and entities reads the user's rows of those types, not every user's facts and
+    entities intersected with all of the user's rows (turns included): the (user, type, channel) index answers."""
+    params = {"user_id": "alice", "channels": ["_global"], "types": ["fact", "entity"], "text": "the harp",
+              "limit": 50, "agent_id": None, "start": None, "end": None}
+    setup = (*TIMELINE_ROWS, "SET LOCAL enable_seqscan = off")
+    plan = plan_text(pg(loaded, "EXPLAIN " + search.LEXICAL_TIMELINE, params, setup=setup))
+    assert "idx_timeline_user_type_channel" in plan, plan
+    assert "idx_timeline_type" not in plan, plan  # every user's facts and entities are not read
+    rows = pg(loaded, search.LEXICAL_TIMELINE, params, setup=setup)
+    assert len(rows) == 40 and {r["node_id"].split("-")[1] for r in rows} == {"alice"}
+    assert {r["memory_type"] for r in rows} == {"fact", "entity"}
+
+
 GRAPH_LOOKUPS = {
     "SEARCH_FACTS": {"user_id": "alice", "channels": ["_global"], "k": 10, "start": None, "end": None,
                      "agent_id": None},
