@@ -38,7 +38,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..context import MemoryContext
 from ..errors import StorageUnavailableError, ValidationError
@@ -201,10 +201,13 @@ class MemoryRetriever:
             list[ScoredTurn], list[ScoredFact], list[ScoredEntity], list[ScoredStrategy]]:
         """Turn candidates into ranked, explained lists."""
         recall = plan.recall or self.ctx.settings.recall
-        entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
+        # The turns' second reads need no fact or entity, so they run while the graph around the entities is read.
+        # No turns at all without the episodic layer: not even the facts' source turns, which _rank_turns reads.
+        (entities, graph_facts), context = await asyncio.gather(
+            self._rank_entities(plan, found, recall, metrics),
+            self._read_turn_context(plan, found, recall, metrics) if plan.include_episodic else _no_turn_context())
         facts = self._rank_facts(plan, found, recall, graph_facts)
-        # no turns at all without the episodic layer: not even the facts' source turns, which _rank_turns reads
-        turns = await self._rank_turns(plan, found, recall, facts, metrics) if plan.include_episodic else []
+        turns = await self._rank_turns(plan, found, recall, facts, context, metrics) if plan.include_episodic else []
         strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
@@ -262,15 +265,25 @@ class MemoryRetriever:
         _record(metrics, "graph_expansion", started, len(graph.entities) + len(graph.facts))
         return graph_facts
 
-    async def _rank_turns(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
-                          facts: list[ScoredFact], metrics: RecallMetrics) -> list[ScoredTurn]:
-        """Score the turn candidates (and the turns around the best), then order, diversify and cap them."""
-        s = self.settings
+    async def _read_turn_context(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
+                                 metrics: RecallMetrics) -> _TurnContext:
+        """The candidate rows with the turns around the best of them, every row's relevance, and the participants the
+        question names (two reads that run at once)."""
         rows = dict(found.turn_rows)
         relevance = fusion.turn_relevance(rows, found.cosine_floor, recall)
         if recall.session_expansion and (recall.neighbours or recall.session_weight) and rows:
-            relevance = await self._read_around(plan, found, rows, relevance, recall, metrics)
-        named = await self._named_speakers(plan, recall)
+            relevance, named = await asyncio.gather(self._read_around(plan, found, rows, relevance, recall, metrics),
+                                                    self._named_speakers(plan, recall))
+        else:
+            named = await self._named_speakers(plan, recall)
+        return _TurnContext(rows, relevance, named)
+
+    async def _rank_turns(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
+                          facts: list[ScoredFact], context: _TurnContext, metrics: RecallMetrics) -> list[ScoredTurn]:
+        """Score the turn candidates (and the turns around the best, ``context``), then order, diversify and cap
+        them."""
+        s = self.settings
+        rows, relevance, named = context
         # Score with plain tuples; only the turns that make the list become pydantic models (hundreds of candidates
         # per query, a handful returned).
         drafts = rerank.TurnSignals(rows, relevance, recall, s.episodic_weight, named, plan.time_ranges,
@@ -345,6 +358,19 @@ class MemoryRetriever:
         diversified = rerank.mmr(ranked, vectors, lam, pool)
         _record(metrics, "mmr", started, min(pool, len(ranked)))
         return diversified
+
+
+class _TurnContext(NamedTuple):
+    """What turn scoring reads before the facts are ranked: the candidate rows (and the turns around the best) by turn
+    id, their relevance legs, and the casefolded participants the question names."""
+
+    rows: dict[str, dict[str, Any]]
+    relevance: dict[str, dict[str, float]]
+    named: list[str]
+
+
+async def _no_turn_context() -> _TurnContext:
+    return _TurnContext({}, {}, [])
 
 
 async def _timed(metrics: RecallMetrics, name: str, coro: Awaitable[T]) -> T:
