@@ -150,12 +150,14 @@ class RecallLayer:
             archive_horizon=datetime.now(UTC) - timedelta(days=self.ctx.settings.retention.conversation_days),
             agent_id=agent_id,
         )
-        turns, facts, entities, strategies = await self.retriever.search_and_rank(plan, metrics)
-        controls, goals, profile = await asyncio.gather(
-            self._controls(plan, metrics) if kinds is None or "control" in kinds else _nothing(),
-            self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),
-                                         [], metrics),
-            self.profiles.get_profile(user_id))
+        # the rules, goals and profile depend on the plan only: they are read while the memories are searched
+        (turns, facts, entities, strategies), (controls, goals, profile) = await asyncio.gather(
+            self.retriever.search_and_rank(plan, metrics),
+            asyncio.gather(
+                self._controls(plan, metrics) if kinds is None or "control" in kinds else _nothing(),
+                self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),
+                                             [], metrics),
+                self.profiles.get_profile(user_id)))
         metrics.total_ms = (time.perf_counter() - started) * 1000
         bundle = MemoryBundle(query=query, user_id=user_id, channels=channels, turns=turns, facts=facts,
                               entities=entities, strategies=strategies, controls=controls, goals=goals,
