@@ -8,6 +8,7 @@ creates only what is missing.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -34,9 +35,15 @@ META_LABEL = "AgentxMeta"
 INDEX_STATE_TTL = 5.0
 
 
+#: Values :func:`_plain` returns as they are (most values of a result), checked by exact type before anything else.
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """Convert client values to the port's one shape: dicts, lists and scalars (a node or edge becomes the dict of its
     properties, a path the list of its nodes and edges in order, as in the Neo4j adapter)."""
+    if type(value) in _SCALAR_TYPES:
+        return value
     if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -69,12 +76,18 @@ def _prerender(value: Any) -> Any:
     it (``[0.25,-1.0]``), instead of float by float through its ``stringify_param_value``: storing 2,500 turns spent
     2 of its 17 s there (issue 17). Anything else is left to the client."""
     if isinstance(value, list) and value and all(type(x) is float for x in value):
-        return _Rendered(json.dumps(value, separators=(",", ":"), allow_nan=False))
+        return _Rendered(_vector_text(tuple(value)))
     if isinstance(value, Mapping):
         return {k: _prerender(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_prerender(v) for v in value]
     return value
+
+
+@functools.lru_cache(maxsize=64)
+def _vector_text(vector: tuple[float, ...]) -> str:
+    # One recall passes its question's vector to half a dozen statements; writing it out costs ~30x hashing it.
+    return json.dumps(vector, separators=(",", ":"), allow_nan=False)
 
 
 def _wrap(exc: Exception, query: str) -> Exception:

@@ -30,3 +30,14 @@ def test_only_lists_of_floats_are_prerendered():
     row = out["rows"][1]
     assert row["mixed"] == [1, 2.5] and row["nested"][1] == ["x"]  # left to the client
     assert out["rows"][0]["tags"] == ["a", "b"] and out["empty"] == []
+
+
+def test_a_vector_changed_in_place_is_written_with_its_new_values():
+    """Rendered vectors are reused by their values (one recall sends its question's vector to several statements),
+    never by the list's identity: a list changed in place must not send its old values."""
+    vector = [0.5] * 384
+    first = str(_prerender({"embedding": vector})["embedding"])
+    assert str(_prerender({"embedding": list(vector)})["embedding"]) == first
+    vector[7] = -0.25
+    again = str(_prerender({"embedding": vector})["embedding"])
+    assert again != first and again == stringify_param_value(vector)
