@@ -41,3 +41,9 @@ def test_a_vector_changed_in_place_is_written_with_its_new_values():
     vector[7] = -0.25
     again = str(_prerender({"embedding": vector})["embedding"])
     assert again != first and again == stringify_param_value(vector)
+
+
+def test_vectors_equal_in_value_but_not_in_their_zeros_are_written_each_as_it_is():
+    positive, negative = [0.0, 0.5], [-0.0, 0.5]
+    assert str(_prerender({"e": positive})["e"]) == stringify_param_value(positive)
+    assert str(_prerender({"e": negative})["e"]) == stringify_param_value(negative) == "[-0.0, 0.5]".replace(" ", "")
