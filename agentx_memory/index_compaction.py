@@ -8,6 +8,8 @@ returned 2-3). Searches still find the tenant's nearest nodes (:meth:`~agentx_me
 counts the dead vectors into its fetch and scans instead when the index is not worth it), so this job is about memory
 and speed.
 
+The dead vectors are measured, not read off the database's document count, which also counts re-indexings before a
+node held a vector (FalkorDB: :meth:`~agentx_memory.graph.port.GraphStore.vector_index_usage` probes the index).
 An index whose dead share reaches ``worker.compact_dead_share`` and that holds at least ``worker.compact_min_dead``
 dead vectors is dropped and created again; the database builds it in the background from the live nodes, and
 searches scan the label's nodes until it is done. Neo4j reclaims deleted vectors itself: there the job finds nothing

@@ -952,6 +952,11 @@ COUNT_TENANT_NODES: Final[dict[str, LiteralString]] = {
     label: "MATCH (n:" + label + " {user_id: $user_id}) WHERE n.channel IN $channels RETURN count(n) AS n"
     for label in VECTOR_LABELS}
 
+#: How many live nodes a vector label's index returns among the ``$k`` entries nearest ``$embedding``, by label: on a
+#: database whose index keeps dead vectors (FalkorDB), the share it returns is the live share of what it holds.
+INDEX_PROBE: Final[dict[str, LiteralString]] = {
+    label: "@vector_search(" + label + ", $k, $embedding) RETURN count(node) AS n" for label in VECTOR_LABELS}
+
 SEARCH_FACTS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 @tenant_match(Fact, f, query_vector)

@@ -8,8 +8,10 @@ creates only what is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+import random
 import time
 from array import array
 from collections.abc import Mapping, Sequence
@@ -34,6 +36,9 @@ META_LABEL = "AgentxMeta"
 #: Seconds a read of the vector indexes' state steers the choice between index and scan: short, because an index
 #: being rebuilt (by another process) answers from the nodes it has indexed so far and must not be searched.
 INDEX_STATE_TTL = 5.0
+#: Probe searches :meth:`FalkorGraphStore.vector_index_usage` runs per index, and the entries each asks for.
+PROBES = 4
+PROBE_K = 100
 
 
 #: Values :func:`_plain` returns as they are (most values of a result), checked by exact type before anything else.
@@ -172,7 +177,27 @@ class FalkorGraphStore(GraphStore):
             raise
 
     async def vector_index_usage(self) -> dict[str, VectorIndexUsage]:
-        return await self._index_state(fresh=True)
+        usage = await self._index_state(fresh=True)
+        return {label: await self._probed(item) for label, item in usage.items()}
+
+    async def _probed(self, usage: VectorIndexUsage) -> VectorIndexUsage:
+        """``usage`` with ``entries`` measured by probe searches. The index's document count (maxDocId) counts every
+        re-indexing of a node, also those before the node held a vector (the upserts' MERGE and REMOVE steps: 60
+        facts stored once count 240), so it overstates the dead vectors. The index returns only the live nodes among the
+        entries nearest a vector, so the share returned of a few seeded random probes is the live share of the
+        vectors it holds."""
+        if usage.building or usage.live <= 0 or usage.entries <= usage.live or usage.dimension <= 0:
+            return usage
+        k = min(usage.live, PROBE_K)
+        seeded = random.Random(usage.label)  # the same probes every time: a dry run reports what a run would do
+        returned = 0
+        for _ in range(PROBES):
+            vector = [seeded.gauss(0.0, 1.0) for _ in range(usage.dimension)]
+            rows = await self.read(cypher.INDEX_PROBE[usage.label], {"k": k, "embedding": vector})
+            returned += int(rows[0]["n"]) if rows else 0
+        share = returned / (PROBES * k)
+        held = usage.live if share >= 1 else usage.entries if share <= 0 else round(usage.live / share)
+        return dataclasses.replace(usage, entries=max(usage.live, min(usage.entries, held)))
 
     async def _index_entries(self, label: str) -> int | None:
         # FalkorDB's vector index searches through the dead vectors too: a fetch deep enough must count them. An

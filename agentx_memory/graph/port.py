@@ -348,7 +348,9 @@ class GraphStore(ABC):
 
     async def vector_index_usage(self) -> dict[str, VectorIndexUsage]:
         """Per vector label, what its index holds, on a database whose vector indexes keep the vectors of updated and
-        deleted nodes until rebuilt (FalkorDB); empty where the database reclaims them itself (Neo4j)."""
+        deleted nodes until rebuilt (FalkorDB; ``entries`` measured by probe searches there, as its document count
+        also counts re-indexings of a node before it held a vector); empty where the database reclaims them itself
+        (Neo4j)."""
         return {}
 
     @abstractmethod

@@ -71,9 +71,10 @@ def test_searches_stay_exact_and_compaction_rebuilds_a_dead_index(churned, backe
     scans = routes["scan"]
     assert _nearest(churned, "alice", 5, exact=False) == exact and routes["scan"] == scans + 1, routes
 
-    # 120 facts, each indexed four times; the index's own nearest 50 hold a fraction of 50 nodes
+    # 120 facts, each holding its vector four times (three updates); the index's nearest 50 hold a fraction of 50
+    # nodes. The probes measure about 480 vectors (the database's own count says more, see the test below)
     before = churned.compact_vector_indexes(dry_run=True)["Fact"]
-    assert before["live"] == 2 * FACTS and before["entries"] >= 4 * 2 * FACTS and before["dead_share"] >= 0.7
+    assert before["live"] == 2 * FACTS and before["entries"] >= 3 * 2 * FACTS and before["dead_share"] >= 0.65
     assert before["rebuilt"] and not before["building"]
     assert _index_hits(churned, 50) < 50
     # a dry run changes nothing
@@ -93,6 +94,23 @@ def test_searches_stay_exact_and_compaction_rebuilds_a_dead_index(churned, backe
     assert len(found := _nearest(churned, "alice", 5, exact=False)) == 5 and set(found) <= alices
     assert routes["index"] == index + 1, routes
     assert churned.compact_vector_indexes()["Fact"]["rebuilt"] is False  # healthy now
+
+
+def test_facts_written_once_hold_no_dead_vectors_and_are_left_alone(settings, backend):
+    """Storing a fact re-indexes its node several times before it holds its one vector (FalkorDB's document count says
+    4 per fact): that is no dead vector, and no reason to rebuild."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        memory.store_facts([Fact(user_id="alice", claim=f"alice fact {i}: lives near landmark {i}")
+                            for i in range(FACTS)])
+        report = memory.compact_vector_indexes(dry_run=True)
+        if backend == "neo4j":
+            assert report == {}
+            return
+        index = memory._portal.run(memory.core.ctx.graph._index_state(fresh=True))["Fact"]
+        assert index.entries > index.live == FACTS  # what the database's own count says
+        assert report["Fact"] == {"live": FACTS, "entries": FACTS, "dead_share": 0.0, "building": False,
+                                  "rebuilt": False}
+        assert _index_hits(memory, FACTS) == FACTS  # every entry the index holds is a live fact
 
 
 @pytest.fixture
