@@ -25,6 +25,32 @@ def _directory_size(path: Path) -> int:
     return total
 
 
+def _tree_memory(processes: list[Any]) -> dict[str, int]:
+    """RSS (and PSS where readable) summed over ``processes``, skipping any that exited since they were listed: a
+    PostgreSQL backend ends with its connection, between the listing of the postmaster's children and the reading."""
+    import psutil
+
+    rss = pss = counted = 0
+    pss_readable = True
+    for process in processes:
+        try:
+            rss += process.memory_info().rss
+        except psutil.NoSuchProcess:
+            continue
+        counted += 1
+        if pss_readable:
+            try:
+                pss += process.memory_full_info().pss
+            except psutil.NoSuchProcess:
+                pass
+            except (psutil.AccessDenied, AttributeError):
+                pss_readable = False
+    out = {"rss_bytes": rss, "processes": counted}
+    if pss_readable:
+        out["pss_bytes"] = pss
+    return out
+
+
 def _neo4j_server(uri: str, database: str) -> dict[str, Any]:
     """The Neo4j server behind ``uri`` when it runs on this machine: the process listening on the Bolt port (RSS), its
     data directory and the database's store + transaction-log files (found among the files the process holds open).
@@ -90,11 +116,7 @@ async def resources(memory, settings) -> dict[str, Any]:
                                      "state": info.get("state")}
             try:
                 process = psutil.Process(int(info["pid"]))
-                procs = [process, *process.children(recursive=True)]
-                entry["rss_bytes"] = sum(p.memory_info().rss for p in procs)
-                with contextlib.suppress(psutil.AccessDenied, AttributeError):
-                    entry["pss_bytes"] = sum(p.memory_full_info().pss for p in procs)
-                entry["processes"] = len(procs)
+                entry.update(_tree_memory([process, *process.children(recursive=True)]))
             except (psutil.Error, KeyError, TypeError, ValueError) as exc:
                 entry["error"] = str(exc)
             out[name] = entry
