@@ -175,6 +175,8 @@ class SemanticMemory:
         props = properties or {}
         if not isinstance(props, dict):
             raise ValidationError("properties", f"must be a dict, got {type(props).__name__}")
+        if not props:  # most edges carry none: no JSON to check
+            return props, "{}"
         for key in props:  # JSON would write {1: 2} as {"1": 2}: a different dict than the caller's
             if not isinstance(key, str):
                 raise ValidationError("properties", f"keys must be strings, got {key!r}")

@@ -340,6 +340,7 @@ class SemanticBatch:
         # (user, source, target, rel_type) -> properties (JSON): an edge given twice keeps the last properties
         edges: dict[tuple[str, str, str, str], str] = {}
         keys: list[tuple[str, str, str, str]] = []
+        owners: set[str] = set()  # the users checked already (a batch is mostly one user's)
         for i, item in enumerate(items):
             where = f"relationships[{i}]"
             properties: Any
@@ -357,7 +358,8 @@ class SemanticBatch:
                 raise ValidationError(f"{where}.user_id", "is required: set it on the relationship, pass user_id, "
                                                           "or open the memory with a default user_id")
             with _item(where):
-                check_id(owner, "user_id")
+                if not isinstance(owner, str) or owner not in owners:
+                    owners.add(check_id(owner, "user_id"))
                 _, props_json = self.semantic.checked_relationship(source, target, rel_type, properties)
             key = (owner, source, target, rel_type)
             keys.append(key)
@@ -377,9 +379,12 @@ class SemanticBatch:
                 await self._check_entities(ends)
                 raise ConflictError("an entity of the batch was created while it was written; its "
                                     f"{len(chunk)} relationships were not linked (writing them again links them)")
-        # as stored: an edge given twice holds the last properties given
-        stored = {key: Relationship(source_id=key[1], target_id=key[2], rel_type=key[3],
-                                    properties=json.loads(props), user_id=key[0]) for key, props in edges.items()}
+        # as stored: an edge given twice holds the last properties given. Every field was checked above, so the
+        # models are built without validating them again.
+        stored = {key: Relationship.model_construct(source_id=key[1], target_id=key[2], rel_type=key[3],
+                                                    properties=json.loads(props) if props != "{}" else {},
+                                                    user_id=key[0])
+                  for key, props in edges.items()}
         by_user: dict[str, list[Relationship]] = defaultdict(list)
         for rel in stored.values():
             by_user[rel.user_id or ""].append(rel)

@@ -173,6 +173,7 @@ def test_a_batch_stores_what_the_single_item_calls_in_order_store(settings, monk
         assert [(r.source_id, r.target_id, r.rel_type, r.user_id) for r in rels] == \
             [(r.source_id, r.target_id, r.rel_type, r.user_id) for r in single_rels]
         assert rels[0].properties == rels[3].properties == {"since": 2021}
+        assert rels[1] == single_rels[1] and rels[2] == single_rels[2] and rels[4] == single_rels[4]
 
         _batch_path(batch)  # the same batches again change nothing, as the same single calls again would not
         assert stored_state(batch) == got
@@ -239,6 +240,11 @@ def test_one_invalid_item_refuses_the_whole_batch_naming_the_item(memory):
         memory.create_relationships([("a", "b")])
     with pytest.raises(ValidationError, match=r"relationships\[1\]\.properties"):
         memory.create_relationships([("a", "b", "KNOWS"), ("a", "b", "KNOWS", {1: 2})])
+    with pytest.raises(ValidationError, match=r"^relationships\[1\]\.user_id: "):
+        memory.create_relationships([("a", "b", "KNOWS"),
+                                     Relationship(source_id="a", target_id="b", rel_type="KNOWS", user_id=" alice")])
+    with pytest.raises(ValidationError, match=r"^relationships\[0\]\.user_id: "):
+        memory.create_relationships([("a", "b", "KNOWS")], user_id=["alice"])  # type: ignore[arg-type]
     with pytest.raises(NotFoundError, match=r"\(relationships\[1\]\.target_id\)"):
         memory.create_relationships([("a", "b", "KNOWS"), ("b", "ghost", "KNOWS")])
     assert gread(memory, "MATCH ()-[r:KNOWS]->() RETURN count(r) AS n")[0]["n"] == 0
