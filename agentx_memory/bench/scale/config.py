@@ -60,3 +60,12 @@ RATIO_FLOORS = ("pgvector HNSW top-10 (all users)", GRAPH_VECTOR_FLOOR, "numpy e
                 "numpy exact cosine top-10 (the user)")
 #: How reports name each graph backend.
 BACKEND_NAMES = {"falkordb": "FalkorDB", "neo4j": "Neo4j"}
+#: How reports name the stores besides the graph, by their key in ``embedded_stores``.
+EMBEDDED_STORE_NAMES = {"postgres": "PostgreSQL", "redis": "Redis"}
+
+
+def embedded_stores(settings: Any) -> list[str]:
+    """The stores a run's settings put on the embedded servers (``graph``, ``postgres``, ``redis``): those without a
+    URI of their own."""
+    return [name for name, uri in (("graph", settings.graph.uri), ("postgres", settings.postgres.dsn),
+                                   ("redis", settings.redis.url)) if not uri]

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .config import BACKEND_NAMES, BARS, FULL, FULL_MEDIAN, GRAPH_VECTOR_FLOOR, LEGACY_GRAPH_VECTOR_FLOOR, RATIO_FLOORS
+from .config import (
+    BACKEND_NAMES,
+    BARS,
+    EMBEDDED_STORE_NAMES,
+    FULL,
+    FULL_MEDIAN,
+    GRAPH_VECTOR_FLOOR,
+    LEGACY_GRAPH_VECTOR_FLOOR,
+    RATIO_FLOORS,
+)
 from .statements import OWN_GRAPH_PER_NAME
 
 __all__ = ["markdown_report"]
@@ -41,10 +50,20 @@ def _header(report: dict[str, Any]) -> list[str]:
         "",
         f"{report['date']}, commit `{report['commit']}`, {machine['cpus']} CPUs ({machine['platform']}, Python "
         f"{machine['python']}), load average before/after {machine['load_average_before'][0]} / "
-        f"{machine['load_average_after'][0]}; graph `{settings['graph_backend']}`"
-        f"{' (embedded)' if settings['embedded'] else ''}, embedding `{settings['embedding_model']}`, "
+        f"{machine['load_average_after'][0]}; graph `{settings['graph_backend']}`{_where(settings)}, "
+        f"embedding `{settings['embedding_model']}`, "
         f"audit level `{settings['audit_level']}`. Whole run: {report['run_seconds'] / 60:.1f} min.",
     ]
+
+
+def _where(settings: dict[str, Any]) -> str:
+    # Which stores ran on the embedded servers; a report from before "embedded_stores" only knew whether any did.
+    stores = settings.get("embedded_stores")
+    if stores is None:
+        return " (embedded)" if settings["embedded"] else ""
+    graph = " (embedded)" if "graph" in stores else " (a server of its own)"
+    others = [EMBEDDED_STORE_NAMES[s] for s in stores if s != "graph"]
+    return graph + (f"; {' and '.join(others)} embedded" if others else "")
 
 
 def _corpus(report: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...graph import cypher
 from .. import git_commit
-from .config import CONFIGS, FULL, FULL_MEDIAN, OVERLAP_QUERIES, RATIO_FLOORS
+from .config import CONFIGS, FULL, FULL_MEDIAN, OVERLAP_QUERIES, RATIO_FLOORS, embedded_stores
 from .corpus import USER_ZIPF, Corpus, generate_corpus, make_queries
 from .embedding import embed_corpus, preset_throughput
 from .floors_ingest import FloorStore
@@ -194,7 +194,8 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
                     "load_average_before": [round(x, 2) for x in load_before],
                     "load_average_after": [round(x, 2) for x in os.getloadavg()]},
         "settings": {"embedding_model": settings.embedding.model, "graph_backend": settings.graph.backend,
-                     "embedded": settings.uses_embedded, "retrieval": settings.retrieval.model_dump(),
+                     "embedded": settings.uses_embedded,
+                     "embedded_stores": embedded_stores(settings), "retrieval": settings.retrieval.model_dump(),
                      "recall": settings.recall.model_dump(), "audit_level": settings.audit.level},
         "parameters": {"sizes": [int(s) for s in results], "queries": queries, "users": users, "seed": seed,
                        "batch": batch, "embed_sample": embed_sample, "user_zipf": USER_ZIPF},
