@@ -21,12 +21,14 @@ __all__ = [
 
 
 def turn_from_row(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:
-    """A :class:`Turn` from a ``conversation_logs`` row (the embedding, a list of floats, only when asked for)."""
+    """A :class:`Turn` from a ``conversation_logs`` row (the embedding, a list of floats, only when asked for); its
+    metadata is ``metadata`` (decoded) or ``metadata_json`` (JSON text, as the searches return it)."""
     embedding = row.get("embedding")
+    metadata = row["metadata"] if "metadata" in row else json.loads(row.get("metadata_json") or "{}")
     return Turn(
         id=row["turn_id"], conversation_id=row["conversation_id"], user_id=row["user_id"], channel=row["channel"],
         index=row["turn_index"], timestamp=row["timestamp"], role=row["role"], content=row["content"],
-        token_count=row["token_count"], model=row["model"], metadata=row["metadata"] or {},
+        token_count=row["token_count"], model=row["model"], metadata=metadata or {},
         embedding=[float(x) for x in embedding] if (with_embedding and embedding is not None) else None,
         pending_projection=not row.get("projected", True), agent_id=row.get("agent_id"),
         scope=row.get("scope") or "global",

@@ -132,7 +132,7 @@ def add_rrf_signals(item: SignalSink, parts: Mapping[str, float], weight: float)
 class TurnSignals:
     """Scores turn rows from their fused legs and their surroundings (neighbours, conversation, speaker, time).
 
-    ``rows`` are candidate rows by turn id (``conversation_id``, ``turn_index``, ``timestamp``, ``metadata``);
+    ``rows`` are candidate rows by turn id (``conversation_id``, ``turn_index``, ``timestamp``, ``speaker``);
     ``relevance`` their fused legs (:func:`~agentx_memory.retrieval.fusion.turn_relevance`); ``named`` the
     casefolded names in the question that are participants; ``speaker_role`` the role the question's pronouns name
     ("user" for "I"/"my"), which counts as the named speaker when the question names no participant; ``standing``
@@ -206,7 +206,7 @@ class TurnSignals:
 
     def _speaker(self, draft: TurnDraft) -> None:
         if self.named:
-            speaker = str((draft.row.get("metadata") or {}).get("speaker", "")).casefold()
+            speaker = str(draft.row.get("speaker") or "").casefold()
             if len(self.named) == 1 and speaker == self.named[0]:
                 draft.add("speaker", 1.0, self.w * self.recall.speaker_weight,
                           "spoken by the one participant the question names")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -28,7 +29,8 @@ def row(turn_id: str, conversation: str = "c1", index: int = 0, *, lexical: floa
     """A candidate row as the turn search returns it."""
     return {"turn_id": turn_id, "conversation_id": conversation, "turn_index": index, "lexical": lexical,
             "cosine": cosine, "content": content if content is not None else f"text of {turn_id}",
-            "metadata": {"speaker": speaker} if speaker else {}, "timestamp": when, "role": role}
+            "speaker": speaker, "metadata_json": json.dumps({"speaker": speaker} if speaker else {}),
+            "timestamp": when, "role": role}
 
 
 def draft(turn_id: str, score: float, conversation: str = "c1", content: str | None = None) -> rerank.TurnDraft:
