@@ -29,6 +29,7 @@ from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
+from .reinforcement import AccessCounts, ReinforcementBuffer
 from .rows import entity_from_row, fact_from_row
 from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
@@ -401,16 +402,20 @@ class SemanticMemory:
         return promoted
 
     async def reinforce(self, user_id: str, *, fact_ids: Sequence[str] = (), entity_ids: Sequence[str] = ()) -> None:
-        """access_count += 1 and last_accessed = now for retrieved facts and entities (batched). Ids go in sorted, so
-        concurrent reinforcements lock nodes in one order (no deadlock-and-retry on Neo4j). Recall counts the same
-        access on their ``memory_timeline`` rows (``Timeline.reinforce``)."""
-        now = now_ms()
-        if fact_ids:
-            await self.ctx.graph.write(cypher.REINFORCE_FACTS,
-                                       {"ids": sorted(set(fact_ids)), "user_id": user_id, "now": now})
-        if entity_ids:
-            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES,
-                                       {"ids": sorted(set(entity_ids)), "user_id": user_id, "now": now})
+        """access_count += 1 and last_accessed = now for these facts and entities of the user, written now. Recall
+        gathers its accesses for a while first (:mod:`~agentx_memory.reinforcement`) and counts the same access on
+        their ``memory_timeline`` rows (``Timeline.reinforce``)."""
+        buffer = ReinforcementBuffer(0)
+        buffer.add(user_id, fact_ids=fact_ids, entity_ids=entity_ids, now_ms=now_ms())
+        await self.add_access_counts(buffer.take())
+
+    async def add_access_counts(self, counts: AccessCounts) -> None:
+        """Add access counts to facts and entities (one batched write per kind; rows sorted by id, so concurrent
+        writers lock nodes in one order: no deadlock-and-retry on Neo4j)."""
+        if counts.facts:
+            await self.ctx.graph.write(cypher.REINFORCE_FACTS, {"rows": counts.facts})
+        if counts.entities:
+            await self.ctx.graph.write(cypher.REINFORCE_ENTITIES, {"rows": counts.entities})
 
     # --- spec 003's named interfaces: thin wrappers over the recall legs (docs/spec-interfaces.md) ---------------
 

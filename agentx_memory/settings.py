@@ -307,6 +307,12 @@ class RetrievalSettings(_Section):
         description="up to this many turns per user, recall scans the user's vectors exactly (turns, facts, "
         "entities); above it the vector indexes answer"
     )
+    reinforcement_flush_seconds: float = Field(
+        30.0, ge=0, le=3600,
+        description="recall's access counts of facts and entities are gathered this long and written to the graph "
+        "as one batch, so a node recalled N times in that time is written once (0: at every recall); drain() and "
+        "close() write them at once"
+    )
 
     def candidate_pool(self, top_k: int) -> int:
         """How many candidates a search fetches (and MMR reorders) for ``top_k`` results: ``top_k *

@@ -771,19 +771,24 @@ DETACH DELETE e
 RETURN count(*) AS deleted
 """
 
+#: Add access counts (rows of ``reinforcement.AccessCounts``) to facts, each only where it is the row's user's; the
+#: latest access time wins.
 REINFORCE_FACTS: Final[LiteralString] = """
-UNWIND $ids AS node_id
-MATCH (n:Fact {id: node_id})
-WHERE n.user_id = $user_id
-SET n.access_count = coalesce(n.access_count, 0) + 1, n.last_accessed = $now
+UNWIND $rows AS row
+MATCH (n:Fact {id: row.id})
+WHERE n.user_id = row.user_id
+SET n.access_count = coalesce(n.access_count, 0) + row.count,
+    n.last_accessed = CASE WHEN coalesce(n.last_accessed, 0) > row.last THEN n.last_accessed ELSE row.last END
 RETURN count(n) AS reinforced
 """
 
+#: The same for entities.
 REINFORCE_ENTITIES: Final[LiteralString] = """
-UNWIND $ids AS node_id
-MATCH (n:Entity {id: node_id})
-WHERE n.user_id = $user_id
-SET n.access_count = coalesce(n.access_count, 0) + 1, n.last_accessed = $now
+UNWIND $rows AS row
+MATCH (n:Entity {id: row.id})
+WHERE n.user_id = row.user_id
+SET n.access_count = coalesce(n.access_count, 0) + row.count,
+    n.last_accessed = CASE WHEN coalesce(n.last_accessed, 0) > row.last THEN n.last_accessed ELSE row.last END
 RETURN count(n) AS reinforced
 """
 

@@ -43,9 +43,11 @@ from ..models import GLOBAL_CHANNEL, ControlMemory
 from ..procedural import ProceduralMemory
 from ..profiles import ProfileStore
 from ..providers.llm import LLM, make_llm
+from ..reinforcement import ReinforcementBuffer
 from ..semantic import SemanticMemory
 from ..serial_tasks import SerialTasks
 from ..settings import RecallSettings
+from ..timeutil import to_ms
 from ..validation import check_channel, check_channels, check_datetime, check_id, check_int, check_text
 from .bundle import MemoryBundle, RecallMetrics, ScoredControl, TechniqueMetric
 from .plan import SearchPlan, utc, window_from_hours
@@ -60,6 +62,9 @@ MEMORY_TYPES: Final = ("episodic", "semantic", "procedural", "control")
 CONTROLS_SHOWN: Final = 5
 
 log = logging.getLogger(__name__)
+
+#: The background key the timed writes of access counts run under (recalls run under their user's id).
+_ACCESS_COUNTS_KEY: Final = ("access counts",)
 
 #: The reference times recall accepts: time phrases ("100 years ago", "next year") are resolved around it, and must
 #: stay inside the years Python and PostgreSQL represent.
@@ -89,6 +94,8 @@ class RecallLayer:
         self.retriever = MemoryRetriever(ctx, semantic, procedural, goals, profiles)
         self.llm = llm if llm is not None else make_llm(ctx.settings.llm.query_model, ctx.settings.llm)
         self._background = SerialTasks()
+        self._access_counts = ReinforcementBuffer(ctx.settings.retrieval.reinforcement_flush_seconds)
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     def _recall_settings(self, recall: RecallSettings | dict[str, Any] | None) -> RecallSettings:
         base = self.ctx.settings.recall
@@ -263,13 +270,14 @@ class RecallLayer:
 
     async def _reinforce_and_audit(self, bundle: MemoryBundle, active_channel: str, answered: datetime,
                                    session_id: str | None = None) -> None:
-        try:
-            await self.ctx.graph_health.call(self.semantic.reinforce(
-                bundle.user_id, fact_ids=[f.id for f in bundle.facts], entity_ids=[e.id for e in bundle.entities]))
-        except StorageUnavailableError as exc:  # recall said what it skipped; there is nothing to reinforce in it
-            log.info("reinforcement after recall skipped for user %s: %s", bundle.user_id, exc)
-        except Exception:
-            log.exception("reinforcement after recall failed for user %s", bundle.user_id)
+        self._access_counts.add(bundle.user_id, fact_ids=[f.id for f in bundle.facts],
+                                entity_ids=[e.id for e in bundle.entities], now_ms=to_ms(answered))
+        if self._access_counts.due():
+            await self._write_access_counts()
+        elif self._access_counts and self._flush_timer is None:
+            self._flush_timer = asyncio.get_running_loop().call_later(
+                self._access_counts.flush_seconds,
+                lambda: self._background.start(_ACCESS_COUNTS_KEY, self._write_access_counts))
         try:  # the timeline rows count the same access: one UPDATE, whether or not the graph answered
             await self.ctx.sql.timeline.reinforce(bundle.user_id, fact_ids=[f.id for f in bundle.facts],
                                                   entity_ids=[e.id for e in bundle.entities], now=datetime.now(UTC))
@@ -293,9 +301,28 @@ class RecallLayer:
             trace=bundle.explain(), timestamp=answered,
         )
 
+    async def _write_access_counts(self) -> None:
+        """Write the access counts gathered so far to the graph (see :mod:`~agentx_memory.reinforcement`)."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        counts = self._access_counts.take()
+        if not counts:
+            return
+        try:
+            await self.ctx.graph_health.call(self.semantic.add_access_counts(counts))
+        except StorageUnavailableError as exc:  # recall said what it skipped; the counts are dropped with it
+            log.info("access counts of %d facts and %d entities not written: %s", len(counts.facts),
+                     len(counts.entities), exc)
+        except Exception:
+            log.exception("writing the access counts of %d facts and %d entities failed", len(counts.facts),
+                          len(counts.entities))
+
     async def drain(self) -> None:
-        """Wait for pending reinforcement/audit writes (close() and tests call it)."""
+        """Wait for pending reinforcement/audit writes, and write the access counts gathered so far (close() and
+        tests call it)."""
         await self._background.drain()
+        await self._write_access_counts()
 
 
 def _texts_to_embed(query: str, analysis: QueryAnalysis, settings: RecallSettings, metrics: RecallMetrics

@@ -166,8 +166,8 @@ GRAPH_LOOKUPS = {
     "FACTS_ABOUT": {"user_id": "alice", "ids": ["e1"], "limit": 10, "agent_id": "planner"},
     "ENTITY_NEIGHBOURS_2": {"user_id": "alice", "ids": ["e1"], "limit": 10},
     "ENTITY_EDGES": {"user_id": "alice", "ids": ["e1"], "limit": 10},
-    "REINFORCE_FACTS": {"user_id": "alice", "ids": ["f1"], "now": 0},
-    "REINFORCE_ENTITIES": {"user_id": "alice", "ids": ["e1"], "now": 0},
+    "REINFORCE_FACTS": {"rows": [{"id": "f1", "user_id": "alice", "count": 2, "last": 0}]},
+    "REINFORCE_ENTITIES": {"rows": [{"id": "e1", "user_id": "alice", "count": 2, "last": 0}]},
 }
 
 

@@ -5,6 +5,7 @@ identical content, and tenant-correct vector search (a user's results do not dep
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -230,6 +231,52 @@ def test_only_returned_items_are_reinforced(memory):
     assert len(returned) == 2
     for fact in kept:
         assert memory.get_fact(fact.id).access_count == (1 if fact.id in returned else 0)
+
+
+def _timeline_accesses(memory, fact_id: str) -> int:
+    rows = sql(memory, "SELECT access_count FROM memory_timeline WHERE neo4j_node_id = %s", (fact_id,))
+    return int(rows[0]["access_count"] or 0)
+
+
+def _wait_for(check, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_recalls_in_the_flush_window_write_a_node_once_with_their_count(settings, backend):
+    """Recall gathers its access counts for ``retrieval.reinforcement_flush_seconds`` and writes each node once: on
+    FalkorDB every write of a node also adds an entry to its vector index (its old vector stays as an orphan), so two
+    recalls that each wrote a fact left two orphans of it where one write leaves one."""
+    with AgentMemory(settings(retrieval={"reinforcement_flush_seconds": 600}), user_id="alice") as memory:
+        fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon"))
+        graph = memory.core.ctx.graph
+
+        def fact_index_entries() -> int:
+            rows = memory._portal.run(graph.read(graph.dialect.INDEX_USAGE))
+            return next(int(r["versions"]) for r in rows if r["label"] == "Fact" and r["versions"] is not None)
+
+        before = fact_index_entries() if backend == "falkordb" else 0
+        first = memory.remember("Where does Alice live?", include_episodic=False)
+        second = memory.remember("Where does Alice live?", include_episodic=False)
+        assert fact.id in {f.id for f in first.facts} and fact.id in {f.id for f in second.facts}
+        # the timeline counts each access at once; the graph waits for the window (or drain)
+        _wait_for(lambda: _timeline_accesses(memory, fact.id) == 2)
+        assert memory.get_fact(fact.id).access_count == 0
+        memory.drain()
+        stored = memory.get_fact(fact.id)
+        assert stored.access_count == 2 and stored.last_accessed is not None
+        if backend == "falkordb":
+            assert fact_index_entries() == before + 1
+
+
+def test_gathered_access_counts_are_written_when_the_window_ends(settings):
+    """Without drain() or close(), the counts are written once the first of them has waited the window."""
+    with AgentMemory(settings(retrieval={"reinforcement_flush_seconds": 0.3}), user_id="alice") as memory:
+        fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon"))
+        assert fact.id in {f.id for f in memory.remember("Where does Alice live?", include_episodic=False).facts}
+        _wait_for(lambda: memory.get_fact(fact.id).access_count == 1)
 
 
 # --- isolation --------------------------------------------------------------------------------------------------
