@@ -60,6 +60,8 @@ def test_scale_smoke(settings, backend, tmp_path):
             assert latency["ms"]["n"] == 20
             assert latency["ms"]["p50"] > 0 and latency["ms"]["p99"] >= latency["ms"]["p50"]
             assert latency["turns_returned_mean"] > 0
+            # a user this small is searched exactly: every graph vector search of a recall scans the user's nodes
+            assert set(latency["vector_routes"]) == {"scan"} and latency["vector_routes"]["scan"] >= 20, latency
         for floor in ("pgvector HNSW top-10 (all users)", "graph vector index top-10 (all users)",
                       "numpy exact cosine top-10 (all users)", "numpy exact cosine top-10 (the user)"):
             assert step["read_floors"][floor]["n"] == 20
@@ -90,5 +92,6 @@ def test_scale_smoke(settings, backend, tmp_path):
                     "## The bar"):
         assert heading in markdown
     assert "against the exact ranking (busiest user, 20 queries, exact turn search already)" in markdown
+    assert "- 300: scan " in markdown.split("graph vector searches (facts, entities, ...) were answered")[1]
     if importlib.util.find_spec("matplotlib") is not None:
         assert (out / "scale.png").stat().st_size > 0

@@ -7,7 +7,7 @@ calls; latency is reported with and without ``metrics.embed_ms``.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -40,12 +40,14 @@ async def prepare_queries(memory, questions: Sequence[str], reference: datetime)
 
 async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime,
                         kwargs: dict[str, Any], label: str, *, warmup: int = 10) -> dict[str, Any]:
-    """remember() latency over the queries: wall time, wall time minus metrics.embed_ms, and per technique."""
+    """remember() latency over the queries: wall time, wall time minus metrics.embed_ms, per technique, and how the
+    graph's vector searches were answered (``GraphStore.vector_routes``, counted over the timed queries)."""
     for question, channel in queries[:warmup]:
         await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference, **kwargs)
         await memory.drain()
     wall, excl, embed, turns = [], [], [], []
     techniques: dict[str, list[float]] = defaultdict(list)
+    routes_before = Counter(memory.ctx.graph.vector_routes)
     for question, channel in track(queries, label, unit="q"):
         started = time.perf_counter()
         bundle = await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference,
@@ -60,7 +62,8 @@ async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, r
             techniques[name].append(metric.latency_ms)
     return {"ms": percentiles(excl), "wall_ms": percentiles(wall), "embed_ms": percentiles(embed),
             "turns_returned_mean": round(float(np.mean(turns)), 2) if turns else 0,
-            "techniques_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in sorted(techniques.items())}}
+            "techniques_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in sorted(techniques.items())},
+            "vector_routes": dict(sorted((memory.ctx.graph.vector_routes - routes_before).items()))}
 
 
 async def exact_overlap(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime

@@ -174,6 +174,24 @@ def _latency(report: dict[str, Any]) -> list[str]:
     for size, step in report["sizes"].items():
         techniques = step["latency"][FULL]["techniques_mean_ms"]
         lines.append(f"- {_k(int(size))}: " + ", ".join(f"{k} {v}" for k, v in techniques.items()))
+    return lines + _vector_routes(report)
+
+
+#: What each of ``GraphStore.vector_routes`` means, in the report's words.
+_ROUTES = {"index": "the label's vector index", "fallback": "the index kept too few of the user's nodes, then the scan",
+           "scan": "a scan of the user's nodes", "search": "Neo4j's tenant-filtered SEARCH"}
+
+
+def _vector_routes(report: dict[str, Any]) -> list[str]:
+    """How the full configuration's graph vector searches were answered (reports from before keep no counts)."""
+    counted = {size: step["latency"][FULL].get("vector_routes") for size, step in report["sizes"].items()}
+    if not any(routes is not None for routes in counted.values()):
+        return []
+    lines = ["", "How the full configuration's graph vector searches (facts, entities, ...) were answered: "
+                 + "; ".join(f"{name}: {what}" for name, what in _ROUTES.items()) + ".", ""]
+    for size, routes in counted.items():
+        if routes is not None:
+            lines.append(f"- {_k(int(size))}: " + (", ".join(f"{k} {v:,}" for k, v in routes.items()) or "none"))
     return lines
 
 
