@@ -29,6 +29,7 @@ from ..polling import WaitTimeoutError, await_until
 from . import cypher
 from .dialects import FalkorDialect, schema_specs
 from .port import VECTOR_LABELS, GraphStore, Statement, VectorIndexUsage, tenant_label
+from .tenant_index import SIZES_TTL
 
 __all__ = ["FalkorGraphStore"]
 
@@ -116,6 +117,8 @@ class FalkorGraphStore(GraphStore):
         super().__init__()
         #: When the vector indexes' state was read (monotonic seconds), and what it was.
         self._index_state_cache: tuple[float, dict[str, VectorIndexUsage]] | None = None
+        #: Per label, when its entries were last probed, the document count then, and the entries the probes measured.
+        self._probed_entries: dict[str, tuple[float, int, int]] = {}
         # The client probes the server (a synchronous INFO, to detect a cluster) while it is constructed, so an
         # unreachable server fails here already. The pool blocks (up to pool_wait_seconds) when every connection is
         # busy: redis' default pool raised "Too many connections" at the 33rd concurrent call, read as an outage.
@@ -201,9 +204,18 @@ class FalkorGraphStore(GraphStore):
 
     async def _index_entries(self, label: str) -> int | None:
         # FalkorDB's vector index searches through the dead vectors too: a fetch deep enough must count them. An
-        # index that is missing or being built is not searched.
+        # index that is missing or being built is not searched. The document count overstates them several times
+        # (every upsert step re-indexes a node, see _probed): sized by it, a user's fetch cost more than a scan of
+        # their nodes at any share, so the probes' measure steers, refreshed once a minute (SIZES_TTL) or when the
+        # index was rebuilt; documents added since the probes count whole, so a stale measure errs deep.
         usage = (await self._index_state()).get(label)
-        return None if usage is None or usage.building else usage.entries
+        if usage is None or usage.building:
+            return None
+        probed = self._probed_entries.get(label)
+        if probed is None or usage.entries < probed[1] or time.monotonic() - probed[0] >= SIZES_TTL:
+            probed = (time.monotonic(), usage.entries, (await self._probed(usage)).entries)
+            self._probed_entries[label] = probed
+        return probed[2] + usage.entries - probed[1]
 
     async def _index_state(self, *, fresh: bool = False) -> dict[str, VectorIndexUsage]:
         cached = self._index_state_cache

@@ -8,9 +8,10 @@ even when a cluster or Aura routes it to another member.
 On first use the store asks the server its version (``dbms.components()``) and refuses one older than
 :data:`MIN_VERSION` with a :class:`~agentx_memory.errors.ConfigurationError` that names both versions. From
 :data:`SEARCH_CLAUSE_VERSION` on, vector indexes carry the tenant keys as filter properties and
-:meth:`Neo4jGraphStore.read_vectors` searches them with ``SEARCH`` (measured in docs/benchmarks.md: flat ~5-10 ms
-where the exact scan costs ~10 µs per vector of the tenant; they cross at ~200-300 vectors), with the exact scan as
-the fallback whenever the index yields fewer than k rows.
+:meth:`Neo4jGraphStore.read_vectors` searches them with ``SEARCH`` for a tenant with :data:`SEARCH_MIN_NODES` nodes of
+the label or more (measured in docs/benchmarks.md: flat ~5-10 ms where the exact scan costs ~10 µs per vector of the
+tenant; they cross at ~200-300 vectors; the tenant's count is read once a minute), with the exact scan as the fallback
+whenever the index yields fewer than k rows, and as the route of a smaller tenant.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from neo4j import AsyncGraphDatabase
 from ..errors import ConfigurationError, ConflictError, StorageError, StorageUnavailableError
 from . import cypher
 from .dialects import VECTOR_FILTER_PROPERTIES, Neo4jDialect, index_name
-from .port import VECTOR_LABELS, GraphStore, Statement
+from .port import VECTOR_LABELS, GraphStore, Statement, tenant_label
 
 __all__ = ["MIN_VERSION", "SEARCH_CLAUSE_VERSION", "Neo4jGraphStore", "drop_statement", "parse_version"]
 
@@ -43,6 +44,11 @@ SEARCH_CLAUSE_VERSION: tuple[int, ...] = (2026, 6)
 
 #: How many candidates per requested result a SEARCH takes from the index before the exact ranking.
 SEARCH_OVERFETCH = 4
+#: A tenant with fewer nodes of a label than this is scanned, not searched through ``SEARCH``: the scan costs ~10 µs
+#: a node, ``SEARCH`` ~5 ms flat, and they cross at 200-300 nodes (docs/benchmarks.md, "Per-tenant vector search on
+#: Neo4j"). A tenant with no node of the label (most users have no strategy or rule) costs one empty scan, not an
+#: empty SEARCH and then the scan.
+SEARCH_MIN_NODES = 250
 
 _VECTOR_INDEX_NAMES = frozenset(index_name(label, (), "vector") for label in VECTOR_LABELS)
 
@@ -198,6 +204,10 @@ class Neo4jGraphStore(GraphStore):
         if self._search_dialect is None or exact:
             return await super().read_vectors(query, params, exact=exact)
         k = int(params["k"])
+        own = await self._tenant_count(tenant_label(query), str(params["user_id"]), list(params["channels"]))
+        if own < max(k, SEARCH_MIN_NODES):
+            self.vector_routes["scan"] += 1
+            return await self._read_rendered(self.dialect.render(query), params)
         # The index's nearest few times k, filtered by tenant inside the index, then the statement's own filters and
         # exact ranking; too few rows left (a small tenant, many superseded facts, a time window) means the index
         # cannot be trusted to hold the k best: the exact scan answers instead.

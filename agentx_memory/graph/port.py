@@ -321,18 +321,23 @@ class GraphStore(ABC):
 
     async def _index_fetch(self, label: str, user_id: str, channels: list[str], k: int) -> int | None:
         # The counts are cached (TenantSizes): they steer the choice only, a stale one costs a fallback at most.
-        from . import cypher  # the statements module imports this one's label lists
-
         total = await self._index_entries(label)
         if total is None:
             return None
+        return index_fetch(k, await self._tenant_count(label, user_id, channels), total)
+
+    async def _tenant_count(self, label: str, user_id: str, channels: list[str]) -> int:
+        """How many nodes of ``label`` the user has in ``channels``, counted once a minute (:class:`TenantSizes`): it
+        steers a search's route only, so a stale count costs time, never rows."""
+        from . import cypher  # the statements module imports this one's label lists
+
         tenant = (user_id, *sorted(set(channels)))
         own = self.tenant_sizes.get(label, tenant)
         if own is None:
             own = int((await self.read(cypher.COUNT_TENANT_NODES[label],
                                        {"user_id": user_id, "channels": channels}))[0]["n"])
             self.tenant_sizes.put(label, tenant, own)
-        return index_fetch(k, own, total)
+        return own
 
     async def _index_entries(self, label: str) -> int | None:
         """How many vectors the label's index searches through (its share of them is the tenant's chance of a

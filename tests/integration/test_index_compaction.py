@@ -19,11 +19,15 @@ FACTS = 60
 
 
 def _nearest(memory: AgentMemory, user: str, k: int, *, exact: bool) -> list[str]:
+    return [fact_id for fact_id, _ in _ranked(memory, user, k, exact=exact)]
+
+
+def _ranked(memory: AgentMemory, user: str, k: int, *, exact: bool) -> list[tuple[str, float]]:
     vector = memory._portal.run(memory.core.ctx.embedder.embed(["where does the user live"], is_query=True))[0]
     rows = memory._portal.run(memory.core.ctx.graph.read_vectors(cypher.SEARCH_FACTS, {
         "user_id": user, "channels": ["_global"], "embedding": vector.tolist(), "k": k, "start": None, "end": None,
         "agent_id": None}, exact=exact))
-    return [r["fact"]["id"] for r in rows]
+    return [(r["fact"]["id"], r["similarity"]) for r in rows]
 
 
 def _index_hits(memory: AgentMemory, k: int) -> int:
@@ -111,6 +115,28 @@ def test_facts_written_once_hold_no_dead_vectors_and_are_left_alone(settings, ba
         assert report["Fact"] == {"live": FACTS, "entries": FACTS, "dead_share": 0.0, "building": False,
                                   "rebuilt": False}
         assert _index_hits(memory, FACTS) == FACTS  # every entry the index holds is a live fact
+
+
+def test_a_large_users_facts_stored_once_are_searched_through_the_index(settings, backend):
+    """Facts stored once make FalkorDB's document count four times the live vectors: sized by it, the fetch for a user
+    with half the facts cost more than scanning them, so every such search scanned. Sized by the probes' measure it
+    reads the index, and returns her nearest facts."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        for user in ("alice", "bob"):
+            memory.store_facts([Fact(user_id=user, claim=f"{user} fact {i}: lives near landmark {i}")
+                                for i in range(300)])
+        alices = {r["id"] for r in gread(memory, "MATCH (f:Fact {user_id: 'alice'}) RETURN f.id AS id")}
+        graph = memory.core.ctx.graph
+        routes = graph.vector_routes.copy()
+        exact = _ranked(memory, "alice", 10, exact=True)
+        found = _ranked(memory, "alice", 10, exact=False)
+        # her ten nearest (the test embedder ties many facts: the same similarities, not always the same ids)
+        assert len(found) == 10 and {fact_id for fact_id, _ in found} <= alices
+        assert [s for _, s in found] == pytest.approx([s for _, s in exact], abs=1e-6)
+        assert graph.vector_routes["index"] == routes["index"] + 1, graph.vector_routes
+        if backend == "falkordb":
+            index = memory._portal.run(graph._index_state(fresh=True))["Fact"]
+            assert index.entries >= 3 * index.live == 3 * 600  # what the database's own count says
 
 
 @pytest.fixture

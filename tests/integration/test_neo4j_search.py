@@ -95,6 +95,7 @@ def test_search_gives_the_exact_ranking_and_never_another_tenants_rows(with_stor
             exact = await store.read(cypher.SEARCH_FACTS, _params(query))
             assert [r["fact"]["id"] for r in via_index] == [r["fact"]["id"] for r in exact]
             assert len(via_index) == 10 and all(r["fact"]["user_id"] == "alice" for r in via_index)
+        assert store.vector_routes == {"search": 8}, store.vector_routes
         # it really went through the index: the SEARCH rendering alone returns the same rows
         rendered = Neo4jDialect(search_clause=True).render(cypher.SEARCH_FACTS)
         assert rendered.startswith("CYPHER 25") and "SEARCH f IN (VECTOR INDEX fact_embeddings" in rendered
@@ -131,3 +132,30 @@ def test_an_old_vector_index_without_tenant_filters_is_rebuilt(search_server):
             await s.close()
 
     run(body())
+
+
+def test_a_tenant_below_the_crossover_is_scanned_in_one_statement(with_store):
+    """A user with few facts (or none: most users have no strategy or rule) is answered by the exact scan alone, not
+    by a SEARCH that cannot fill k and then the scan; a count read before the user's facts arrived still returns
+    them (the count steers the route, never the rows)."""
+    async def body(store):
+        await _store_facts(store, "bob", _vectors(300, 2))
+        assert await store.read_vectors(cypher.SEARCH_FACTS, _params(_vectors(1, 5)[0])) == []  # alice has none
+        assert store.vector_routes == {"scan": 1}, store.vector_routes
+        await _store_facts(store, "alice", _vectors(40, 3))  # her count (0) is cached for a minute
+        statements = []
+        read = store._read_rendered
+
+        async def counted(rendered, params):
+            statements.append(rendered)
+            return await read(rendered, params)
+
+        store._read_rendered = counted
+        for query in _vectors(4, 11):
+            got = await store.read_vectors(cypher.SEARCH_FACTS, _params(query))
+            exact = await store.read(cypher.SEARCH_FACTS, _params(query))
+            assert len(got) == 10 and [r["fact"]["id"] for r in got] == [r["fact"]["id"] for r in exact]
+        assert store.vector_routes == {"scan": 5}, store.vector_routes
+        assert len(statements) == 8 and not any("SEARCH f IN" in s for s in statements)
+
+    with_store(body)
