@@ -4,7 +4,8 @@
 to search with: lexical texts, query vectors, time filter and boosts, entity seeds — built by the RecallLayer from the
 question) and:
 
-1. **searches** with every wanted leg of :data:`~agentx_memory.retrieval.legs.LEGS` concurrently: turns (PostgreSQL
+1. **searches** with every wanted leg of :data:`~agentx_memory.retrieval.legs.LEGS` concurrently (in two pipelines that
+   meet for the turns' scoring, so the graph expansion of step 3 overlaps the turn search): turns (PostgreSQL
    full text and pgvector, through :class:`~agentx_memory.sql.search.TurnSearch`), facts, entities and strategies
    (graph, exact cosine over the user's own nodes), every search filtered by user, channels and time window inside
    the query;
@@ -89,9 +90,30 @@ class MemoryRetriever:
 
     async def search_and_rank(self, plan: SearchPlan, metrics: RecallMetrics
                               ) -> tuple[list[ScoredTurn], list[ScoredFact], list[ScoredEntity], list[ScoredStrategy]]:
-        """Search and rank: returns (turns, facts, entities, strategies)."""
-        found = await self.search(plan, metrics)
-        return await self.rank(plan, found, metrics)
+        """Search and rank: returns (turns, facts, entities, strategies).
+
+        Two pipelines run at once and meet for the turns' scoring, which needs both: the turn candidates, then the
+        turns around the best of them; and the fact, entity and strategy legs, then the graph around the entity
+        seeds. So the graph's second reads run while PostgreSQL still ranks a large user's turns, not after."""
+        recall = plan.recall or self.ctx.settings.recall
+        legs = [leg for leg in LEGS if leg.wanted(plan, recall)]
+        found = Candidates()
+
+        async def semantic() -> tuple[list[ScoredEntity], dict[str, tuple[Any, float]]]:
+            await self._search(plan, recall, [leg for leg in legs if leg.name != "turns"], found, metrics)
+            return await self._rank_entities(plan, found, recall, metrics)
+
+        async def episodic() -> _TurnContext:
+            await self._search(plan, recall, [leg for leg in legs if leg.name == "turns"], found, metrics)
+            if not plan.include_episodic:  # no turns: not even the facts' source turns, which _rank_turns reads
+                return _TurnContext({}, {}, [])
+            return await self._read_turn_context(plan, found, recall, metrics)
+
+        (entities, graph_facts), context = await asyncio.gather(semantic(), episodic())
+        facts = self._rank_facts(plan, found, recall, graph_facts)
+        turns = await self._rank_turns(plan, found, recall, facts, context, metrics) if plan.include_episodic else []
+        strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
+        return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
     async def retrieve(self, query: str, user_id: str, channels: Sequence[str] | str | None = None, top_k: int = 10,
                        include_episodic: bool = True, include_semantic: bool = True, include_procedural: bool = True,
@@ -150,21 +172,21 @@ class MemoryRetriever:
             self._user_turn_counts[user_id] = (time.monotonic(), count)
         return count <= self.settings.exact_scan_max_vectors
 
-    async def search(self, plan: SearchPlan, metrics: RecallMetrics) -> Candidates:
-        """Run every wanted leg of :data:`~agentx_memory.retrieval.legs.LEGS` concurrently and file the rows."""
-        recall = plan.recall or self.ctx.settings.recall
+    async def _search(self, plan: SearchPlan, recall: RecallSettings, legs: Sequence[Leg], found: Candidates,
+                      metrics: RecallMetrics) -> None:
+        """Run ``legs`` (of :data:`~agentx_memory.retrieval.legs.LEGS`, in its order) concurrently and file their rows
+        in ``found``; facts and entities only the lexical leg found are loaded (or dropped). The turn legs and the
+        others file into separate parts of ``found``, so the two pipelines may each run theirs."""
         pool = self.settings.candidate_pool(plan.top_k)
-        legs = [leg for leg in LEGS if leg.wanted(plan, recall)]
         results = await asyncio.gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool,
                                                                                       metrics))
                                          for leg in legs))
-        found = Candidates()
         for leg, rows in zip(legs, results, strict=True):
             leg.collect(found, rows)
-        if any(found.unloaded()):
-            await self.graph_or_skip("semantic:lexical", self._fill_lexical_only(plan, found), None, metrics)
-        found.drop_unloaded()
-        return found
+        if any(leg.name != "turns" for leg in legs):
+            if any(found.unloaded()):
+                await self.graph_or_skip("semantic:lexical", self._fill_lexical_only(plan, found), None, metrics)
+            found.drop_unloaded()
 
     async def _run_leg(self, leg: Leg, plan: SearchPlan, recall: RecallSettings, pool: int,
                        metrics: RecallMetrics) -> Sequence[Any]:
@@ -196,20 +218,6 @@ class MemoryRetriever:
                     found.entity_rows[r["entity"]["id"]] = r["entity"]
 
     # --- 2-5. fuse, expand, boost, rerank -----------------------------------------------------------------------
-
-    async def rank(self, plan: SearchPlan, found: Candidates, metrics: RecallMetrics) -> tuple[
-            list[ScoredTurn], list[ScoredFact], list[ScoredEntity], list[ScoredStrategy]]:
-        """Turn candidates into ranked, explained lists."""
-        recall = plan.recall or self.ctx.settings.recall
-        # The turns' second reads need no fact or entity, so they run while the graph around the entities is read.
-        # No turns at all without the episodic layer: not even the facts' source turns, which _rank_turns reads.
-        (entities, graph_facts), context = await asyncio.gather(
-            self._rank_entities(plan, found, recall, metrics),
-            self._read_turn_context(plan, found, recall, metrics) if plan.include_episodic else _no_turn_context())
-        facts = self._rank_facts(plan, found, recall, graph_facts)
-        turns = await self._rank_turns(plan, found, recall, facts, context, metrics) if plan.include_episodic else []
-        strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
-        return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
     def _rank_facts(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
                     graph_facts: dict[str, tuple[Any, float]]) -> list[ScoredFact]:
@@ -367,10 +375,6 @@ class _TurnContext(NamedTuple):
     rows: dict[str, dict[str, Any]]
     relevance: dict[str, dict[str, float]]
     named: list[str]
-
-
-async def _no_turn_context() -> _TurnContext:
-    return _TurnContext({}, {}, [])
 
 
 async def _timed(metrics: RecallMetrics, name: str, coro: Awaitable[T]) -> T:
