@@ -5,13 +5,13 @@ identical content, and tenant-correct vector search (a user's results do not dep
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from agentx_memory import AgentMemory, ConflictError, Entity, Fact, Goal, NotFoundError, Turn
 from agentx_memory.models import GLOBAL_CHANNEL
+from agentx_memory.polling import wait_until
 from tests.conftest import run, sql
 
 REF = datetime(2024, 3, 20, 12, 0, tzinfo=UTC)
@@ -238,13 +238,6 @@ def _timeline_accesses(memory, fact_id: str) -> int:
     return int(rows[0]["access_count"] or 0)
 
 
-def _wait_for(check, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_recalls_in_the_flush_window_write_a_node_once_with_their_count(settings, backend):
     """Recall gathers its access counts for ``retrieval.reinforcement_flush_seconds`` and writes each node once: on
     FalkorDB every write of a node also adds an entry to its vector index (its old vector stays as an orphan), so two
@@ -262,7 +255,7 @@ def test_recalls_in_the_flush_window_write_a_node_once_with_their_count(settings
         second = memory.remember("Where does Alice live?", include_episodic=False)
         assert fact.id in {f.id for f in first.facts} and fact.id in {f.id for f in second.facts}
         # the timeline counts each access at once; the graph waits for the window (or drain)
-        _wait_for(lambda: _timeline_accesses(memory, fact.id) == 2)
+        wait_until(lambda: _timeline_accesses(memory, fact.id) == 2, timeout=20, what="two timeline accesses")
         assert memory.get_fact(fact.id).access_count == 0
         memory.drain()
         stored = memory.get_fact(fact.id)
@@ -276,7 +269,7 @@ def test_gathered_access_counts_are_written_when_the_window_ends(settings):
     with AgentMemory(settings(retrieval={"reinforcement_flush_seconds": 0.3}), user_id="alice") as memory:
         fact = memory.learn_fact(Fact(user_id="alice", claim="Alice lives in Lisbon"))
         assert fact.id in {f.id for f in memory.remember("Where does Alice live?", include_episodic=False).facts}
-        _wait_for(lambda: memory.get_fact(fact.id).access_count == 1)
+        wait_until(lambda: memory.get_fact(fact.id).access_count == 1, timeout=20, what="the graph's access count")
 
 
 # --- isolation --------------------------------------------------------------------------------------------------
