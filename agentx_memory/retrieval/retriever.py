@@ -101,6 +101,9 @@ class MemoryRetriever:
 
         async def semantic() -> tuple[list[ScoredEntity], dict[str, tuple[Any, float]]]:
             await self._search(plan, recall, [leg for leg in legs if leg.name != "turns"], found, metrics)
+            if any(found.unloaded()):
+                await self.graph_or_skip("semantic:lexical", self._fill_lexical_only(plan, found), None, metrics)
+            found.drop_unloaded()
             return await self._rank_entities(plan, found, recall, metrics)
 
         async def episodic() -> _TurnContext:
@@ -175,18 +178,14 @@ class MemoryRetriever:
     async def _search(self, plan: SearchPlan, recall: RecallSettings, legs: Sequence[Leg], found: Candidates,
                       metrics: RecallMetrics) -> None:
         """Run ``legs`` (of :data:`~agentx_memory.retrieval.legs.LEGS`, in its order) concurrently and file their rows
-        in ``found``; facts and entities only the lexical leg found are loaded (or dropped). The turn legs and the
-        others file into separate parts of ``found``, so the two pipelines may each run theirs."""
+        in ``found``. The turn legs and the others file into separate parts of ``found``, so the two pipelines may
+        each run theirs."""
         pool = self.settings.candidate_pool(plan.top_k)
         results = await asyncio.gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool,
                                                                                       metrics))
                                          for leg in legs))
         for leg, rows in zip(legs, results, strict=True):
             leg.collect(found, rows)
-        if any(leg.name != "turns" for leg in legs):
-            if any(found.unloaded()):
-                await self.graph_or_skip("semantic:lexical", self._fill_lexical_only(plan, found), None, metrics)
-            found.drop_unloaded()
 
     async def _run_leg(self, leg: Leg, plan: SearchPlan, recall: RecallSettings, pool: int,
                        metrics: RecallMetrics) -> Sequence[Any]:
