@@ -14,8 +14,9 @@ unused memory of salience 0.5 is archived after ~100 idle days, one of salience 
 after ~340. Nothing can reach the threshold sooner than ``-log2(1 - threshold) * half_life_days * 0.5`` idle days
 (:func:`min_idle_days`), which is the bound the candidate read uses.
 
-A run reads its candidates from PostgreSQL's ``memory_timeline`` through a partial index on the time of last use
-(migration 0016): unarchived facts and entities idle past that bound, least recently used first, in pages. It then
+A run reads its candidates from PostgreSQL's ``memory_timeline`` through a partial index on the time each was recorded
+(migration 0020; the time of last use is filtered, so that a recall's access count stays a cheap update): unarchived
+facts and entities idle past that bound, oldest first, in pages. It then
 reads each candidate's current values from the graph by id (the unique index) and computes its staleness: the
 graph is the authority for use counts and salience. Those at or above ``context_rot.threshold`` are archived:
 
@@ -92,7 +93,7 @@ async def archive_stale(graph: GraphStore, timeline: Timeline, audit: MemoryAudi
         rows = await timeline.rot_candidates(idle_before=idle_before, user_id=user_id, after=after, limit=PAGE)
         if not rows:
             return report
-        after = (rows[-1]["used_at"], rows[-1]["id"])
+        after = (rows[-1]["event_time"], rows[-1]["id"])
         report.examined += len(rows)
         for kind in KINDS:
             ids = [r["node_id"] for r in rows if r["memory_type"] == kind]

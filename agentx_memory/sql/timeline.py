@@ -102,15 +102,19 @@ ENTRIES: Final[LiteralString] = (
     " AND " + SEEN_BY_AGENT +
     " ORDER BY event_time DESC, id DESC LIMIT %(limit)s")
 
-#: Unarchived facts and entities (every user's, or one's) last used at or before ``idle_before``, least recently used
-#: first, after a keyset position (``idx_timeline_rot_candidates``, migration 0016): context-rot candidates.
+#: Unarchived facts and entities (every user's, or one's) last used at or before ``idle_before``, oldest first, after
+#: a keyset position on (``event_time``, ``id``) (``idx_timeline_rot_candidates``, migration 0020): context-rot
+#: candidates. A memory is used only after it was recorded (a fact's ``event_time`` is its creation, an entity's its
+#: first sighting), so the index range up to ``idle_before`` holds every candidate; ``last_accessed`` is filtered, not
+#: indexed, so that a recall's reinforcement stays a heap-only update.
 ROT_CANDIDATES: Final[LiteralString] = (
-    "SELECT id, user_id, memory_type, neo4j_node_id AS node_id, coalesce(last_accessed, event_time) AS used_at"
+    "SELECT id, user_id, memory_type, neo4j_node_id AS node_id, event_time,"
+    " coalesce(last_accessed, event_time) AS used_at"
     " FROM memory_timeline WHERE memory_type IN ('fact', 'entity') AND archived IS NOT TRUE"
-    " AND coalesce(last_accessed, event_time) <= %(idle_before)s"
-    " AND (coalesce(last_accessed, event_time), id) > (%(after_time)s, %(after_id)s)"
+    " AND event_time <= %(idle_before)s AND coalesce(last_accessed, event_time) <= %(idle_before)s"
+    " AND (event_time, id) > (%(after_time)s, %(after_id)s)"
     " AND (%(user_id)s::text IS NULL OR user_id = %(user_id)s)"
-    " ORDER BY coalesce(last_accessed, event_time), id LIMIT %(limit)s")
+    " ORDER BY event_time, id LIMIT %(limit)s")
 
 #: ``archived`` set on the rows of these (memory type, node id) pairs of one user.
 SET_ARCHIVED: Final[LiteralString] = (
@@ -181,7 +185,7 @@ class Timeline:
     async def rot_candidates(self, *, idle_before: datetime, user_id: str | None, after: tuple[datetime, int],
                              limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` unarchived facts and entities last used at or before ``idle_before`` (of ``user_id``, or
-        every user's), least recently used first, after ``after`` (the last row's ``used_at`` and ``id``)."""
+        every user's), oldest first, after ``after`` (the last row's ``event_time`` and ``id``)."""
         return await self.store.fetch(ROT_CANDIDATES, {
             "idle_before": idle_before, "user_id": user_id, "after_time": after[0], "after_id": after[1],
             "limit": limit}, what="reading context-rot candidates")
