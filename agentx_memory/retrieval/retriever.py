@@ -112,7 +112,9 @@ class MemoryRetriever:
                 return _TurnContext({}, {}, [])
             return await self._read_turn_context(plan, found, recall, metrics)
 
-        (entities, graph_facts), context = await asyncio.gather(semantic(), episodic())
+        # the turn search goes out first: it is the slower pipeline's first step, and each leg's task sends its
+        # statement in the order the tasks were created
+        context, (entities, graph_facts) = await asyncio.gather(episodic(), semantic())
         facts = self._rank_facts(plan, found, recall, graph_facts)
         turns = await self._rank_turns(plan, found, recall, facts, context, metrics) if plan.include_episodic else []
         strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
