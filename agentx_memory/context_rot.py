@@ -16,9 +16,9 @@ after ~340. Nothing can reach the threshold sooner than ``-log2(1 - threshold) *
 
 A run reads its candidates from PostgreSQL's ``memory_timeline`` through a partial index on the time each was recorded
 (migration 0020; the time of last use is filtered, so that a recall's access count stays a cheap update): unarchived
-facts and entities idle past that bound, oldest first, in pages. It then
-reads each candidate's current values from the graph by id (the unique index) and computes its staleness: the
-graph is the authority for use counts and salience. Those at or above ``context_rot.threshold`` are archived:
+facts and entities idle past that bound, oldest first, in pages. It then reads each candidate's current values from
+the graph by id (the unique index) and computes its staleness: the graph is the authority for use counts and
+salience. Those at or above ``context_rot.threshold`` are archived:
 
 * a **fact** leaves recall like a superseded fact (``status = "archived"``, its previous status kept), so every
   recall statement skips it; it stays readable (``get_fact``, as-of reads);

@@ -108,8 +108,7 @@ ENTRIES: Final[LiteralString] = (
 #: first sighting), so the index range up to ``idle_before`` holds every candidate; ``last_accessed`` is filtered, not
 #: indexed, so that a recall's reinforcement stays a heap-only update.
 ROT_CANDIDATES: Final[LiteralString] = (
-    "SELECT id, user_id, memory_type, neo4j_node_id AS node_id, event_time,"
-    " coalesce(last_accessed, event_time) AS used_at"
+    "SELECT id, user_id, memory_type, neo4j_node_id AS node_id, event_time"
     " FROM memory_timeline WHERE memory_type IN ('fact', 'entity') AND archived IS NOT TRUE"
     " AND event_time <= %(idle_before)s AND coalesce(last_accessed, event_time) <= %(idle_before)s"
     " AND (event_time, id) > (%(after_time)s, %(after_id)s)"

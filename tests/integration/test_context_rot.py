@@ -145,8 +145,8 @@ def test_an_old_memory_used_lately_is_not_a_candidate_and_candidates_page_oldest
                                       created_at=now - timedelta(days=300 - n))) for n in range(5)]
         used = memory.learn_fact(Fact(user_id="alice", claim="The badge reader is by the lift", confidence=0.5,
                                       created_at=now - timedelta(days=400)))
-        memory._portal.run(Timeline(memory.core.ctx.postgres).reinforce("alice", fact_ids=[used.id], now=now))
         timeline = Timeline(memory.core.ctx.postgres)
+        memory._portal.run(timeline.reinforce("alice", fact_ids=[used.id], now=now))
         seen, after = [], (datetime(1, 1, 2, tzinfo=UTC), 0)
         while rows := memory._portal.run(timeline.rot_candidates(
                 idle_before=now - timedelta(days=100), user_id="alice", after=after, limit=2)):
