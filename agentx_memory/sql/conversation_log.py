@@ -85,13 +85,22 @@ NEXT_INDEX: Final[LiteralString] = (
     "SELECT coalesce(max(turn_index) + 1, 0) AS next FROM conversation_logs WHERE conversation_id = %s"
 )
 
+#: A turn with its full-text context (its own words, weight A; its neighbours' words, weight B) computed from the
+#: neighbours' contents it is given, so that no statement rewrites the row it just wrote: a second version of a turn
+#: goes into every index of the table again, the HNSW graph of its vector among them.
 INSERT_TURN: Final[LiteralString] = (
     "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content,"
-    " content_hash, token_count, model, channel, metadata, embedding, agent_id, scope)"
+    " content_hash, token_count, model, channel, metadata, embedding, agent_id, scope, context_tsv)"
     " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
     " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s, %(agent_id)s,"
-    " %(scope)s)"
+    " %(scope)s, setweight(to_tsvector('english', %(content)s), 'A') || setweight(to_tsvector('english',"
+    " coalesce(%(before)s, '') || ' ' || coalesce(%(after)s, '')), 'B'))"
     " ON CONFLICT DO NOTHING RETURNING turn_id, metadata"
+)
+
+#: The contents at some indexes of one conversation (the stored neighbours of the turns a batch inserts).
+CONTENTS_AT: Final[LiteralString] = (
+    "SELECT turn_index, content FROM conversation_logs WHERE conversation_id = %s AND turn_index = ANY(%s)"
 )
 
 OCCUPANT: Final[LiteralString] = (
@@ -170,6 +179,8 @@ SET_ARCHIVED: Final[LiteralString] = (
     " SELECT count(*) AS n FROM changed"
 )
 
+#: The context of stored turns at some indexes of one conversation, recomputed from their neighbours in the log (the
+#: stored turns next to a batch's new ones).
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
 UPDATE conversation_logs AS c
 SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
@@ -177,8 +188,7 @@ SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
 FROM conversation_logs AS self
 LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
 LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1
-WHERE self.id = c.id AND c.conversation_id = %(conversation_id)s
-  AND c.turn_index BETWEEN %(low)s AND %(high)s
+WHERE self.id = c.id AND c.conversation_id = %(conversation_id)s AND c.turn_index = ANY(%(indexes)s)
 """
 
 
@@ -260,8 +270,11 @@ class ConversationLog:
         if before_insert is not None:
             await before_insert(to_insert, await _predecessors(conn, to_insert))
         stored_metadata: dict[str, Any] = {}
+        contents = await _contents_around(conn, conversation_id, to_insert)
+        rows = [{**_row(t), "before": contents.get(_index(t) - 1), "after": contents.get(_index(t) + 1)}
+                for t in to_insert]
         async with conn.cursor() as cur:
-            await cur.executemany(INSERT_TURN, [_row(t) for t in to_insert], returning=True)
+            await cur.executemany(INSERT_TURN, rows, returning=True)
             while True:
                 returned = await cur.fetchone()
                 if returned:
@@ -275,10 +288,12 @@ class ConversationLog:
         for turn in to_insert:
             if turn.id not in inserted:
                 await _adopt_occupant(conn, turn)
-        indexes = [t.index for t in to_insert if t.index is not None]
-        await conn.execute(UPDATE_CONTEXT_TSV, {
-            "conversation_id": conversation_id, "low": min(indexes) - 1, "high": max(indexes) + 1,
-        })
+        # the rows stored before this batch whose neighbours it changed: the turns next to the new ones, and a turn
+        # another writer stored at an index of this batch (the same content: adopted above)
+        new = {_index(t) for t in to_insert if t.id in inserted}
+        changed = ({i + d for i in new for d in (-1, 1)} | {_index(t) for t in to_insert if t.id not in inserted}) - new
+        if changed:
+            await conn.execute(UPDATE_CONTEXT_TSV, {"conversation_id": conversation_id, "indexes": sorted(changed)})
         return inserted
 
     async def mark_projected(self, turn_ids: Sequence[str]) -> None:
@@ -389,6 +404,15 @@ async def _predecessors(conn: Connection, turns: list[Turn]) -> dict[str, str | 
     ))
     stored = {r["turn_id"]: r["content"] for r in await cur.fetchall()}
     return {t.id: in_batch.get(_index(t) - 1, stored.get(t.id)) for t in turns}
+
+
+async def _contents_around(conn: Connection, conversation_id: str, turns: list[Turn]) -> dict[int, str]:
+    """The contents at the turns' indexes and next to them (one conversation, indexes assigned): the batch's own, and
+    the log's for the neighbours the batch does not hold (read in the caller's transaction)."""
+    contents = {_index(t): t.content for t in turns}
+    missing = sorted({_index(t) + d for t in turns for d in (-1, 1)} - set(contents))
+    cur = await conn.execute(CONTENTS_AT, (conversation_id, missing))
+    return {**{r["turn_index"]: r["content"] for r in await cur.fetchall()}, **contents}
 
 
 def _index(turn: Turn) -> int:
