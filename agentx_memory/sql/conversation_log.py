@@ -53,13 +53,6 @@ PREVIOUS_CONTENTS: Final[LiteralString] = (
     " AS hit(turn_id, conversation_id, user_id, turn_index)"
 )
 
-#: For each turn (id, conversation, index): the content at index - 1 (NULL when there is none).
-PREDECESSORS: Final[LiteralString] = (
-    "SELECT hit.turn_id, p.content FROM unnest(%s::text[], %s::text[], %s::int[])"
-    " AS hit(turn_id, conversation_id, turn_index)"
-    " LEFT JOIN conversation_logs p ON p.conversation_id = hit.conversation_id AND p.turn_index = hit.turn_index - 1"
-)
-
 LOCK_CONVERSATION: Final[LiteralString] = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 
 #: A conversation belongs to the user who first used it, in either log (turns or tool invocations); every writer of
@@ -267,10 +260,10 @@ class ConversationLog:
             to_insert.append(turn)
         if not to_insert:
             return set()
-        if before_insert is not None:
-            await before_insert(to_insert, await _predecessors(conn, to_insert))
-        stored_metadata: dict[str, Any] = {}
         contents = await _contents_around(conn, conversation_id, to_insert)
+        if before_insert is not None:
+            await before_insert(to_insert, {t.id: contents.get(_index(t) - 1) for t in to_insert})
+        stored_metadata: dict[str, Any] = {}
         rows = [{**_row(t), "before": contents.get(_index(t) - 1), "after": contents.get(_index(t) + 1)}
                 for t in to_insert]
         async with conn.cursor() as cur:
@@ -393,17 +386,6 @@ class ConversationLog:
         this id."""
         rows = await self.store.fetch(TURN_PLACE, (turn_id, user_id), what="reading a turn's place")
         return (rows[0]["conversation_id"], rows[0]["turn_index"]) if rows else None
-
-
-async def _predecessors(conn: Connection, turns: list[Turn]) -> dict[str, str | None]:
-    """For each turn (by id; one conversation, indexes assigned): the content at its index - 1, from the same batch
-    or else from the log (read in the caller's transaction)."""
-    in_batch = {t.index: t.content for t in turns}
-    cur = await conn.execute(PREDECESSORS, (
-        [t.id for t in turns], [t.conversation_id for t in turns], [t.index for t in turns],
-    ))
-    stored = {r["turn_id"]: r["content"] for r in await cur.fetchall()}
-    return {t.id: in_batch.get(_index(t) - 1, stored.get(t.id)) for t in turns}
 
 
 async def _contents_around(conn: Connection, conversation_id: str, turns: list[Turn]) -> dict[int, str]:
