@@ -30,6 +30,7 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Entity, Fact, Turn
 from ..settings import Settings
+from ..sql.search import OR_QUERY
 from .common import (
     Bm25Ranking,
     VectorRanking,
@@ -170,8 +171,7 @@ async def _method_engine(memory: AsyncAgentMemory, sample: LocomoSample, questio
 
 async def _method_fulltext(memory: AsyncAgentMemory, sample: LocomoSample, question: str, k: int) -> list[str]:
     rows = await memory.ctx.postgres.fetch(
-        "WITH q AS (SELECT to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|'))"
-        " AS query) SELECT metadata->>'dia_id' AS dia_id FROM conversation_logs, q"
+        f"WITH q AS (SELECT {OR_QUERY} AS query) SELECT metadata->>'dia_id' AS dia_id FROM conversation_logs, q"
         " WHERE user_id = %(user)s AND content_tsv @@ q.query ORDER BY ts_rank(content_tsv, q.query) DESC, turn_id"
         " LIMIT %(k)s",
         {"text": question, "user": sample.sample_id, "k": k},

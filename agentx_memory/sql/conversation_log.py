@@ -86,8 +86,8 @@ INSERT_TURN: Final[LiteralString] = (
     " content_hash, token_count, model, channel, metadata, embedding, agent_id, scope, context_tsv)"
     " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
     " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s, %(agent_id)s,"
-    " %(scope)s, setweight(to_tsvector('english', %(content)s), 'A') || setweight(to_tsvector('english',"
-    " coalesce(%(before)s, '') || ' ' || coalesce(%(after)s, '')), 'B'))"
+    " %(scope)s, setweight(to_tsvector('english', search_words(%(content)s)), 'A') || setweight(to_tsvector('english',"
+    " search_words(coalesce(%(before)s, '') || ' ' || coalesce(%(after)s, ''))), 'B'))"
     " ON CONFLICT DO NOTHING RETURNING turn_id, metadata"
 )
 
@@ -176,8 +176,9 @@ SET_ARCHIVED: Final[LiteralString] = (
 #: stored turns next to a batch's new ones).
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
 UPDATE conversation_logs AS c
-SET context_tsv = setweight(to_tsvector('english', c.content), 'A')
-               || setweight(to_tsvector('english', coalesce(p.content, '') || ' ' || coalesce(n.content, '')), 'B')
+SET context_tsv = setweight(to_tsvector('english', search_words(c.content)), 'A')
+               || setweight(to_tsvector('english',
+                                        search_words(coalesce(p.content, '') || ' ' || coalesce(n.content, ''))), 'B')
 FROM conversation_logs AS self
 LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
 LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1

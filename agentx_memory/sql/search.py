@@ -1,22 +1,23 @@
 """Retrieval queries on PostgreSQL: full-text and vector search over the user's turns and timeline.
 
-Every search filters by ``user_id`` (and, where it ranks turns or timeline rows, by channels and the time window)
-inside the statement. The turns' lexical leg is BM25 on PostgreSQL full text: the question's stemmed content words
-(``to_tsvector``, each quoted into a one-term query, so no user text is ever read as query syntax) are ORed to find
-the matching turns through the GIN index on ``context_tsv`` (the turn's own words, weight A, and its neighbours',
-weight B); each match is scored with BM25 from its counts of the question's terms in that vector (a neighbour's word
-counts ``near``), its length (distinct words) against the scope's average, and each term's inverse document frequency
-over the scope's turns — statistics of the searched turns themselves, for every user, channel set and time window. The
-scope's turn count and mean length (:data:`TURN_STATS`, a read of every turn of the scope) are kept per scope for a
-minute by :class:`TurnStatsCache`, and dropped when this process writes, archives or forgets that user's turns; the
-term counts and document frequencies are always read live, and the count used is never below the live number of
-matching turns, so an inverse document frequency never turns negative. The same statements score each turn's
+Every search filters by ``user_id`` (and, where it ranks turns or timeline rows, by channels and the time window) inside
+the statement. The turns' lexical leg is BM25 on PostgreSQL full text: the question's stemmed content words
+(``to_tsvector``, each quoted into a one-term query, so no user text is ever read as query syntax; the text first goes
+through the schema's ``search_words()``, as the turns' text did, so "maxima/minima" and "socket.io" are two words each)
+are ORed to find the matching turns through the GIN index on ``context_tsv`` (the turn's own words, weight A, and its
+neighbours', weight B); each match is scored with BM25 from its counts of the question's terms in that vector (a
+neighbour's word counts ``near``), its length (distinct words) against the scope's average, and each term's inverse
+document frequency over the scope's turns — statistics of the searched turns themselves, for every user, channel set and
+time window. The scope's turn count and mean length (:data:`TURN_STATS`, a read of every turn of the scope) are kept per
+scope for a minute by :class:`TurnStatsCache`, and dropped when this process writes, archives or forgets that user's
+turns; the term counts and document frequencies are always read live, and the count used is never below the live number
+of matching turns, so an inverse document frequency never turns negative. The same statements score each turn's
 ``phrase``: the share of the question's consecutive word pairs (phrase queries at the question's spacing, weighted by
 their words' inverse document frequencies) that the turn's own words say, since BM25 ignores word order. Facts and
-entities in ``memory_timeline`` keep ``ts_rank``. The vector leg is pgvector cosine distance: an exact scan of the
-user's rows while they are few (tenant-correct by construction), and the HNSW index with iterative scans
-(``hnsw.iterative_scan = relaxed_order``) for users with more rows than ``retrieval.exact_scan_max_vectors``, so a
-user filter never starves the result.
+entities in ``memory_timeline`` keep ``ts_rank`` (over the same ``search_words()``). The vector leg is pgvector cosine
+distance: an exact scan of the user's rows while they are few (tenant-correct by construction), and the HNSW index with
+iterative scans (``hnsw.iterative_scan = relaxed_order``) for users with more rows than
+``retrieval.exact_scan_max_vectors``, so a user filter never starves the result.
 
 Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
 choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
@@ -61,8 +62,11 @@ STATS_TTL: Final = 60.0
 _SEEN_T: Final = seen_by_agent("t")
 _SEEN_C: Final = seen_by_agent("c")
 
-#: The OR-tsquery of a question's content words (stemmed, stopwords out).
-OR_QUERY: Final[LiteralString] = "to_tsquery('english', replace(plainto_tsquery('english', %(text)s)::text, '&', '|'))"
+#: The OR-tsquery of a question's content words (stemmed, stopwords out; ``search_words()``: paths and dotted names
+#: split, as in the stored turns and summaries).
+OR_QUERY: Final[LiteralString] = (
+    "to_tsquery('english', replace(plainto_tsquery('english', search_words(%(text)s))::text, '&', '|'))"
+)
 
 
 def _columns(alias: str) -> str:
@@ -90,7 +94,8 @@ def _quoted_lexeme(lexeme: str) -> str:
 _TERMS: Final[str] = f"""
 terms AS (
   SELECT lexeme
-  FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', %(text)s)) END) AS lexeme),
+  FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', search_words(%(text)s))) END)
+       AS lexeme),
 q AS (SELECT string_agg({_quoted_lexeme("lexeme")}, ' | ')::tsquery AS query FROM terms)"""
 
 
@@ -100,7 +105,7 @@ q AS (SELECT string_agg({_quoted_lexeme("lexeme")}, ' | ')::tsquery AS query FRO
 _PHRASES: Final[str] = f"""
 qpos AS (
   SELECT v.lexeme, p.pos
-  FROM unnest(CASE WHEN %(lexical)s THEN to_tsvector('english', %(text)s) END) AS v
+  FROM unnest(CASE WHEN %(lexical)s THEN to_tsvector('english', search_words(%(text)s)) END) AS v
   CROSS JOIN LATERAL unnest(v.positions) AS p(pos)),
 pairs AS (
   SELECT a, b, d FROM (

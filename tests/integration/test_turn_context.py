@@ -13,8 +13,8 @@ SELECT c.turn_index FROM conversation_logs c
 LEFT JOIN conversation_logs p ON p.conversation_id = c.conversation_id AND p.turn_index = c.turn_index - 1
 LEFT JOIN conversation_logs n ON n.conversation_id = c.conversation_id AND n.turn_index = c.turn_index + 1
 WHERE c.conversation_id = %s AND c.context_tsv IS DISTINCT FROM
-      setweight(to_tsvector('english', c.content), 'A')
-      || setweight(to_tsvector('english', coalesce(p.content, '') || ' ' || coalesce(n.content, '')), 'B')
+      setweight(to_tsvector('english', search_words(c.content)), 'A')
+      || setweight(to_tsvector('english', search_words(coalesce(p.content, '') || ' ' || coalesce(n.content, ''))), 'B')
 ORDER BY c.turn_index
 """
 
