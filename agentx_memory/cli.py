@@ -252,10 +252,13 @@ def _bench_output_args(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def _variant_args(parser: argparse.ArgumentParser) -> None:
-    """``--variant``: extra named runs of the engine with recall overrides, on the same ingest."""
+    """``--variant``: extra named runs of the engine with recall overrides, on the same ingest; ``--dump``: what each
+    run returned for each question, in the JSON, to compare runs question by question."""
     parser.add_argument("--variant", type=_variant, action="append", default=[], metavar="NAME:key=value,...",
                         help="also run the engine with these recall settings (or retrieval.<setting> values) under "
                              "NAME (repeatable), e.g. 'no vector:vector_weight=0'")
+    parser.add_argument("--dump", action="store_true",
+                        help="also write each question with the ids every method returned (per_question in the JSON)")
 
 
 def _bench_args(parser: argparse.ArgumentParser) -> None:
@@ -342,7 +345,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
                                             limit_samples=args.samples, limit_questions=args.questions,
                                             ablations=not args.no_ablations, variants=dict(args.variant),
                                             extract=args.extract, observations=args.observations,
-                                            progress=_console().print))
+                                            dump=args.dump, progress=_console().print))
         finally:
             if not args.keep:
                 _run(_reset_namespace(settings))
@@ -359,7 +362,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         settings = beam_settings(_bench_settings(settings, "bench_beam"), Path(args.cache), args.embedding)
         beam_report = run_in_namespace(settings, args.keep, run_beam(
             settings, data, out_dir=Path(args.out), chats=args.chats, limit_questions=args.limit,
-            ablations=args.ablations, variants=dict(args.variant), progress=_console().print))
+            ablations=args.ablations, variants=dict(args.variant), dump=args.dump, progress=_console().print))
         print(beam_markdown(beam_report))
         _console().print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
     elif args.bench == "serve":

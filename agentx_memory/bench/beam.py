@@ -228,10 +228,13 @@ class _Scores:
 
     rows: list[tuple[str, str, dict[int, float]]] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    #: Per question, in the order scored: the message ids returned (``--dump`` writes them).
+    returned: list[list[int | None]] = field(default_factory=list)
 
     def add(self, chat: str, q: BeamQuestion, returned: Sequence[int | None]) -> None:
         """Score one question's returned message ids (best first)."""
         self.rows.append((chat, q.ability, {k: recall_at(q.evidence, returned, k) for k in KS}))
+        self.returned.append(list(returned))
 
     def _mean(self, chat: str | None = None, ability: str | None = None) -> dict[str, Any]:
         picked = [r for c, a, r in self.rows if chat in (None, c) and ability in (None, a)]
@@ -256,11 +259,12 @@ class _Scores:
 
 async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequence[int] | None = None,
                    limit_questions: int | None = None, ablations: bool = False,
-                   variants: Mapping[str, dict[str, Any]] | None = None,
+                   variants: Mapping[str, dict[str, Any]] | None = None, dump: bool = False,
                    progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest the chats, ask their questions, score; write beam.json, beam.md and beam.png into ``out_dir``; return
-    the report; ``variants`` are extra engine runs by name, each with its recall overrides. ``settings`` should name
-    a namespace of the benchmark's own (the CLI drops it before and after)."""
+    the report; ``variants`` are extra engine runs by name, each with its recall overrides. ``dump`` adds every
+    question with what each method returned (``per_question``), for paired comparisons of methods. ``settings``
+    should name a namespace of the benchmark's own (the CLI drops it before and after)."""
     bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     loaded = load_beam(data, chats)
     longest = max(len(t.content.encode()) for c in loaded for t in c.turns)
@@ -329,6 +333,11 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
                    "embedding_cache": settings.embedding.cache_path or None},
         "methods": {name: results[name].summary() for name in [ENGINE, BM25, VECTOR, *results] if name in results},
     }
+    if dump:  # every method scored the questions in this order
+        report["per_question"] = [
+            {"chat": chat.chat_id, "ability": q.ability, "question": q.question, "evidence": q.evidence,
+             "returned": {name: scores.returned[i] for name, scores in results.items()}}
+            for i, (chat, q) in enumerate(questions)]
     write_report(report, out_dir, "beam", markdown_report, KS, "BEAM evidence recall (turn level)")
     return report
 

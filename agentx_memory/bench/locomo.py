@@ -132,8 +132,12 @@ class _Scores:
     per_cat_hit: dict[tuple[int, int], list[float]] = field(default_factory=lambda: defaultdict(list))
     per_sample: dict[tuple[int, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     latencies_ms: list[float] = field(default_factory=list)
+    #: Per question, in the order scored: the dia_ids returned for the largest K (``--dump`` writes them).
+    returned: list[list[str | None]] = field(default_factory=list)
 
     def add(self, k: int, sample: str, category: int, evidence: Sequence[str], returned: Sequence[str | None]) -> None:
+        if k == max(KS):
+            self.returned.append(list(returned[:k]))
         found = len(set(evidence) & set(returned[:k]))
         recall = found / len(set(evidence))
         self.per_sample[(k, sample)].append(recall)
@@ -249,13 +253,15 @@ async def _learn_observations(memory: AsyncAgentMemory, samples: list[LocomoSamp
 async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_samples: int | None = None,
                      limit_questions: int | None = None, ablations: bool = True,
                      variants: Mapping[str, dict[str, Any]] | None = None, extract: bool = False,
-                     observations: bool = False, progress: Callable[[str], None] = print) -> dict[str, Any]:
+                     observations: bool = False, dump: bool = False,
+                     progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest, query, score; write JSON, Markdown and a PNG plot into ``out_dir``; return the results. ``variants``:
     extra engine runs by name, each with its recall overrides. ``extract``: also extract every conversation
     (``extraction.extractor``); ``observations``: also learn LoCoMo's own session observations as facts (each
     derived from the turn it cites). With either, the engine runs once more with facts on (a recalled fact lends to
     the turn it came from: :data:`WITH_FACTS`), and every variant runs with facts only (named ``"<variant> +
-    facts"``)."""
+    facts"``). ``dump`` adds every question with what each method returned for the largest K (``per_question``),
+    for paired comparisons of methods."""
     bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     samples = load_locomo(data)[:limit_samples]
     memory = await AsyncAgentMemory.open(settings)
@@ -323,6 +329,11 @@ async def run_locomo(settings: Settings, data: Path, *, out_dir: Path, limit_sam
         **({"extraction": extraction} if extraction else {}),
         "methods": {name: scores.summary() for name, scores in results.items()},
     }
+    if dump:  # every method scored the questions in this order
+        report["per_question"] = [
+            {"sample": sample.sample_id, "category": q["category"], "question": q["question"],
+             "evidence": q["evidence"], "returned": {name: scores.returned[i] for name, scores in results.items()}}
+            for i, (sample, q) in enumerate(questions)]
     write_report(report, out_dir, "locomo", markdown_report, KS, "LoCoMo evidence recall")
     return report
 

@@ -114,6 +114,7 @@ def test_beam_benchmark_smoke(settings, tmp_path, caplog):
         assert m["across_chats"]["R@10"]["mean"] == m["per_chat"]["1"]["R@10"] == m["overall"]["R@10"]
         assert m["per_ability"]["summarization"]["R@5"] <= 5 / 6 + 1e-4, name  # 6 evidence ids, 5 slots
     assert set(report["methods"]["agentx (full)"]["latency_ms"]) == {"p50", "p95"}
+    assert "per_question" not in report  # only with dump
 
     bm25 = report["methods"]["baseline: BM25 (rank-bm25)"]
     # Each of the first two questions shares words only with its evidence (sourdough/crock; Brompton):
@@ -182,3 +183,20 @@ def test_a_variant_sets_retrieval_settings_for_its_run_only(memory):
     assert retrieval.max_per_conversation == cap
     with engine_variant(memory.core, None) as override:
         assert override is None
+
+
+def test_dump_writes_what_each_method_returned_for_each_question(settings, tmp_path):
+    """``dump`` (``--dump``): every question with the ids each method returned, from which its figures follow."""
+    out = tmp_path / "out"
+    report = asyncio.run(run_beam(settings(), _write(tmp_path / "data"), out_dir=out, dump=True,
+                                  variants={"no vector": {"vector_weight": 0.0}}, progress=lambda _: None))
+    rows = report["per_question"]
+    assert [(r["chat"], r["question"]) for r in rows[:3]] == [
+        ("1", "Where is my sourdough crock kept?"), ("1", "Do I ride a Brompton?"),
+        ("1", "Summarize the advice you gave me.")]
+    assert rows[1]["evidence"] == [2, 8] and [r["chat"] for r in rows[3:]] == ["2"] * 3
+    for name, m in report["methods"].items():
+        for k in (5, 10, 20, 50):
+            mean = sum(recall_at(r["evidence"], r["returned"][name], k) for r in rows) / len(rows)
+            assert round(mean, 4) == m["overall"][f"R@{k}"], (name, k)
+    assert json.loads((out / "beam.json").read_text())["per_question"] == rows

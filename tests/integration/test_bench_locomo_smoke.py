@@ -49,12 +49,18 @@ def test_locomo_benchmark_smoke(settings, backend, tmp_path):
     env = cli_env(s)
     result = subprocess.run(
         [sys.executable, "-m", "agentx_memory.cli", "bench", "locomo", "--data", str(data), "--out", str(out),
-         "--cache", str(tmp_path / "cache"), *(["--wipe-neo4j"] if backend == "neo4j" else [])],
+         "--cache", str(tmp_path / "cache"), "--dump", *(["--wipe-neo4j"] if backend == "neo4j" else [])],
         env=env, capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2],
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((out / "locomo.json").read_text())
     assert report["turns"] == 5
+    # --dump: each question with what every method returned at K = 50, from which R@50 follows
+    rows = report["per_question"]
+    assert len(rows) == 3 and all(set(r["returned"]) == set(report["methods"]) for r in rows)
+    for name, m in report["methods"].items():
+        mean = sum(len(set(r["evidence"]) & set(r["returned"][name])) / len(set(r["evidence"])) for r in rows) / 3
+        assert round(mean, 4) == m["overall"]["R@50"], name
     full = report["methods"]["agentx (full)"]
     assert full["questions"] == 3  # category 5 is left out
     assert set(full["overall"]) == {"R@5", "R@10", "R@20", "R@50"}
