@@ -78,16 +78,15 @@ NEXT_INDEX: Final[LiteralString] = (
     "SELECT coalesce(max(turn_index) + 1, 0) AS next FROM conversation_logs WHERE conversation_id = %s"
 )
 
-#: A turn with its full-text context (its own words, weight A; its neighbours' words, weight B) computed from the
-#: neighbours' contents it is given, so that no statement rewrites the row it just wrote: a second version of a turn
-#: goes into every index of the table again, the HNSW graph of its vector among them.
+#: A turn with its full-text context (``turn_context_tsv``, migration 0021: its own words, weight A; its neighbours'
+#: words, weight B) computed from the neighbours' contents it is given, so that no statement rewrites the row it just
+#: wrote: a second version of a turn goes into every index of the table again, the HNSW graph of its vector among them.
 INSERT_TURN: Final[LiteralString] = (
     "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, timestamp, role, content,"
     " content_hash, token_count, model, channel, metadata, embedding, agent_id, scope, context_tsv)"
     " VALUES (%(turn_id)s, %(user_id)s, %(conversation_id)s, %(turn_index)s, %(timestamp)s, %(role)s, %(content)s,"
     " %(content_hash)s, %(token_count)s, %(model)s, %(channel)s, %(metadata)s, %(embedding)s, %(agent_id)s,"
-    " %(scope)s, setweight(to_tsvector('english', search_words(%(content)s)), 'A') || setweight(to_tsvector('english',"
-    " search_words(coalesce(%(before)s, '') || ' ' || coalesce(%(after)s, ''))), 'B'))"
+    " %(scope)s, turn_context_tsv(%(content)s, %(before)s, %(after)s))"
     " ON CONFLICT DO NOTHING RETURNING turn_id, metadata"
 )
 
@@ -176,9 +175,7 @@ SET_ARCHIVED: Final[LiteralString] = (
 #: stored turns next to a batch's new ones).
 UPDATE_CONTEXT_TSV: Final[LiteralString] = """
 UPDATE conversation_logs AS c
-SET context_tsv = setweight(to_tsvector('english', search_words(c.content)), 'A')
-               || setweight(to_tsvector('english',
-                                        search_words(coalesce(p.content, '') || ' ' || coalesce(n.content, ''))), 'B')
+SET context_tsv = turn_context_tsv(c.content, p.content, n.content)
 FROM conversation_logs AS self
 LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
 LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1

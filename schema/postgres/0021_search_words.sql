@@ -10,11 +10,17 @@ CREATE OR REPLACE FUNCTION search_words(text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN regexp_replace(translate($1, '/', ' '), '([[:alnum:]])\.(?=[[:alnum:]])', '\1 ', 'g');
 
--- Every stored turn re-indexed with it: its own words and its neighbours' (as 0002 computed them) ...
+-- A turn's full-text context from its content and its neighbours' (either may be NULL): its own words with weight A,
+-- theirs with weight B. The one definition the insert, the recompute of a batch's stored neighbours
+-- (sql/conversation_log.py) and the re-index below share.
+CREATE OR REPLACE FUNCTION turn_context_tsv(own text, before text, after text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN setweight(to_tsvector('english', search_words(own)), 'A')
+        || setweight(to_tsvector('english', search_words(coalesce(before, '') || ' ' || coalesce(after, ''))), 'B');
+
+-- Every stored turn re-indexed with it (its neighbours as 0002 found them) ...
 UPDATE conversation_logs AS c
-SET context_tsv = setweight(to_tsvector('english', search_words(c.content)), 'A')
-               || setweight(to_tsvector('english',
-                                        search_words(coalesce(p.content, '') || ' ' || coalesce(n.content, ''))), 'B')
+SET context_tsv = turn_context_tsv(c.content, p.content, n.content)
 FROM conversation_logs AS self
 LEFT JOIN conversation_logs AS p ON p.conversation_id = self.conversation_id AND p.turn_index = self.turn_index - 1
 LEFT JOIN conversation_logs AS n ON n.conversation_id = self.conversation_id AND n.turn_index = self.turn_index + 1
