@@ -176,6 +176,17 @@ def _count(text: str) -> int:
     return value
 
 
+def _share(text: str) -> float:
+    """An argparse type: a number above 0 and at most 1 (``0.25``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 1, got {value}")
+    return value
+
+
 def _sizes(text: str) -> list[int]:
     """An argparse type: comma-separated counts (``10000,100000``)."""
     return [_count(part.strip()) for part in text.split(",")]
@@ -280,6 +291,9 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
                       help="BEAM folder with chats/<n>/ (default: ../shared/data/beam-dev if it exists)")
     beam.add_argument("--chats", type=_sizes, default=None, help="comma-separated chat numbers (default: all)")
     beam.add_argument("--limit", type=_count, default=None, help="only the first N questions with evidence per chat")
+    beam.add_argument("--prefix", type=_share, default=None, metavar="SHARE",
+                      help="cut each chat to this share of its messages (e.g. 0.25), asked from its last kept message "
+                           "with the questions whose evidence lies there: shorter chats of the same kind")
     beam.add_argument("--embedding", default=None,
                       help="embedding model, e.g. local:minilm (default: the configured one, local:minilm)")
     beam.add_argument("--ablations", action="store_true", help="also the RecallLayer with each technique off")
@@ -362,7 +376,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         settings = beam_settings(_bench_settings(settings, "bench_beam"), Path(args.cache), args.embedding)
         beam_report = run_in_namespace(settings, args.keep, run_beam(
             settings, data, out_dir=Path(args.out), chats=args.chats, limit_questions=args.limit,
-            ablations=args.ablations, variants=dict(args.variant), dump=args.dump, progress=_console().print))
+            ablations=args.ablations, variants=dict(args.variant), dump=args.dump, prefix=args.prefix,
+            progress=_console().print))
         print(beam_markdown(beam_report))
         _console().print(f"written: {Path(args.out) / 'beam.json'}, .md, .png")
     elif args.bench == "serve":

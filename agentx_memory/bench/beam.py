@@ -17,6 +17,11 @@ the mean and spread across chats; ingest wall time and messages/s; ``remember()`
 BEAM messages are long (1.8 KB on average; the longest dev message is 107 KB) and are stored whole under the engine's
 default ``limits.max_turn_bytes`` (1 MiB); should a message be longer, :func:`run_beam` raises the limit of the
 benchmark's own settings to it. The report says which limits were used.
+
+Shorter chats of the same kind (``prefix``, ``bench beam --prefix 0.25``): each chat cut to its first share of messages
+(:func:`cut_chat`), asked from its last kept message, with only the questions whose evidence all lies in it. BEAM's
+held-out 128K track has chats about a quarter as long as the dev set's 500K ones; the cut shows whether a figure holds
+at that length.
 """
 
 from __future__ import annotations
@@ -52,8 +57,8 @@ from .locomo import ABLATIONS
 from .progress import progress_bar, track
 
 __all__ = ["ABILITIES", "BEAM_ABLATIONS", "DEFAULT_DATA", "KS", "TOP_K", "BeamChat", "BeamQuestion",
-           "beam_data", "beam_settings", "flatten_evidence", "load_beam", "markdown_report", "recall_at", "run_beam",
-           "strip_marker"]
+           "beam_data", "beam_settings", "cut_chat", "flatten_evidence", "load_beam", "markdown_report", "recall_at",
+           "run_beam", "strip_marker"]
 
 #: The ten BEAM abilities, in the report's order; ``abstention`` has no evidence (left out of recall).
 ABILITIES = ("information_extraction", "knowledge_update", "temporal_reasoning", "contradiction_resolution",
@@ -91,6 +96,7 @@ class BeamChat:
     questions: list[BeamQuestion]
     reference_time: datetime
     left_out: dict[str, int] = field(default_factory=dict)  # questions per ability without evidence (abstention, …)
+    cut_off: int = 0  # questions left out because their evidence lies beyond a cut (cut_chat)
 
 
 def strip_marker(text: str) -> str:
@@ -194,6 +200,28 @@ def load_beam(data: Path, chats: Sequence[int] | None = None) -> list[BeamChat]:
     return out
 
 
+def cut_chat(chat: BeamChat, fraction: float) -> BeamChat:
+    """The chat's first ``fraction`` of messages (at least one), asked from the last of them, with only the questions
+    whose evidence all lies there (the others are counted in ``cut_off``): a shorter chat of the same kind.
+
+    ``fraction`` must be a number above 0 and at most 1 (:class:`~agentx_memory.errors.ValidationError` for the field
+    ``prefix`` otherwise)."""
+    _check_prefix(fraction)
+    turns = chat.turns[:max(1, int(len(chat.turns) * fraction))]
+    kept = {t.metadata["msg_id"] for t in turns}
+    questions = [q for q in chat.questions if all(e in kept for e in q.evidence)]
+    return BeamChat(chat.chat_id, chat.user_id, turns, questions, max(t.timestamp for t in turns),
+                    dict(chat.left_out), chat.cut_off + len(chat.questions) - len(questions))
+
+
+def _check_prefix(fraction: float) -> float:
+    """``fraction`` when it is a number above 0 and at most 1, else a ValidationError for the field ``prefix``."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise ValidationError("prefix", f"must be a share of each chat's messages above 0 and at most 1, "
+                                        f"got {fraction!r}")
+    return float(fraction)
+
+
 def beam_data(data: str | None, chats: Sequence[int] | None = None) -> Path:
     """The BEAM folder ``bench beam`` reads: ``data``, else the first of :data:`DEFAULT_DATA` that exists; checked
     (every chat asked for loads) before any store is touched. A ValidationError naming ``--data`` otherwise."""
@@ -260,13 +288,18 @@ class _Scores:
 async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequence[int] | None = None,
                    limit_questions: int | None = None, ablations: bool = False,
                    variants: Mapping[str, dict[str, Any]] | None = None, dump: bool = False,
-                   progress: Callable[[str], None] = print) -> dict[str, Any]:
+                   prefix: float | None = None, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Ingest the chats, ask their questions, score; write beam.json, beam.md and beam.png into ``out_dir``; return
     the report; ``variants`` are extra engine runs by name, each with its recall overrides. ``dump`` adds every
-    question with what each method returned (``per_question``), for paired comparisons of methods. ``settings``
-    should name a namespace of the benchmark's own (the CLI drops it before and after)."""
+    question with what each method returned (``per_question``), for paired comparisons of methods. ``prefix`` cuts
+    every chat to that share of its messages first (:func:`cut_chat`). ``settings`` should name a namespace of the
+    benchmark's own (the CLI drops it before and after)."""
+    if prefix is not None:
+        _check_prefix(prefix)
     bm25_okapi()  # the bench extra is missing: say so before anything is ingested
     loaded = load_beam(data, chats)
+    if prefix is not None:
+        loaded = [cut_chat(chat, prefix) for chat in loaded]
     longest = max(len(t.content.encode()) for c in loaded for t in c.turns)
     turn_limit = max(settings.limits.max_turn_bytes, longest)
     value_limit = settings.working.max_value_bytes
@@ -323,11 +356,13 @@ async def run_beam(settings: Settings, data: Path, *, out_dir: Path, chats: Sequ
         "max_turn_bytes": turn_limit,
         "working_max_value_bytes": value_limit,
         "chats": [c.chat_id for c in loaded],
+        "prefix": prefix,
         "messages": messages,
         "longest_message_bytes": longest,
         "questions": sum(len(c.questions[:limit_questions]) for c in loaded),
         "left_out": {a: sum(c.left_out.get(a, 0) for c in loaded) for a in ABILITIES
                      if any(c.left_out.get(a) for c in loaded)},
+        "cut_off": sum(c.cut_off for c in loaded),
         "ingest": {"seconds": round(ingest_seconds, 2), "messages_per_second": round(messages / ingest_seconds, 1),
                    "per_chat_seconds": {c: round(s, 2) for c, s in ingest.items()},
                    "embedding_cache": settings.embedding.cache_path or None},
@@ -350,6 +385,8 @@ def markdown_report(report: dict[str, Any]) -> str:
     """The results as Markdown: overall per method, per ability, per chat (with the spread across chats), ingest."""
     ing = report["ingest"]
     left = ", ".join(f"{a} {n}" for a, n in report["left_out"].items()) or "none"
+    if report.get("prefix") is not None:
+        left += f"; each chat cut to its first {report['prefix']:g} of messages, {report['cut_off']} questions beyond"
     lines = [
         f"BEAM evidence recall (turn level) — chats {', '.join(report['chats'])}: {report['messages']} messages, "
         f"{report['questions']} questions with evidence (left out: {left}); embedding `{report['embedding_model']}`, "

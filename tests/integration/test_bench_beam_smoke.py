@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agentx_memory.bench.beam import flatten_evidence, load_beam, recall_at, run_beam, strip_marker
+from agentx_memory.bench.beam import cut_chat, flatten_evidence, load_beam, recall_at, run_beam, strip_marker
 from agentx_memory.bench.common import engine_variant
 from agentx_memory.errors import ValidationError
 from agentx_memory.memory import AsyncAgentMemory
@@ -90,6 +90,21 @@ def test_loading_follows_the_protocol(tmp_path):
         load_beam(tmp_path, [3])
 
 
+def test_a_cut_chat_keeps_its_first_messages_and_the_questions_they_answer(tmp_path):
+    [chat] = load_beam(_write(tmp_path), [1])
+    half = cut_chat(chat, 0.5)
+    assert [t.metadata["msg_id"] for t in half.turns] == [0, 1, 2, 3, 4]
+    assert [q.evidence for q in half.questions] == [[0, 4]]  # [2, 8] and [1, 3, 5, 7, 9] reach beyond message 4
+    assert half.cut_off == 2 and half.left_out == chat.left_out
+    assert half.reference_time == half.turns[-1].timestamp == datetime(2024, 2, 10, tzinfo=UTC)  # asked from there
+    assert [t.metadata["msg_id"] for t in cut_chat(chat, 0.01).turns] == [0]  # at least one message
+    whole = cut_chat(chat, 1)
+    assert whole.turns == chat.turns and whole.questions == chat.questions and whole.cut_off == 0
+    for bad in (0, -0.5, 1.5, True, "0.5", float("nan")):
+        with pytest.raises(ValidationError, match="prefix"):
+            cut_chat(chat, bad)
+
+
 def test_beam_benchmark_smoke(settings, tmp_path, caplog):
     s = settings()
     out = tmp_path / "results"
@@ -154,6 +169,8 @@ def test_bench_beam_cli(settings, backend, tmp_path):
     rejected = cli("--chats", "1,7")  # fails before any store is touched
     assert rejected.returncode == 2, rejected.stdout + rejected.stderr
     assert "--data" in rejected.stdout + rejected.stderr and "no chat 7" in rejected.stdout + rejected.stderr
+    rejected = cli("--prefix", "1.5")
+    assert rejected.returncode == 2 and "--prefix" in rejected.stderr and "at most 1" in rejected.stderr
     assert not out.exists()
 
     result = cli("--chats", "2", "--limit", "1", "--embedding", s.embedding.model)
@@ -163,6 +180,22 @@ def test_bench_beam_cli(settings, backend, tmp_path):
     assert report["methods"]["agentx (full)"]["per_ability"]["information_extraction"]["n"] == 1
     assert "cache update failed" not in result.stderr
     assert "BEAM evidence recall" in result.stdout and (tmp_path / "cache" / "embeddings.sqlite").exists()
+
+
+def test_prefix_asks_shorter_chats(settings, tmp_path):
+    """``prefix`` (``--prefix``): every chat cut to that share of its messages, only the questions they answer."""
+    report = asyncio.run(run_beam(settings(), _write(tmp_path / "data"), out_dir=tmp_path / "out", prefix=0.5,
+                                  progress=lambda _: None))
+    assert report["prefix"] == 0.5 and report["messages"] == 10 and report["questions"] == 2
+    assert report["cut_off"] == 4 and report["left_out"] == {"knowledge_update": 2, "abstention": 2}
+    bm25 = report["methods"]["baseline: BM25 (rank-bm25)"]
+    assert bm25["per_ability"] == {"information_extraction": {"R@5": 1.0, "R@10": 1.0, "R@20": 1.0, "R@50": 1.0,
+                                                              "n": 2}}
+    assert "cut to its first 0.5 of messages, 4 questions beyond" in (tmp_path / "out" / "beam.md").read_text()
+    with pytest.raises(ValidationError, match="prefix"):
+        asyncio.run(run_beam(settings(), tmp_path / "data", out_dir=tmp_path / "out2", prefix=0,
+                             progress=lambda _: None))
+    assert not (tmp_path / "out2").exists()
 
 
 def test_beam_variants_run_on_the_same_ingest(settings, tmp_path):
