@@ -356,8 +356,8 @@ class RecallSettings(_Section):
         0.75, ge=0, le=1, description="BM25 b of the turns' lexical leg: 0 ignores a turn's length, 1 fully normalizes"
     )
     lexical_near_weight: float = Field(
-        0.3, ge=0, le=10, description="how much a word of a neighbouring turn counts in a turn's lexical match "
-        "(its own words count 1)",
+        0.25, ge=0, le=10, description="how much a word of a neighbouring turn counts in a turn's lexical match "
+        "(its own words count 1; 0.25 over 0.3 in 17 of 17 leave-one-conversation-out folds over both dev sets)",
     )
     lexical_near_length: bool = Field(
         True, description="count the words a turn's lexical match takes from its neighbours in its BM25 length too, at "

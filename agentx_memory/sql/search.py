@@ -315,7 +315,7 @@ class Bm25:
 
     k1: float = 1.2
     b: float = 0.75
-    near: float = 0.3
+    near: float = 0.25
     near_length: bool = True
 
     def params(self) -> dict[str, float | bool]:
