@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
+from ..settings import RecallSettings
 from .conversation_log import SEEN_BY_AGENT, TURN_COLUMNS, seen_by_agent
 from .postgres import PostgresStore
 
@@ -311,12 +312,13 @@ WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 class Bm25:
     """The BM25 parameters of the turns' lexical leg: ``k1`` (term-frequency saturation), ``b`` (length
     normalization, 0 to 1), ``near`` (how much a word of a neighbouring turn counts; the turn's own count 1) and
-    ``near_length`` (whether those words count in the turn's length at the same weight)."""
+    ``near_length`` (whether those words count in the turn's length at the same weight). The defaults are the recall
+    settings' own (``lexical_k1``, ``lexical_b``, ``lexical_near_weight``, ``lexical_near_length``)."""
 
-    k1: float = 1.2
-    b: float = 0.75
-    near: float = 0.25
-    near_length: bool = True
+    k1: float = RecallSettings.model_fields["lexical_k1"].default
+    b: float = RecallSettings.model_fields["lexical_b"].default
+    near: float = RecallSettings.model_fields["lexical_near_weight"].default
+    near_length: bool = RecallSettings.model_fields["lexical_near_length"].default
 
     def params(self) -> dict[str, float | bool]:
         """The parameters as statement parameters."""
