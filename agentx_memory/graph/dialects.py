@@ -83,11 +83,14 @@ class Neo4jDialect(Dialect):
     def vector_search(self, label: str, k: str, vector: str) -> str:
         # The index finds the candidates; the similarity is computed exactly. (Neo4j 5.23+ quantizes vector indexes
         # by default: scores were then 0.89 for an identical 8-d vector and the top 3 of 10 wrong, so the schema
-        # turns quantization off, and the exact score also keeps both backends' rankings identical.)
-        return (
-            f"CALL db.index.vector.queryNodes('{index_name(label, (), 'vector')}', {k}, {vector}) "
-            f"YIELD node WITH node, {self.cosine('node.embedding', vector)} AS similarity"
-        )
+        # turns quantization off, and the exact score also keeps both backends' rankings identical.) Where SEARCH
+        # exists the procedure is deprecated (a warning logged per call), so the clause asks the index instead.
+        similarity = f"WITH node, {self.cosine('node.embedding', vector)} AS similarity"
+        if self.search_clause:
+            return (f"MATCH (node:{label}) SEARCH node IN (VECTOR INDEX {index_name(label, (), 'vector')} "
+                    f"FOR {vector} LIMIT {k}) SCORE AS _index_score {similarity}")
+        return (f"CALL db.index.vector.queryNodes('{index_name(label, (), 'vector')}', {k}, {vector}) "
+                f"YIELD node {similarity}")
 
     def fulltext_search(self, label: str, query: str) -> str:
         return f"CALL db.index.fulltext.queryNodes('{index_name(label, (), 'fulltext')}', {query}) YIELD node, score"

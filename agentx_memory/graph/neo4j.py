@@ -194,7 +194,11 @@ class Neo4jGraphStore(GraphStore):
 
     async def read(self, query, params=None):
         await self._connect()
-        return await self._read_rendered(self.dialect.render(query), params)
+        # @tenant_match stays an exact scan here (read_vectors picks its route); a plain @vector_search asks the
+        # index through SEARCH where the server has it, not through the deprecated procedure.
+        dialect = self._search_dialect if self._search_dialect is not None and "@vector_search(" in query \
+            else self.dialect
+        return await self._read_rendered(dialect.render(query), params)
 
     @property
     def tenant_vector_index(self) -> bool:

@@ -184,11 +184,12 @@ class Dialect(ABC):
             return self.fulltext_search(label, query)
 
         rendered = _MARKER.sub(expand, template)
-        if self.statement_prefix and "@tenant_match(" in template:
+        if self.statement_prefix and ("@tenant_match(" in template or "@vector_search(" in template):
             rendered = self.statement_prefix + rendered
         return rendered
 
-    #: Text put before a statement that uses ``@tenant_match`` (a Cypher version clause where one is needed).
+    #: Text put before a statement that uses ``@tenant_match`` or ``@vector_search`` (a Cypher version clause where
+    #: the dialect renders them with syntax of a newer language version).
     statement_prefix: str = ""
 
     def tenant_match(self, label: str, var: str, vector: str) -> str:

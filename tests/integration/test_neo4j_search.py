@@ -105,6 +105,25 @@ def test_search_gives_the_exact_ranking_and_never_another_tenants_rows(with_stor
     with_store(body)
 
 
+def test_a_plain_vector_search_asks_the_index_through_search_without_a_deprecation(with_store, caplog):
+    """``@vector_search`` (every tenant's nearest: the scale bench's graph floor) used the procedure that Neo4j 2026
+    deprecates for SEARCH, and the driver logged a warning for every call."""
+
+    async def body(store):
+        vectors = _vectors(200, 5)
+        await _store_facts(store, "alice", vectors)
+        query = vectors[17]
+        with caplog.at_level("INFO", logger="neo4j"):
+            rows = await store.read("@vector_search(Fact, $k, $embedding) RETURN node.id AS id, similarity",
+                                    {"k": 5, "embedding": [float(x) for x in query]})
+        exact = np.argsort(-(vectors @ query))[:5]
+        assert [r["id"] for r in rows] == [f"alice-{i:04d}" for i in exact]
+        assert rows[0]["similarity"] == pytest.approx(1.0, abs=1e-5)
+        assert not [r for r in caplog.records if "deprecated" in r.getMessage()], caplog.text
+
+    with_store(body)
+
+
 def test_when_filters_leave_too_few_index_candidates_the_exact_scan_answers(with_store):
     async def body(store):
         # 9 of every 10 of alice's facts are superseded: the index's 40 nearest hold about 4 live ones

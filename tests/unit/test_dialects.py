@@ -253,6 +253,15 @@ def test_tenant_match_with_the_search_clause_filters_by_tenant_inside_the_index(
            "WITH [n.user_id, n.channel]" in ddl
 
 
+def test_vector_search_uses_the_search_clause_where_the_server_has_it():
+    template = "@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity"
+    assert Neo4jDialect(search_clause=True).render(template) == (
+        "CYPHER 25 MATCH (node:Turn) SEARCH node IN (VECTOR INDEX turn_embeddings FOR $embedding LIMIT $k) "
+        "SCORE AS _index_score WITH node, (2 * vector.similarity.cosine(node.embedding, $embedding) - 1) AS similarity "
+        "RETURN node.id AS id, similarity")
+    assert NEO4J.render(template).startswith("CALL db.index.vector.queryNodes('turn_embeddings', $k, $embedding)")
+
+
 @pytest.mark.parametrize("bad", ["@tenant_match(Conversation, c, v)", "@tenant_match(Fact, f x, v)"])
 def test_tenant_match_refuses_unknown_labels_and_odd_variables(bad):
     with pytest.raises(ValueError):

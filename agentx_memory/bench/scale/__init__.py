@@ -22,10 +22,10 @@ What one run does (``agentx-memory bench scale --max 100000``):
    default (hybrid + graph + temporal + the other rule-based techniques). Query vectors are embedded up front, so
    the embedder's cache answers; latency is reported with and without ``metrics.embed_ms``.
 6. **Read floors on the same store and the same query vectors**: one raw pgvector HNSW query and one query of the
-   graph backend's vector index (top 10, all users: FalkorDB ``db.idx.vector.queryNodes`` or Neo4j
-   ``db.index.vector.queryNodes``, through the graph port's ``@vector_search`` as the engine uses it), PostgreSQL full
-   text for the user, and an exact numpy cosine scan over all vectors and over the user's vectors. Ratios remember /
-   raw index and remember / exact scan.
+   graph backend's vector index (top 10, all users: FalkorDB ``db.idx.vector.queryNodes`` or Neo4j's ``SEARCH``
+   clause, ``db.index.vector.queryNodes`` before 2026.06, through the graph port's ``@vector_search`` as the engine
+   uses it), PostgreSQL full text for the user, and an exact numpy cosine scan over all vectors and over the user's
+   vectors. Ratios remember / raw index and remember / exact scan.
 7. RSS of each embedded server, of the graph server (on Neo4j: the process listening on the Bolt port, when it runs
    on this machine) and of this process, data-directory sizes and the benchmark namespace's size (on Neo4j: the
    database's store files, since the benchmark owns the whole database); growth of every latency per 10× of data.

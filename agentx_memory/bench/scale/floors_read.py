@@ -1,9 +1,9 @@
 """Read floors on the same store and the same query vectors as the timed ``remember()`` calls.
 
 One raw pgvector HNSW query and one query of the graph backend's vector index (top 10, all users: FalkorDB
-``db.idx.vector.queryNodes`` or Neo4j ``db.index.vector.queryNodes``, through the graph port's ``@vector_search`` as
-the engine uses it), PostgreSQL full text for the user, and an exact numpy cosine scan over all vectors and over the
-user's vectors. The orchestration divides ``remember()``'s latency by them.
+``db.idx.vector.queryNodes`` or Neo4j's ``SEARCH`` clause, ``db.index.vector.queryNodes`` before 2026.06, through the
+graph port's ``@vector_search`` as the engine uses it), PostgreSQL full text for the user, and an exact numpy cosine
+scan over all vectors and over the user's vectors. The orchestration divides ``remember()``'s latency by them.
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ async def read_floors(memory, corpus: Corpus, n_turns: int, user: str, queries: 
 
     async def graph_vector_index(v, question, channel):
         # The dialect renders @vector_search: FalkorDB db.idx.vector.queryNodes (similarity = 1 - score), Neo4j
-        # db.index.vector.queryNodes with the similarity of its 10 candidates recomputed exactly, as the engine does.
+        # SEARCH (the procedure before 2026.06) with the similarity of its 10 candidates recomputed exactly, as the
+        # engine does.
         return await graph.read(GRAPH_VECTOR_TOP_K, {"k": 10, "embedding": v.tolist()})
 
     def top10(matrix: np.ndarray, v: np.ndarray) -> np.ndarray:
