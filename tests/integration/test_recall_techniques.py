@@ -180,13 +180,15 @@ def test_a_question_in_the_first_person_ranks_the_users_own_turns_first(memory):
     for i, text in enumerate(["groceries: milk, eggs, bread", "call the plumber on Monday"]):
         store(memory, text, f"c-noise{i}")
     mine = "What error message did I mention when I tried to parse the PDF file?"
-    off = memory.remember(mine, top_k=2, reference_time=REF, recall={"speaker_weight": 0.0})
+    # the words alone (no vector leg, whose share moves with the default weights): the case the signal is for
+    words = {"vector_weight": 0.0}
+    off = memory.remember(mine, top_k=2, reference_time=REF, recall={**words, "speaker_weight": 0.0})
     assert off.turns[0].id == answer.id  # without the signal, the assistant's fuller match wins
-    bundle = memory.remember(mine, top_k=2, reference_time=REF)
+    bundle = memory.remember(mine, top_k=2, reference_time=REF, recall=words)
     assert [t.id for t in bundle.turns] == [said.id, answer.id]
     assert "speaker" in bundle.turns[0].signals and "speaker" not in bundle.turns[1].signals
     yours = memory.remember("What error message did you explain for the parse of the PDF file?", top_k=2,
-                            reference_time=REF)
+                            reference_time=REF, recall=words)
     assert yours.turns[0].id == answer.id and "speaker" in yours.turns[0].signals
 
 
