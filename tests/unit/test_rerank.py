@@ -20,7 +20,6 @@ from agentx_memory.settings import RecallSettings, RetrievalSettings
 
 REF = datetime(2024, 3, 20, 12, 0, tzinfo=UTC)
 # the weights these tests compute with (not the defaults, which are chosen by measurement and may move)
-#: Weights of the formula's examples, pinned: the expected figures below are computed with them, not the defaults.
 RECALL = RecallSettings(neighbour_weight=0.3, session_weight=0.3, lexical_weight=1.0, vector_weight=0.5)
 RETRIEVAL = RetrievalSettings(recency_weight=0.1)
 
