@@ -15,6 +15,7 @@ one at a time (ablation), so every gain is attributable.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -106,10 +107,17 @@ def _samples(data: Any) -> list[LocomoSample]:
                     metadata={"dia_id": t["dia_id"], "sample_id": sample_id, "speaker": t["speaker"]},
                 ))
             n += 1
-        questions = [q for q in raw["qa"] if q.get("category") in CATEGORIES and q.get("evidence")]
+        questions = [{**q, "evidence": _evidence_ids(q["evidence"])} for q in raw["qa"]
+                     if q.get("category") in CATEGORIES and q.get("evidence")]
         samples.append(LocomoSample(sample_id, turns, questions, last or datetime.now(UTC),
                                     _observations(raw.get("observation") or {})))
     return samples
+
+
+def _evidence_ids(raw: Sequence[str]) -> list[str]:
+    """A question's evidence dia_ids, one per entry: LoCoMo writes a few entries as several ids in one string
+    (``"D8:6; D9:17"``), which would match no turn and count as evidence never found."""
+    return [part for entry in raw for part in re.split(r"[;,\s]+", str(entry)) if part]
 
 
 def _observations(raw: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
