@@ -103,6 +103,18 @@ async def _schema_version(settings: Settings, dsn: str) -> int | None:
         await store.close()
 
 
+def _embedded_schema_version(stack: EmbeddedStack, db_schema: str) -> int | None:
+    """The schema version read by the embedded server's own psql (a few ms; psycopg's import alone took ~50 ms of
+    ``status``, issue 17); :class:`RuntimeServerError` when the server does not take the connection."""
+    from .errors import RuntimeServerError
+    from .sql.schema_version import VERSION_SCRIPT, version_from_script
+
+    printed = stack.run_postgres_script(VERSION_SCRIPT, {"schema": db_schema})
+    if printed is None:
+        raise RuntimeServerError("the embedded PostgreSQL did not take a connection to read the schema version")
+    return version_from_script(printed)
+
+
 def status_report(settings: Settings) -> dict[str, Any]:
     """Each embedded server's state, version, pid, socket and data size, and the schema version applied."""
     report: dict[str, Any] = {"home": str(settings.embedded.home.resolve()), "servers": {}, "schema_version": None}
@@ -110,9 +122,10 @@ def status_report(settings: Settings) -> dict[str, Any]:
         stack = _stack(settings)
         report["servers"] = stack.status()
         if report["servers"].get("postgres", {}).get("running"):
-            dsn = settings.postgres.dsn or stack.endpoints().postgres_dsn
             try:
-                report["schema_version"] = _run(_schema_version(settings, dsn))
+                report["schema_version"] = (
+                    _run(_schema_version(settings, settings.postgres.dsn)) if settings.postgres.dsn
+                    else _embedded_schema_version(stack, settings.postgres.db_schema))
             except AgentXMemoryError as exc:
                 report["schema_error"] = str(exc)
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from collections.abc import Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,11 @@ class EmbeddedStack:
                     sock_dir.rmdir()  # only succeeds when empty
             if errors:
                 raise RuntimeServerError("; ".join(errors))
+
+    def run_postgres_script(self, script: str, variables: Mapping[str, str] | None = None) -> str | None:
+        """Run a psql script on the embedded PostgreSQL's database (:meth:`.postgres.PostgresServer.run_script`):
+        what it printed, or None when the server does not take the connection."""
+        return self._postgres.run_script(script, variables=variables)
 
     def status(self) -> dict[str, Any]:
         """``{"falkordb": {...}, "postgres": {...}}``; each has ``running`` (bool), ``version`` (str|None), ``pid``,

@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from ..errors import EmbeddingDimensionMismatchError, StorageError
 from .errors import pg_errors, wrap_pg_error
+from .schema_version import MAX_VERSION, PRESENT
 
 __all__ = [
     "Connection", "Params", "PostgresStore", "Query", "drop_schema", "migrate", "pending_migrations", "schema_dir",
@@ -244,8 +245,8 @@ class PostgresStore:
 
     async def schema_version(self) -> int | None:
         """Highest applied migration version, or None when the schema is not migrated."""
-        exists = await self.fetch("SELECT to_regclass('schema_version') IS NOT NULL AS present")
+        exists = await self.fetch(PRESENT)
         if not exists[0]["present"]:
             return None
-        rows = await self.fetch("SELECT max(version) AS v FROM schema_version")
+        rows = await self.fetch(MAX_VERSION)
         return rows[0]["v"]

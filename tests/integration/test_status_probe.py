@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from agentx_memory.cli import _embedded_schema_version
+from agentx_memory.errors import RuntimeServerError
+from agentx_memory.runtime import EmbeddedStack
 from agentx_memory.runtime.resp import RespConnection, RespError, info_fields
+from agentx_memory.settings import load_settings
+from tests.integration.test_migrations import migration_versions
 from tests.unit.test_lazy_imports import RUN_CLI, loaded_after
 
 
@@ -23,9 +28,34 @@ def test_status_of_running_servers_reports_versions_without_redis_py(embedded_st
     assert falkordb["running"] is True and falkordb["state"] == "running"
     assert falkordb["version"] and falkordb["version"].count(".") == 2
     assert falkordb["redis_version"] and falkordb["redis_version"][0].isdigit()
-    # The same command in a fresh interpreter: the servers answer, and neither redis-py nor the engine is loaded.
+    # The same command in a fresh interpreter: the servers answer, and neither client library nor the engine is
+    # loaded (PostgreSQL's version and the schema version come from its own psql).
     assert loaded_after(RUN_CLI.format(argv=["status", "--json"]),
-                        ("redis", "falkordb", "agentx_memory.graph", "numpy"), home=embedded_home) == []
+                        ("redis", "falkordb", "psycopg", "psycopg_pool", "agentx_memory.graph", "numpy"),
+                        home=embedded_home) == []
+    postgres = stack.status()["postgres"]
+    assert postgres["running"] is True and postgres["version"] and postgres["version"][0].isdigit()
+
+
+def test_the_embedded_postgres_runs_a_script_with_its_own_psql(embedded_stack, tmp_path):
+    stack, _ = embedded_stack
+    assert stack.run_postgres_script("SELECT 1 + 1;") == "2\n"
+    # variables are quoted by psql: a value is never read as SQL
+    hostile = "x'); DROP TABLE schema_version; --"
+    assert stack.run_postgres_script("SELECT :'v' AS v, quote_ident(:'v') = :'q';",
+                                     {"v": hostile, "q": '"' + hostile + '"'}) == f"{hostile}|t\n"
+    with pytest.raises(RuntimeServerError, match=r"psql .* failed: .*no_such_table"):
+        stack.run_postgres_script("SELECT * FROM no_such_table;")
+    # a home without a server: nobody takes the connection
+    assert EmbeddedStack(load_settings(embedded={"home": tmp_path / "empty"}).embedded).run_postgres_script(
+        "SELECT 1;") is None
+
+
+def test_status_reads_the_schema_version_through_psql(embedded_stack, settings):
+    stack, _ = embedded_stack
+    migrated = settings()  # a namespace the fixture migrated
+    assert _embedded_schema_version(stack, migrated.postgres.db_schema) == max(migration_versions())
+    assert _embedded_schema_version(stack, "no_such_schema_here") is None
 
 
 def test_resp_replies_decode_and_errors_raise(embedded_stack):
