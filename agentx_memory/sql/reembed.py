@@ -40,11 +40,10 @@ REEMBED_TABLES: Final[tuple[str, ...]] = ("conversation_logs", "episodic_summari
 #: re-types them to the new dimension.
 RETYPED_TABLES: Final[tuple[str, ...]] = ("memory_timeline", "store_items")
 
-#: The HNSW index on each table's live vector (the names migrations 0001 and 0008 gave them).
+#: The HNSW index on each re-embedded table's live vector (the names migrations 0001 and 0008 gave them).
 _INDEXES: Final[Mapping[str, str]] = {
     "conversation_logs": "idx_logs_embedding",
     "episodic_summaries": "idx_episodic_summaries_embedding",
-    "memory_timeline": "idx_timeline_embedding",
 }
 
 ACTIVE: Final[LiteralString] = "SELECT value FROM agentx_meta WHERE key = 'embedding'"
@@ -195,6 +194,6 @@ class ReembedRows:
                 await conn.execute(sql.SQL(statement).format(name=name, dim=dim, index=index))
         for table in RETYPED_TABLES:
             await conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN embedding TYPE vector({})").format(
-                sql.Identifier(table), dim))  # its index is rebuilt with the column
+                sql.Identifier(table), dim))  # an index on it is rebuilt with the column
         await conn.execute(SET_ACTIVE, (Jsonb({"model": model, "dimension": int(dimension)}),))
         await conn.execute(DELETE_RECORD)

@@ -57,7 +57,6 @@ SPEC_INDEXES = {
     "idx_timeline_type": ("memory_timeline", "btree"),
     "idx_timeline_importance": ("memory_timeline", "btree"),
     "idx_timeline_channel": ("memory_timeline", "btree"),
-    "idx_timeline_embedding": ("memory_timeline", "hnsw"),
     "idx_timeline_summary_tsv": ("memory_timeline", "gin"),
     "idx_tools_conversation": ("tool_invocations", "btree"),
     "idx_tools_name": ("tool_invocations", "btree"),
@@ -191,8 +190,12 @@ def test_spec_indexes_exist_with_the_right_access_method(pg):
             f"index {name}: expected {method} on {table}, found {found.get(name)}")
     # vector indexes use cosine distance (the engine's similarity), never IVFFlat built on an empty table
     defs = dict(fetch(dsn, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s", (schema,)))
-    assert "vector_cosine_ops" in defs["idx_logs_embedding"] and "vector_cosine_ops" in defs["idx_timeline_embedding"]
+    assert "vector_cosine_ops" in defs["idx_logs_embedding"]
     assert not any(method == "ivfflat" for _, method in found.values())
+    # spec 003's idx_timeline_embedding is gone (migration 0022): no statement searches the timeline by vector, and
+    # keeping it up to date was the slowest part of every fact, entity and goal write
+    assert "idx_timeline_embedding" not in found
+    assert not [name for name, (table, method) in found.items() if table == "memory_timeline" and method == "hnsw"]
 
 
 def test_vector_columns_have_the_configured_dimension(pg):
