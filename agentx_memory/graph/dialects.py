@@ -53,18 +53,24 @@ VECTOR_FILTER_PROPERTIES: tuple[str, ...] = ("user_id", "channel")
 
 
 class Neo4jDialect(Dialect):
-    """Neo4j 5.23+ and 2025+. With ``search_clause`` (Neo4j 2026.06+: the ``SEARCH`` clause with ``IN`` in its
-    filter), vector indexes carry the tenant keys as filter properties and ``@tenant_match`` searches them."""
+    """Neo4j 5.23+ and 2025+. With ``search_clause`` (the server has Neo4j 2026.06's ``SEARCH`` clause, ``IN`` in its
+    filter included), ``@vector_search`` asks the index through ``SEARCH`` and the schema gives vector indexes the
+    tenant keys as filter properties; with ``tenant_filters`` too (the indexes have them: the schema was applied),
+    ``@tenant_match`` searches them. The two differ while a store's schema is not applied yet: an unfiltered search
+    needs no filter properties."""
 
     name = "neo4j"
 
-    def __init__(self, *, search_clause: bool = False):
+    def __init__(self, *, search_clause: bool = False, tenant_filters: bool = False):
+        if tenant_filters and not search_clause:
+            raise ValueError("tenant_filters needs search_clause: filtered vector indexes are searched with SEARCH")
         self.search_clause = search_clause
+        self.tenant_filters = tenant_filters
         # SEARCH is Cypher 25; a server whose default language is Cypher 5 needs the version clause.
         self.statement_prefix = "CYPHER 25 " if search_clause else ""
 
     def tenant_match(self, label: str, var: str, vector: str) -> str:
-        if not self.search_clause:
+        if not self.tenant_filters:
             return super().tenant_match(label, var, vector)
         return (
             f"MATCH ({var}:{label}) SEARCH {var} IN (VECTOR INDEX {index_name(label, (), 'vector')} FOR {vector} "

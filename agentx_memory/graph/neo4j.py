@@ -120,6 +120,7 @@ def _plan_text(plan: Mapping[str, Any] | None, depth: int = 0) -> str:
 class Neo4jGraphStore(GraphStore):
     """A Neo4j database behind the :class:`GraphStore` port."""
 
+    #: Until the server's version is known; then the server's own (``SEARCH`` from 2026.06, see :meth:`_connect`).
     dialect = Neo4jDialect()
 
     def __init__(self, *, uri: str, user: str = "neo4j", password: str = "", database: str = "neo4j",
@@ -140,7 +141,7 @@ class Neo4jGraphStore(GraphStore):
         self._retry_seconds = 30.0 if max_transaction_retry_time is None else max_transaction_retry_time
         self.server_version: tuple[int, ...] | None = None
         #: The dialect whose @tenant_match searches the tenant-filtered vector indexes (set by apply_schema on
-        #: servers that have the SEARCH clause); None means every vector search is an exact scan.
+        #: servers that have the SEARCH clause); None means every @tenant_match is an exact scan.
         self._search_dialect: Neo4jDialect | None = None
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS):
@@ -174,6 +175,8 @@ class Neo4jGraphStore(GraphStore):
                 "Use 5.26 LTS or a 2025+ release."
             )
         self.server_version = version
+        # Plain vector searches use SEARCH from now on; @tenant_match waits for the filtered indexes (apply_schema).
+        self.dialect = Neo4jDialect(search_clause=self._search_capable)
 
     async def _managed_write(self, query: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """One statement in a managed write transaction (the driver retries transient errors)."""
@@ -194,11 +197,7 @@ class Neo4jGraphStore(GraphStore):
 
     async def read(self, query, params=None):
         await self._connect()
-        # @tenant_match stays an exact scan here (read_vectors picks its route); a plain @vector_search asks the
-        # index through SEARCH where the server has it, not through the deprecated procedure.
-        dialect = self._search_dialect if self._search_dialect is not None and "@vector_search(" in query \
-            else self.dialect
-        return await self._read_rendered(dialect.render(query), params)
+        return await self._read_rendered(self.dialect.render(query), params)
 
     @property
     def tenant_vector_index(self) -> bool:
@@ -304,7 +303,7 @@ class Neo4jGraphStore(GraphStore):
 
     async def apply_schema(self, *, dimension: int, model: str) -> None:
         await self._connect()
-        schema_dialect = Neo4jDialect(search_clause=self._search_capable)
+        schema_dialect = self.dialect
         if self._search_capable:
             await self._drop_vector_indexes_without_tenant_filters()
         # Opening a memory re-applies the schema: one listing instead of ~45 round trips of IF NOT EXISTS no-ops.
@@ -316,8 +315,8 @@ class Neo4jGraphStore(GraphStore):
                 await self._schema_write(statement)
         await self._auto_commit(cypher.AWAIT_INDEXES)
         await cypher.check_embedding_meta(self, dimension=dimension, model=model)
-        if self._search_capable:
-            self._search_dialect = schema_dialect  # vector searches may use the filtered indexes from now on
+        if self._search_capable:  # vector searches may use the filtered indexes from now on
+            self._search_dialect = Neo4jDialect(search_clause=True, tenant_filters=True)
 
     async def _schema_object_names(self) -> set[str]:
         rows = await self.read(cypher.SHOW_CONSTRAINT_NAMES) + await self.read(cypher.SHOW_ALL_INDEX_NAMES)
@@ -339,7 +338,7 @@ class Neo4jGraphStore(GraphStore):
     async def create_vector_index(self, label: str, *, dimension: int) -> None:
         await self.drop_vector_index(label)
         name = index_name(label, (), "vector")
-        statements = dict(Neo4jDialect(search_clause=self._search_capable).schema_objects(dimension))
+        statements = dict(self.dialect.schema_objects(dimension))
         await self._schema_write(statements[name])
         await self._auto_commit(cypher.AWAIT_INDEXES)
 

@@ -97,7 +97,7 @@ def test_search_gives_the_exact_ranking_and_never_another_tenants_rows(with_stor
             assert len(via_index) == 10 and all(r["fact"]["user_id"] == "alice" for r in via_index)
         assert store.vector_routes == {"search": 8}, store.vector_routes
         # it really went through the index: the SEARCH rendering alone returns the same rows
-        rendered = Neo4jDialect(search_clause=True).render(cypher.SEARCH_FACTS)
+        rendered = Neo4jDialect(search_clause=True, tenant_filters=True).render(cypher.SEARCH_FACTS)
         assert rendered.startswith("CYPHER 25") and "SEARCH f IN (VECTOR INDEX fact_embeddings" in rendered
         plain = await store._read_rendered(rendered, {**_params(_vectors(1, 7)[0]), "fetch": 40})
         assert len(plain) == 10
@@ -122,6 +122,31 @@ def test_a_plain_vector_search_asks_the_index_through_search_without_a_deprecati
         assert not [r for r in caplog.records if "deprecated" in r.getMessage()], caplog.text
 
     with_store(body)
+
+
+def test_a_store_whose_schema_is_not_applied_yet_searches_without_the_deprecated_procedure(search_server, caplog):
+    """The SEARCH dialect used to wait for apply_schema (the tenant-filtered indexes), so a store reading before it
+    asked every plain vector search through the procedure Neo4j 2026 deprecates, a warning logged per call."""
+
+    async def go():
+        setup = Neo4jGraphStore(uri=search_server.uri, max_transaction_retry_time=5)
+        fresh = Neo4jGraphStore(uri=search_server.uri, max_transaction_retry_time=5)
+        try:
+            await setup.drop_all()
+            await setup.apply_schema(dimension=DIM, model=MODEL)
+            vectors = _vectors(50, 9)
+            await _store_facts(setup, "alice", vectors)
+            with caplog.at_level("INFO", logger="neo4j"):
+                rows = await fresh.read("@vector_search(Fact, $k, $embedding) RETURN node.id AS id",
+                                        {"k": 3, "embedding": [float(x) for x in vectors[4]]})
+            assert [r["id"] for r in rows] == [f"alice-{i:04d}" for i in np.argsort(-(vectors @ vectors[4]))[:3]]
+            assert not fresh.tenant_vector_index  # @tenant_match still scans until this store applies the schema
+            assert not [r for r in caplog.records if "deprecated" in r.getMessage()], caplog.text
+        finally:
+            await setup.close()
+            await fresh.close()
+
+    run(go())
 
 
 def test_when_filters_leave_too_few_index_candidates_the_exact_scan_answers(with_store):

@@ -241,7 +241,7 @@ def test_tenant_match_is_an_exact_scan_of_the_tenants_nodes_by_default():
 
 
 def test_tenant_match_with_the_search_clause_filters_by_tenant_inside_the_index():
-    search = Neo4jDialect(search_clause=True)
+    search = Neo4jDialect(search_clause=True, tenant_filters=True)
     rendered = search.render("WITH @vec($embedding) AS query_vector @tenant_match(Entity, e, query_vector) RETURN e")
     assert rendered == (
         "CYPHER 25 WITH $embedding AS query_vector MATCH (e:Entity) SEARCH e IN (VECTOR INDEX entity_embeddings "
@@ -260,6 +260,18 @@ def test_vector_search_uses_the_search_clause_where_the_server_has_it():
         "SCORE AS _index_score WITH node, (2 * vector.similarity.cosine(node.embedding, $embedding) - 1) AS similarity "
         "RETURN node.id AS id, similarity")
     assert NEO4J.render(template).startswith("CALL db.index.vector.queryNodes('turn_embeddings', $k, $embedding)")
+
+
+def test_before_the_indexes_have_tenant_filters_tenant_match_scans_while_vector_search_uses_search():
+    """A server with SEARCH whose schema is not applied yet: the vector indexes may lack the filter properties, so
+    @tenant_match is the exact scan; an unfiltered search needs none, so @vector_search asks the index already."""
+    search = Neo4jDialect(search_clause=True)
+    tenant = "WITH @vec($embedding) AS query_vector @tenant_match(Entity, e, query_vector) RETURN e"
+    assert search.render(tenant) == "CYPHER 25 " + NEO4J.render(tenant)
+    assert "SEARCH" not in search.render(tenant)
+    assert "SEARCH node IN (VECTOR INDEX" in search.render("@vector_search(Turn, $k, $embedding) RETURN node")
+    with pytest.raises(ValueError, match="tenant_filters needs search_clause"):
+        Neo4jDialect(tenant_filters=True)
 
 
 @pytest.mark.parametrize("bad", ["@tenant_match(Conversation, c, v)", "@tenant_match(Fact, f x, v)"])
