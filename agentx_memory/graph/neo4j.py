@@ -303,14 +303,13 @@ class Neo4jGraphStore(GraphStore):
 
     async def apply_schema(self, *, dimension: int, model: str) -> None:
         await self._connect()
-        schema_dialect = self.dialect
         if self._search_capable:
             await self._drop_vector_indexes_without_tenant_filters()
         # Opening a memory re-applies the schema: one listing instead of ~45 round trips of IF NOT EXISTS no-ops.
         # A statement whose object exists by name is skipped, which is what IF NOT EXISTS would have done.
         existing = await self._schema_object_names()
         # Constraints first: the meta node's MERGE relies on the AgentxMeta key constraint under concurrency.
-        for name, statement in schema_dialect.schema_objects(dimension):
+        for name, statement in self.dialect.schema_objects(dimension):
             if name not in existing:
                 await self._schema_write(statement)
         await self._auto_commit(cypher.AWAIT_INDEXES)
