@@ -9,10 +9,13 @@ advisory lock (so two processes migrating at once apply each file exactly once),
 from __future__ import annotations
 
 import re
+import time
+import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import psycopg
 from pgvector import Vector
@@ -38,6 +41,19 @@ Query: TypeAlias = QueryNoTemplate
 Params: TypeAlias = Sequence[Any] | Mapping[str, Any]
 #: A pooled connection: rows come back as dicts.
 Connection: TypeAlias = psycopg.AsyncConnection[DictRow]
+
+#: A pooled connection that answered a statement less than this many seconds ago goes out again for a read without the
+#: pool's check (an empty statement: one round trip before every statement). A read that finds it dead runs again on a
+#: checked connection.
+TRUST_ANSWERED_SECONDS: Final = 2.0
+
+# Set while PostgresStore.read takes its connection: the pool's check runs in the caller's task, so it sees this.
+_trust_answered: ContextVar[bool] = ContextVar("agentx_trust_answered", default=False)
+
+
+class _ConnectionLost(Exception):
+    """A read's connection turned out dead (the server restarted since it was last used): read again."""
+
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _LOCK_KEY = 0x61677478  # "agtx": one advisory lock id for migrations
@@ -164,7 +180,9 @@ class PostgresStore:
     Waits are bounded: opening a connection takes at most ``connect_timeout`` seconds, and a call waits at most
     ``pool_timeout`` seconds for a working connection, then raises
     :class:`~agentx_memory.errors.StorageUnavailableError`. A pooled connection is checked before it is handed out,
-    so the first call after a server restart gets a fresh connection instead of failing on a dead one.
+    so the first call after a server restart gets a fresh connection instead of failing on a dead one; :meth:`read`
+    skips the check for a connection that answered within :data:`TRUST_ANSWERED_SECONDS` and, should that one be
+    dead, reads again on a checked connection (a read can run twice; a write is never sent on an unchecked one).
     """
 
     def __init__(self, dsn: str, *, db_schema: str = "public", min_size: int = 1, max_size: int = 10,
@@ -172,6 +190,8 @@ class PostgresStore:
         self.dsn = dsn
         self.db_schema = db_schema
         self.pool_timeout = pool_timeout
+        # when each pooled connection last answered a statement of fetch/read/execute (no await: no pool timing moves)
+        self._answered: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
 
         async def configure(conn: Connection) -> None:
             await register_vector_async(conn)
@@ -189,13 +209,21 @@ class PostgresStore:
             kwargs={"row_factory": dict_row, "autocommit": True, "connect_timeout": connect_timeout,
                     **_conninfo_kwargs(db_schema)},
             configure=configure,
-            check=AsyncConnectionPool.check_connection,
+            check=self._check,
             timeout=pool_timeout,
             # Refilling the pool backs off (1 s, 2 s, 4 s …) while the server is away; stopping after pool_timeout
             # means the first call after a restart connects at once instead of waiting out the backoff (and failing).
             reconnect_timeout=pool_timeout,
             open=False,
         )
+
+    async def _check(self, conn: Connection) -> None:
+        # The pool's check before it hands a connection out, except for a read on one that answered just now.
+        if _trust_answered.get():
+            answered = self._answered.get(conn)
+            if answered is not None and time.monotonic() - answered < TRUST_ANSWERED_SECONDS:
+                return
+        await AsyncConnectionPool.check_connection(conn)
 
     async def open(self) -> None:
         """Open the pool (waits for the first connection)."""
@@ -219,7 +247,36 @@ class PostgresStore:
         """Run a statement and return all rows as dicts; ``what`` names the work in an error's message."""
         async with pg_errors(what), self.pool.connection() as conn:
             cur = await conn.execute(query, params)
-            return await cur.fetchall() if cur.description else []
+            rows = await cur.fetchall() if cur.description else []
+            self._answered[conn] = time.monotonic()
+            return rows
+
+    async def read(self, query: Query, params: Params | None = None, *,
+                   what: str = "querying") -> list[dict[str, Any]]:
+        """:meth:`fetch` for a statement that only reads, so it may run twice: on a connection that answered within
+        :data:`TRUST_ANSWERED_SECONDS` without the pool's check (the round trip recall's reads paid before each
+        statement), and once more on a checked connection should that one have died with a restarted server."""
+        async with pg_errors(what):
+            token = _trust_answered.set(True)
+            try:
+                return await self._read_once(query, params)
+            except _ConnectionLost:
+                pass
+            finally:
+                _trust_answered.reset(token)
+            return await self.fetch(query, params, what=what)
+
+    async def _read_once(self, query: Query, params: Params | None) -> list[dict[str, Any]]:
+        async with self.pool.connection() as conn:
+            try:
+                cur = await conn.execute(query, params)
+                rows = await cur.fetchall() if cur.description else []
+            except psycopg.OperationalError as exc:
+                if conn.broken:
+                    raise _ConnectionLost from exc
+                raise
+            self._answered[conn] = time.monotonic()
+            return rows
 
     async def fetch_pages(self, query: Query, params: dict[str, Any], *, page_size: int,
                           what: str = "writing") -> list[dict[str, Any]]:
@@ -236,6 +293,7 @@ class PostgresStore:
         """Run a statement; return the affected row count."""
         async with pg_errors(what), self.pool.connection() as conn:
             cur = await conn.execute(query, params)
+            self._answered[conn] = time.monotonic()
             return cur.rowcount
 
     async def executemany(self, query: Query, params: Sequence[Params], *, what: str = "writing") -> None:

@@ -114,7 +114,7 @@ class ProfileRows:
 
     async def get(self, user_id: str) -> UserProfile | None:
         """The stored profile, or ``None`` when nothing was stored for the user."""
-        rows = await self.store.fetch(GET_PROFILE, (user_id,), what="reading user_profiles")
+        rows = await self.store.read(GET_PROFILE, (user_id,), what="reading user_profiles")
         return profile_from_row(rows[0]) if rows else None
 
     async def merge(self, user_id: str, *, preferences: Mapping[str, Any], expertise_areas: Sequence[Any],

@@ -400,7 +400,7 @@ class TurnSearch:
         minute at most, see :class:`TurnStatsCache`)."""
         cached = self.stats.get(scope)
         if cached is None:
-            row = (await self.store.fetch(TURN_STATS, scope.params(), what="counting the searched turns"))[0]
+            row = (await self.store.read(TURN_STATS, scope.params(), what="counting the searched turns"))[0]
             cached = int(row["n"]), float(row["avgdl"] or 0.0), float(row["avgctx"] or 0.0)
             self.stats.put(scope, *cached)
         turns, own, with_neighbours = cached
@@ -419,7 +419,7 @@ class TurnSearch:
         scope's ``average_length``. ``exact`` scans the user's vectors exactly instead of using HNSW."""
         boost_start, boost_end = boost if boost else (None, None)
         docs, avgdl = await self.turn_stats(scope, bm25) if lexical else (0, 0.0)
-        return await self.store.fetch(
+        return await self.store.read(
             TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
             what="searching turns",
             params={
@@ -443,7 +443,7 @@ class TurnSearch:
         the same ``lexical``, ``cosine`` and ``phrase`` columns as :meth:`candidates` (``terms``, the inverse document
         frequency of each lexeme, and ``average_length`` as :meth:`candidates` returned them, ``text`` the question
         it searched with; no terms leave ``lexical`` and ``phrase`` 0)."""
-        return await self.store.fetch(TURNS_AROUND, what="reading the turns around hits", params={
+        return await self.store.read(TURNS_AROUND, what="reading the turns around hits", params={
             **scope.params(), "embedding": embedding, "span": span, **bm25.params(), "avgdl": average_length,
             "text": text, "lexical": bool(terms),
             "lexemes": list(terms), "weights": list(terms.values()),
@@ -454,19 +454,19 @@ class TurnSearch:
         """The names (deduplicated, order kept) that are participants (``metadata.speaker``) of the user's turns."""
         if not names:
             return []
-        rows = await self.store.fetch(
+        rows = await self.store.read(
             SPEAKERS_AMONG, what="looking up speakers", params={"user_id": user_id, "names": list(dict.fromkeys(names))}
         )
         return [r["name"] for r in rows]
 
     async def count_user_turns(self, user_id: str) -> int:
         """How many turns the user has stored."""
-        rows = await self.store.fetch(COUNT_USER_TURNS, what="counting turns", params={"user_id": user_id})
+        rows = await self.store.read(COUNT_USER_TURNS, what="counting turns", params={"user_id": user_id})
         return int(rows[0]["n"])
 
     async def turns_by_ids(self, scope: SearchScope, ids: Sequence[str]) -> list[dict[str, Any]]:
         """The turns with these ids that lie inside the scope."""
-        return await self.store.fetch(
+        return await self.store.read(
             TURNS_BY_IDS, what="reading turns by id", params={**scope.params(), "ids": list(ids)}
         )
 
@@ -474,7 +474,7 @@ class TurnSearch:
                                ) -> list[dict[str, Any]]:
         """Timeline rows of the given memory types matching ``text``: ``memory_type``, ``node_id``, ``rank``; best
         first. The time window applies to facts only."""
-        return await self.store.fetch(
+        return await self.store.read(
             LEXICAL_TIMELINE,
             what="searching the timeline",
             params={**scope.params(), "limit": limit, "types": list(types), "text": text},
@@ -484,7 +484,7 @@ class TurnSearch:
         """The stored embeddings of the user's turns with these ids, by turn id (turns without one are left out)."""
         if not ids:
             return {}
-        rows = await self.store.fetch(
+        rows = await self.store.read(
             EMBEDDINGS_BY_IDS, what="reading turn embeddings", params={"user_id": user_id, "ids": list(ids)}
         )
         return {r["turn_id"]: r["embedding"] for r in rows}

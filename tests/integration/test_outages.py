@@ -125,6 +125,22 @@ def test_with_postgresql_down_a_call_fails_fast_and_the_first_call_after_a_resta
             "before the outage", "after a quiet restart", "after the restart"]
 
 
+def test_a_recall_right_after_a_postgresql_restart_answers(postgres_link):
+    """Recall's reads take a connection that answered moments ago without the pool's check (one round trip fewer a
+    statement); when the server restarted in those moments the read finds it dead and reads again on a checked one,
+    so the recall still answers in full, and so does the write after it."""
+    settings, link = postgres_link
+    with AgentMemory(settings, user_id="alice") as memory:
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="The ferry to Cacilhas leaves at nine"))
+        assert memory.remember("When does the ferry leave?").turns
+        link.refuse()  # a restart right after the recall: every pooled connection is dead, each answered just now
+        link.heal()
+        after = memory.remember("When does the ferry leave?")
+        assert after.complete and [t.item.content for t in after.turns][:1] == ["The ferry to Cacilhas leaves at nine"]
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="and the last one at midnight"))
+        assert len(memory.get_conversation("c1")) == 2
+
+
 def test_a_hung_store_never_blocks_a_synchronous_call_past_its_deadline(postgres_link):
     """Item 17: PostgreSQL accepts but never answers; a synchronous call is cancelled at its deadline
     (``limits.call_timeout_seconds``) with CallTimeoutError -- our StorageUnavailableError and a TimeoutError -- and
