@@ -246,10 +246,14 @@ class PostgresStore:
                     what: str = "querying") -> list[dict[str, Any]]:
         """Run a statement and return all rows as dicts; ``what`` names the work in an error's message."""
         async with pg_errors(what), self.pool.connection() as conn:
-            cur = await conn.execute(query, params)
-            rows = await cur.fetchall() if cur.description else []
-            self._answered[conn] = time.monotonic()
-            return rows
+            return await self._rows(conn, query, params)
+
+    async def _rows(self, conn: Connection, query: Query, params: Params | None) -> list[dict[str, Any]]:
+        # The statement's rows; the connection is noted as one that just answered (see _check).
+        cur = await conn.execute(query, params)
+        rows = await cur.fetchall() if cur.description else []
+        self._answered[conn] = time.monotonic()
+        return rows
 
     async def read(self, query: Query, params: Params | None = None, *,
                    what: str = "querying") -> list[dict[str, Any]]:
@@ -269,14 +273,11 @@ class PostgresStore:
     async def _read_once(self, query: Query, params: Params | None) -> list[dict[str, Any]]:
         async with self.pool.connection() as conn:
             try:
-                cur = await conn.execute(query, params)
-                rows = await cur.fetchall() if cur.description else []
+                return await self._rows(conn, query, params)
             except psycopg.OperationalError as exc:
                 if conn.broken:
                     raise _ConnectionLost from exc
                 raise
-            self._answered[conn] = time.monotonic()
-            return rows
 
     async def fetch_pages(self, query: Query, params: dict[str, Any], *, page_size: int,
                           what: str = "writing") -> list[dict[str, Any]]:
