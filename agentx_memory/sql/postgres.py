@@ -8,6 +8,7 @@ advisory lock (so two processes migrating at once apply each file exactly once),
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import weakref
@@ -192,6 +193,7 @@ class PostgresStore:
         self.pool_timeout = pool_timeout
         # when each pooled connection last answered a statement of fetch/read/execute (no await: no pool timing moves)
         self._answered: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+        self._sweep: asyncio.Future[None] | None = None
 
         async def configure(conn: Connection) -> None:
             await register_vector_async(conn)
@@ -223,7 +225,21 @@ class PostgresStore:
             answered = self._answered.get(conn)
             if answered is not None and time.monotonic() - answered < TRUST_ANSWERED_SECONDS:
                 return
-        await AsyncConnectionPool.check_connection(conn)
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except Exception:
+            # A dead connection means the server went away: check every idle one now. The pool's loop sleeps after
+            # each failed check (0 s, 1 s, 2 s, 4 s …), so meeting five dead connections one by one outlasts the pool
+            # wait; after this sweep the next connection it takes is live or a fresh one.
+            await self._sweep_idle()
+            raise
+
+    async def _sweep_idle(self) -> None:
+        # One sweep at a time, shared by every caller whose check failed; shielded, so a caller's deadline cannot
+        # cancel it midway and strand the connections it took out of the pool.
+        if self._sweep is None or self._sweep.done():
+            self._sweep = asyncio.ensure_future(self.pool.check())
+        await asyncio.shield(self._sweep)
 
     async def open(self) -> None:
         """Open the pool (waits for the first connection)."""

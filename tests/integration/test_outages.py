@@ -125,6 +125,30 @@ def test_with_postgresql_down_a_call_fails_fast_and_the_first_call_after_a_resta
             "before the outage", "after a quiet restart", "after the restart"]
 
 
+def test_the_first_call_after_a_restart_of_a_busy_pool_does_not_wait_a_backoff_per_dead_connection(postgres_link):
+    """A pool grown by concurrent calls holds several idle connections; a restart kills them all. The pool's own loop
+    sleeps after every failed check (0 s, 1 s, 2 s, 4 s …), so with five dead connections the first call used to wait
+    out its whole pool wait and fail; the first failed check now checks every idle connection at once."""
+    settings, link = postgres_link
+    with AgentMemory(settings, user_id="alice") as memory:
+        store = memory.core.ctx.postgres
+
+        async def hold_five() -> None:
+            async def hold() -> None:
+                async with store.connection() as conn:
+                    await conn.execute("SELECT pg_sleep(0.2)")
+            await asyncio.gather(*(hold() for _ in range(5)))
+
+        memory._portal.run(hold_five())
+        assert store.pool.get_stats()["pool_size"] >= 5
+        link.refuse()  # a restart: every idle pooled connection is dead
+        link.heal()
+        started = time.perf_counter()
+        memory.store_turn(Turn(conversation_id="c1", user_id="alice", content="after the restart"))
+        assert time.perf_counter() - started < 1.0  # pool_timeout_seconds = 1: it used to fail after it
+        assert [t.content for t in memory.get_conversation("c1")] == ["after the restart"]
+
+
 def test_a_recall_right_after_a_postgresql_restart_answers(postgres_link):
     """Recall's reads take a connection that answered moments ago without the pool's check (one round trip fewer a
     statement); when the server restarted in those moments the read finds it dead and reads again on a checked one,
