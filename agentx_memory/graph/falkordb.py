@@ -15,7 +15,7 @@ import random
 import time
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import redis.exceptions
 from falkordb.asyncio import FalkorDB
@@ -82,13 +82,17 @@ def _prerender(value: Any) -> Any:
     """``value`` with each list of floats (an embedding) written out once by ``json`` in C, as the client would write
     it (``[0.25,-1.0]``), instead of float by float through its ``stringify_param_value``: storing 2,500 turns spent
     2 of its 17 s there (issue 17). Anything else is left to the client."""
-    if isinstance(value, list) and value and all(type(x) is float for x in value):
+    if isinstance(value, list) and value and type(value[0]) is float and all(type(x) is float for x in value):
         return _Rendered(_vector_text(array("d", value).tobytes()))
+    # a scalar is left as it is without a call per value: a batch's rows hold hundreds of thousands of them
     if isinstance(value, Mapping):
-        return {k: _prerender(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else _prerender(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_prerender(v) for v in value]
+        return [v if type(v) in _SCALARS else _prerender(v) for v in value]
     return value
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 @functools.lru_cache(maxsize=64)
