@@ -366,17 +366,20 @@ class SemanticBatch:
             edges[key] = props_json
         if not keys:
             return []
-        ends = [(f"relationships[{i}].{field}", entity_id, key[0]) for i, key in enumerate(keys)
-                for field, entity_id in (("source_id", key[1]), ("target_id", key[2]))]
+
+        def ends() -> list[tuple[str, str, str]]:  # each end as _check_entities names it; built only when checked
+            return [(f"relationships[{i}].{field}", entity_id, key[0]) for i, key in enumerate(keys)
+                    for field, entity_id in (("source_id", key[1]), ("target_id", key[2]))]
+
         rows = [[source, target, owner, rel_type, props] for (owner, source, target, rel_type), props
                 in sorted(edges.items())]
         if len(rows) > EDGE_CHUNK:  # each chunk is all or nothing on its own: check them all before the first
-            await self._check_entities(ends)
+            await self._check_entities(ends())
         for chunk in _chunks(rows, EDGE_CHUNK):
             linked = (await self.ctx.graph.write(cypher.CREATE_RELATIONSHIPS,
                                                  {"rows": chunk, "now": now_ms()}))[0]["linked"]
             if linked < len(chunk):  # an end is missing: the statement linked nothing; say which
-                await self._check_entities(ends)
+                await self._check_entities(ends())
                 raise ConflictError("an entity of the batch was created while it was written; its "
                                     f"{len(chunk)} relationships were not linked (writing them again links them)")
         # as stored: an edge given twice holds the last properties given. Every field was checked above, so the

@@ -78,7 +78,8 @@ def check_id(value: Any, field: str, *, max_len: int = _ID_MAX) -> str:
         raise ValidationError(field, "must be a non-empty string")
     if len(value) > max_len:
         raise ValidationError(field, f"is {len(value)} characters; the limit is {max_len}")
-    for ch in value:
+    # printable ASCII holds none of the refused characters: only other ids need the look at each character
+    for ch in () if value.isascii() and value.isprintable() else value:
         if unicodedata.category(ch) in _BAD_ID_CATEGORIES:
             raise ValidationError(field, f"must not contain control characters, lone surrogates or line separators "
                                          f"(found {ch!r} in {value!r})")

@@ -53,6 +53,21 @@ def test_check_id_accepts(value):
     assert check_id(value, "id") == value
 
 
+def test_every_ascii_character_in_an_id_is_judged_by_its_unicode_category():
+    """Printable ASCII ids skip the per-character look: every ASCII character still gets the rule's verdict."""
+    import unicodedata
+
+    for code in range(128):
+        ch = chr(code)
+        refused = unicodedata.category(ch) in {"Cc", "Cs", "Zl", "Zp"}
+        try:
+            check_id(f"a{ch}b", "id")
+        except ValidationError:
+            assert refused, repr(ch)
+        else:
+            assert not refused, repr(ch)
+
+
 def test_check_id_limit_is_the_column_width():
     assert check_id("c" * 200, "conversation_id", max_len=200)
     with pytest.raises(ValidationError, match="201 characters; the limit is 200"):
