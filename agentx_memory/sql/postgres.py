@@ -181,9 +181,10 @@ class PostgresStore:
     Waits are bounded: opening a connection takes at most ``connect_timeout`` seconds, and a call waits at most
     ``pool_timeout`` seconds for a working connection, then raises
     :class:`~agentx_memory.errors.StorageUnavailableError`. A pooled connection is checked before it is handed out,
-    so the first call after a server restart gets a fresh connection instead of failing on a dead one; :meth:`read`
-    skips the check for a connection that answered within :data:`TRUST_ANSWERED_SECONDS` and, should that one be
-    dead, reads again on a checked connection (a read can run twice; a write is never sent on an unchecked one).
+    so the first call after a server restart gets a fresh connection instead of failing on a dead one (the first dead
+    one found has every idle connection checked at once); :meth:`read` skips the check for a connection that answered
+    within :data:`TRUST_ANSWERED_SECONDS` and, should that one be dead, reads again on a checked connection (a read
+    can run twice; a write is never sent on an unchecked one).
     """
 
     def __init__(self, dsn: str, *, db_schema: str = "public", min_size: int = 1, max_size: int = 10,
