@@ -57,9 +57,11 @@ def test_every_ascii_character_in_an_id_is_judged_by_its_unicode_category():
     """Printable ASCII ids skip the per-character look: every ASCII character still gets the rule's verdict."""
     import unicodedata
 
+    from agentx_memory.validation import _BAD_ID_CATEGORIES
+
     for code in range(128):
         ch = chr(code)
-        refused = unicodedata.category(ch) in {"Cc", "Cs", "Zl", "Zp"}
+        refused = unicodedata.category(ch) in _BAD_ID_CATEGORIES
         try:
             check_id(f"a{ch}b", "id")
         except ValidationError:
