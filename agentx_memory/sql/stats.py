@@ -1,8 +1,9 @@
 """Table sizes of the memory's schema for :meth:`AsyncAgentMemory.memory_stats` (and observability's gauges).
 
 The figures are PostgreSQL's own live-row counters (``pg_stat_user_tables.n_live_tup``), not ``count(*)``: reading
-them scans no table, so they can be taken often on a large store. They follow each commit within about a second
-(the server publishes a backend's counters when it goes idle) and may drift a little from an exact count until the
+them scans no table, so they can be taken often on a large store. They follow each commit within about a second,
+up to about eleven (a backend publishes its counters when it goes idle, at most once a second, and one that published
+less than a second ago waits ten before it publishes again), and may drift a little from an exact count until the
 table is next vacuumed or analyzed. A partitioned table (``memory_audit_log``) is reported once, its partitions
 summed.
 """

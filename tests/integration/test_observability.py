@@ -258,8 +258,14 @@ def test_size_gauges_follow_writes_and_cover_every_label_and_type_written(settin
         memory.record_invocation("trip", stored[1].id, "search", {"q": "flats"}, {"n": 3}, True, 120)
         memory.learn_strategy("search flats by district", tool_sequence=["search"])
 
-        stats = wait_until(lambda: (s := memory.memory_stats()).postgres_rows.get("conversation_logs", 0) >= 3
-                           and s, timeout=15, what="PostgreSQL's live-row counters to follow the writes")
+        # each pooled connection publishes its counters on its own clock (a second, or ten when it published less
+        # than a second before), so wait for every table asserted, not just one
+        def counted():
+            s = memory.memory_stats()
+            rows = s.postgres_rows
+            return (rows.get("conversation_logs", 0) >= 3 and rows.get("tool_invocations", 0) >= 1
+                    and rows.get("memory_audit_log", 0) > 0 and s)
+        stats = wait_until(counted, timeout=30, what="PostgreSQL's live-row counters to follow the writes")
         assert otel.value("agentx_memory.graph.nodes", store=store, label="Turn") == 3
         assert otel.value("agentx_memory.graph.nodes", store=store, label="Entity") == 2
         assert otel.value("agentx_memory.graph.relationships", store=store, type="LOCATED_IN") == 1
