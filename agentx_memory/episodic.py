@@ -7,8 +7,10 @@ How a write flows (reliability is part of the contract)::
     was embedded is re-embedded there, before it is visible) → graph projection (Conversation, Turn, HAS_TURN,
     FOLLOWED_BY; MERGE by id) → working-memory cache → memory_timeline → mark projected → audit
 
-When the graph is unreachable the write still succeeds: the turns are durable in the log, come back with
-``pending_projection = True`` and stay ``projected = false``; :meth:`EpisodicMemory.reconcile` projects them
+The log's transaction also queues each new turn for projection (``turn_projection_queue``, by a trigger); "mark
+projected" takes them out of the queue, so the log row itself is written once. When the graph is unreachable the
+write still succeeds: the turns are durable in the log, come back with ``pending_projection = True`` and stay in the
+queue; :meth:`EpisodicMemory.reconcile` projects them
 idempotently once the graph answers (and quarantines a row it cannot project, so it never blocks the others). Any
 other failure after the log commit (the graph refused the write, the timeline write failed) raises
 :class:`~agentx_memory.errors.StorageError` with the rows in the same state. Nothing acknowledged is ever only in

@@ -58,6 +58,7 @@ from agentx_memory.runtime import EmbeddedStack
 from agentx_memory.runtime.layout import DataLayout
 from agentx_memory.runtime.processes import owned_server_pid, read_pid_file
 from agentx_memory.settings import Settings, load_settings
+from agentx_memory.sql.conversation_log import projected
 
 __all__ = [
     "EMBEDDED_TARGETS",
@@ -359,7 +360,7 @@ async def _graph(memory: AsyncAgentMemory, query: str, params: dict[str, Any]) -
 
 _AUDITED = ("SELECT DISTINCT jsonb_array_elements_text(metadata->'affected_ids') AS id FROM memory_audit_log"
             " WHERE operation = 'store' AND memory_type = 'episodic' AND conversation_id = ANY(%s)")
-_LOG_ROWS = ("SELECT turn_id, conversation_id, turn_index, role, content, projected, projection_error"
+_LOG_ROWS = ("SELECT turn_id, conversation_id, turn_index, role, content, " + projected() + ", projection_error"
              " FROM conversation_logs WHERE conversation_id = ANY(%s)")
 
 
@@ -487,12 +488,13 @@ async def run_trial(cluster: Cluster, target: str, trial: int, config: TrialConf
     started = time.monotonic()
     fresh = await AsyncAgentMemory.open(cluster.settings(), user_id=_USER)
     try:
-        before = await _sql(fresh, "SELECT count(*) AS n FROM conversation_logs WHERE conversation_id = ANY(%s)"
-                                   " AND NOT projected", (conversations,))
+        before = await _sql(fresh, "SELECT count(*) AS n FROM conversation_logs c JOIN turn_projection_queue q"
+                                   " ON q.log_id = c.id WHERE c.conversation_id = ANY(%s)", (conversations,))
         result.needed_reconcile = before[0]["n"]
         raised_ids = [turn_id for ids, _ in ledger.raised for turn_id in ids]
         complete = {r["turn_id"] for r in await _sql(
-            fresh, "SELECT turn_id FROM conversation_logs WHERE turn_id = ANY(%s) AND projected", (raised_ids,))}
+            fresh, "SELECT turn_id FROM conversation_logs c WHERE turn_id = ANY(%s)"
+                   " AND NOT EXISTS (SELECT 1 FROM turn_projection_queue q WHERE q.log_id = c.id)", (raised_ids,))}
         audited = {r["id"] for r in await _sql(fresh, _AUDITED, (conversations,))}
         result.raised_complete = len(complete)
         result.raised_complete_unaudited = len(complete - audited)

@@ -25,7 +25,8 @@ from ..rows import turn_from_row
 from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
-__all__ = ["MAX_TURN_INDEX", "TURN_COLUMNS", "BeforeInsert", "ConversationLog", "claim_conversation"]
+__all__ = ["MAX_TURN_INDEX", "TURN_COLUMNS", "TURN_FIELDS", "BeforeInsert", "ConversationLog", "claim_conversation",
+           "projected"]
 
 #: The largest turn index: ``turn_index`` is an INTEGER, and a turn's neighbour context reads index + 1.
 MAX_TURN_INDEX: Final = 2**31 - 2
@@ -35,11 +36,24 @@ MAX_TURN_INDEX: Final = 2**31 - 2
 #: turn). It may replace their vectors: the rows become visible only with what it leaves.
 BeforeInsert = Callable[[list["Turn"], dict[str, str | None]], Awaitable[None]]
 
-#: The columns a :class:`~agentx_memory.models.Turn` is read from (``rows.turn_from_row``); searches select these too.
-TURN_COLUMNS: Final[LiteralString] = (
+#: The stored columns a :class:`~agentx_memory.models.Turn` is read from (``rows.turn_from_row``), with
+#: :func:`projected` beside them.
+TURN_FIELDS: Final[LiteralString] = (
     "turn_id, user_id, conversation_id, turn_index, timestamp, role, content, token_count, model, channel, metadata,"
-    " projected, agent_id, scope"
+    " agent_id, scope"
 )
+
+
+def projected(table: LiteralString = "conversation_logs") -> LiteralString:
+    """The column ``projected`` of a log row of ``table`` (a table name or alias): whether the turn is in the graph
+    and on the timeline, that is, not in ``turn_projection_queue`` (migration 0023; one probe of its key, and the
+    queue holds only turns not projected yet)."""
+    return ("NOT EXISTS (SELECT 1 FROM turn_projection_queue pq WHERE pq.log_id = " + table + ".id) AS projected")
+
+
+#: Everything a :class:`~agentx_memory.models.Turn` is read from, for a statement that reads ``conversation_logs``
+#: under its own name; searches select these too.
+TURN_COLUMNS: Final[LiteralString] = TURN_FIELDS + ", " + projected()
 
 _COLUMNS: Final[LiteralString] = TURN_COLUMNS + ", content_hash"
 
@@ -99,14 +113,16 @@ OCCUPANT: Final[LiteralString] = (
     "SELECT " + _COLUMNS + ", embedding FROM conversation_logs WHERE conversation_id = %s AND turn_index = %s"
 )
 
+#: Out of the reconcile queue: the turns are in the graph and on the timeline. The log rows are not touched (an
+#: update of one would be written into every index of the table again).
 MARK_PROJECTED: Final[LiteralString] = (
-    "UPDATE conversation_logs SET projected = TRUE WHERE turn_id = ANY(%s) AND NOT projected"
+    "DELETE FROM turn_projection_queue WHERE log_id IN (SELECT id FROM conversation_logs WHERE turn_id = ANY(%s))"
 )
 
 #: The reconcile queue: row positions only, so a row whose data cannot be read back never blocks the others.
 UNPROJECTED_IDS: Final[LiteralString] = (
-    "SELECT id FROM conversation_logs WHERE NOT projected AND projection_error IS NULL AND id > %s"
-    " ORDER BY id LIMIT %s"
+    "SELECT q.log_id AS id FROM turn_projection_queue q JOIN conversation_logs c ON c.id = q.log_id"
+    " WHERE c.projection_error IS NULL AND q.log_id > %s ORDER BY q.log_id LIMIT %s"
 )
 
 ROWS_BY_ID: Final[LiteralString] = (
@@ -115,11 +131,12 @@ ROWS_BY_ID: Final[LiteralString] = (
 
 QUARANTINE: Final[LiteralString] = (
     "UPDATE conversation_logs SET projection_error = %s, projection_failed_at = now()"
-    " WHERE id = %s AND NOT projected RETURNING turn_id"
+    " WHERE id = %s AND id IN (SELECT log_id FROM turn_projection_queue) RETURNING turn_id"
 )
 
 COUNT_QUARANTINED: Final[LiteralString] = (
-    "SELECT count(*) AS n FROM conversation_logs WHERE projection_error IS NOT NULL AND NOT projected"
+    "SELECT count(*) AS n FROM conversation_logs c WHERE c.projection_error IS NOT NULL"
+    " AND c.id IN (SELECT log_id FROM turn_projection_queue)"
 )
 
 def seen_by_agent(alias: LiteralString = "") -> LiteralString:

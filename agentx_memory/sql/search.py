@@ -37,7 +37,7 @@ from datetime import datetime
 from typing import Any, Final, LiteralString
 
 from ..settings import RecallSettings
-from .conversation_log import SEEN_BY_AGENT, TURN_COLUMNS, seen_by_agent
+from .conversation_log import SEEN_BY_AGENT, TURN_COLUMNS, TURN_FIELDS, projected, seen_by_agent
 from .postgres import PostgresStore
 
 __all__ = [
@@ -74,8 +74,8 @@ def _columns(alias: str) -> str:
     # The turn columns, qualified (the statements join conversation_logs with CTEs that share column names). Metadata
     # comes as its JSON text (``metadata_json``, decoded by ``rows.turn_from_row`` for the few turns returned) and its
     # ``speaker``, the one key ranking reads: decoding it for every candidate cost ~0.4 ms of client CPU a recall.
-    columns = [f"{alias}.{col.strip()}" for col in TURN_COLUMNS.split(",") if col.strip() != "metadata"]
-    return ", ".join([*columns, f"{alias}.metadata::text AS metadata_json",
+    columns = [f"{alias}.{col.strip()}" for col in TURN_FIELDS.split(",") if col.strip() != "metadata"]
+    return ", ".join([*columns, projected(alias), f"{alias}.metadata::text AS metadata_json",
                       f"{alias}.metadata->>'speaker' AS speaker"])
 
 

@@ -39,6 +39,21 @@ AGENT_TABLES: Final[tuple[LiteralString, ...]] = ("conversation_logs", "memory_t
 
 PAGE: Final = 500
 
+#: Values a snapshot row carries that no column stores: ``projected`` of a log row (the turn is out of
+#: ``turn_projection_queue``; snapshots made before migration 0023 hold it as a column).
+_DERIVED: Final[dict[str, dict[str, LiteralString]]] = {
+    "conversation_logs": {"projected": "NOT EXISTS (SELECT 1 FROM turn_projection_queue pq"
+                                       " WHERE pq.log_id = conversation_logs.id)"},
+}
+
+#: After a restore's log rows are in (a trigger queues each one for reconcile): out of the queue again, the rows the
+#: snapshot says were projected (their graph nodes come with the snapshot).
+_UNQUEUE_PROJECTED: Final[LiteralString] = (
+    "DELETE FROM turn_projection_queue WHERE log_id IN (SELECT c.id FROM conversation_logs c"
+    " JOIN jsonb_to_recordset(%(rows)s::jsonb) AS r(turn_id text, projected boolean) ON r.turn_id = c.turn_id"
+    " WHERE r.projected AND c.user_id = %(user_id)s)"
+)
+
 #: The columns a row is restored through: not generated, not a serial id.
 _PORTABLE_COLUMNS: Final[LiteralString] = (
     "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s"
@@ -70,8 +85,10 @@ class SnapshotRows:
         by_agent = sql.SQL(" AND agent_id = %(agent_id)s" if agent_id is not None else "")
         query = sql.SQL("SELECT jsonb_build_object({pairs}) AS row FROM {table} WHERE user_id = %(user_id)s{by_agent}"
                         " ORDER BY {order} LIMIT %(limit)s OFFSET %(offset)s").format(by_agent=by_agent,
-            pairs=sql.SQL(", ").join(sql.SQL("{}, to_jsonb({})").format(sql.Literal(c), sql.Identifier(c))
-                                     for c in columns),
+            pairs=sql.SQL(", ").join([*(sql.SQL("{}, to_jsonb({})").format(sql.Literal(c), sql.Identifier(c))
+                                        for c in columns),
+                                      *(sql.SQL("{}, to_jsonb({})").format(sql.Literal(name), sql.SQL(value))
+                                        for name, value in _DERIVED.get(table, {}).items())]),
             table=sql.Identifier(table), order=sql.SQL(SNAPSHOT_TABLES[table]))
         offset = 0
         while True:
@@ -91,7 +108,7 @@ class SnapshotRows:
         async with pg_errors("restoring a snapshot"), self.store.connection() as conn, conn.transaction():
             for table, table_rows in rows.items():
                 columns = await self.columns(table)
-                unknown = sorted({k for r in table_rows for k in r} - set(columns))
+                unknown = sorted({k for r in table_rows for k in r} - set(columns) - set(_DERIVED.get(table, {})))
                 if unknown:
                     raise ValidationError(f"{table}", f"unknown columns {unknown}: the snapshot is from another "
                                                       "schema version")
@@ -102,6 +119,8 @@ class SnapshotRows:
                 for start in range(0, len(table_rows), PAGE):
                     page = [{**r, "user_id": user_id} for r in table_rows[start:start + PAGE]]
                     written += (await conn.execute(statement, {"rows": json.dumps(page)})).rowcount
+                    if table == "conversation_logs":
+                        await conn.execute(_UNQUEUE_PROJECTED, {"rows": json.dumps(page), "user_id": user_id})
                 counts[table] = written
         return counts
 

@@ -26,6 +26,7 @@ from agentx_memory import (
 from agentx_memory.graph import cypher
 from agentx_memory.providers.embeddings import HashEmbedder
 from agentx_memory.runtime import EmbeddedStack
+from agentx_memory.sql.conversation_log import projected
 from tests.conftest import TEST_DIMENSION, TEST_MODEL, gread, make_settings, run, sql
 
 
@@ -57,7 +58,8 @@ def test_write_flow_reaches_every_store(memory):
     )
     log = memory._portal.run(
         memory.core.ctx.postgres.fetch(
-            "SELECT projected, embedding, content_tsv::text AS tsv, metadata FROM conversation_logs WHERE turn_id = %s",
+            f"SELECT {projected()}, embedding, content_tsv::text AS tsv, metadata FROM conversation_logs"
+            " WHERE turn_id = %s",
             (turn.id,),
         )
     )[0]
@@ -80,6 +82,18 @@ def test_write_flow_reaches_every_store(memory):
     assert {"operation": "store", "memory_type": "episodic", "user_id": "alice", "conversation_id": "c1"} in audit
     # metadata round-trips unchanged through reads
     assert memory.get_conversation("c1", user_id="alice")[0].metadata == turn.metadata
+
+
+def test_a_stored_turn_is_written_to_the_log_once(memory):
+    """Issue 17 (ingest): marking stored turns projected updated their log rows, and such an update could never be
+    HOT, so each turn went into every index of the table twice (its vector's HNSW graph among them). The rows of a
+    first batch are the table's first three row versions, and nothing is left queued for reconcile."""
+    stored = memory.store_turns([Turn(conversation_id="c1", user_id="alice", content=f"turn {i}") for i in range(3)])
+    assert not any(t.pending_projection for t in stored)
+    versions = sql(memory, "SELECT ctid::text AS ctid FROM conversation_logs ORDER BY turn_index")
+    assert [r["ctid"] for r in versions] == ["(0,1)", "(0,2)", "(0,3)"]
+    assert sql(memory, "SELECT count(*) AS n FROM turn_projection_queue") == [{"n": 0}]
+    assert [r["projected"] for r in sql(memory, f"SELECT {projected()} FROM conversation_logs")] == [True] * 3
 
 
 def test_storing_never_changes_the_callers_turn_or_keeps_its_vector_list(memory):
@@ -267,7 +281,7 @@ def test_graph_outage_then_reconcile_leaves_graph_and_log_identical():
                                      for i in range(30)])
         assert all(t.pending_projection for t in during)  # durable, acknowledged, waiting for the graph
         unprojected = memory._portal.run(memory.core.ctx.postgres.fetch(
-            "SELECT count(*) AS n FROM conversation_logs WHERE NOT projected"))[0]["n"]
+            "SELECT count(*) AS n FROM turn_projection_queue"))[0]["n"]
         assert unprojected == 30
         with pytest.raises(StorageUnavailableError):  # an outage is no row's fault: nothing is quarantined
             memory.reconcile()

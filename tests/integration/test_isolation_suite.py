@@ -25,6 +25,7 @@ from agentx_memory import AgentMemory, Entity, Fact, Goal, Turn
 from agentx_memory.errors import AgentXMemoryError, ConflictError, NotFoundError
 from agentx_memory.ingest import ingest_file
 from agentx_memory.retrieval.bundle import MemoryBundle
+from agentx_memory.sql.conversation_log import projected
 from tests.conftest import gread, sql
 
 CHANNELS = ("_global", "proj-a", "proj-b")
@@ -155,7 +156,7 @@ def stored_view(memory: AgentMemory, user: str, channel: str | None = None) -> d
                         for r in nodes),
         "edges": sorted(json.dumps(r, sort_keys=True, default=str) for r in edges),
         "log": sql(memory, "SELECT turn_id, conversation_id, turn_index, timestamp, role, content, channel, metadata,"
-                           f" embedding::text AS embedding, projected FROM conversation_logs WHERE {by_channel}"
+                           f" embedding::text AS embedding, {projected()} FROM conversation_logs WHERE {by_channel}"
                            " ORDER BY turn_id", args),
         "tools": sql(memory, f"SELECT * FROM tool_invocations WHERE {by_channel} ORDER BY invocation_id", args),
         "timeline": sql(memory, "SELECT user_id, memory_type, neo4j_node_id, event_time, summary, importance_score,"

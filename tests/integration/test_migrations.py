@@ -145,8 +145,10 @@ def test_spec_tables_and_columns_exist(pg):
     for table, wanted in SPEC_COLUMNS.items():
         assert table in columns, f"table {table} missing"
         assert wanted <= columns[table], f"{table} lacks {sorted(wanted - columns[table])}"
-    # our additions: full-text columns generated from the text, the graph id and the projection flag
-    assert {"content_tsv", "turn_id", "user_id", "projected"} <= columns["conversation_logs"]
+    # our additions: full-text columns generated from the text, the graph id, and the reconcile queue beside the log
+    assert {"content_tsv", "turn_id", "user_id"} <= columns["conversation_logs"]
+    assert "projected" not in columns["conversation_logs"]  # migration 0023: the log row is not updated to say it
+    assert columns["turn_projection_queue"] == {"log_id"}
     assert "summary_tsv" in columns["memory_timeline"]
     generated = fetch(dsn, "SELECT table_name, column_name, is_generated FROM information_schema.columns "
                            "WHERE table_schema = %s AND column_name IN ('content_tsv', 'summary_tsv')", (schema,))

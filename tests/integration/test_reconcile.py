@@ -11,6 +11,7 @@ import pytest
 
 from agentx_memory import StorageError, Turn
 from agentx_memory.graph import cypher
+from agentx_memory.sql.conversation_log import projected
 from agentx_memory.sql.postgres import schema_dir
 from tests.conftest import cli_env, gread, sql
 
@@ -50,7 +51,7 @@ def test_a_row_that_cannot_be_read_back_is_quarantined_and_the_others_still_proj
     assert result.quarantined_total == 1
     assert _graph_turns(memory) == ["good-1", "good-2"]
     assert _timeline_ids(memory) == ["good-1", "good-2"]
-    row = sql(memory, "SELECT projected, projection_error, projection_failed_at FROM conversation_logs"
+    row = sql(memory, f"SELECT {projected()}, projection_error, projection_failed_at FROM conversation_logs"
                       " WHERE turn_id = 'bad'")[0]
     assert row["projected"] is False
     assert row["projection_error"] == result.quarantined[0].error
@@ -112,13 +113,17 @@ def test_a_turn_whose_timeline_write_failed_is_repaired_by_reconcile(memory):
     assert memory.reconcile().projected == 0
 
 
-def test_the_migration_sends_projected_turns_without_a_timeline_row_back_to_reconcile(memory):
+def test_the_migrations_send_projected_turns_without_a_timeline_row_back_to_reconcile(memory):
     """Turns damaged before the fix (projected, no timeline row) are repaired: migration 0005 puts them back in the
-    queue once (re-running its statements is harmless), and the next reconcile writes their timeline rows."""
+    queue once (re-running its statements is harmless), 0023 carries the queue over to its own table, and the next
+    reconcile writes their timeline rows. The schema is taken back to before 0023 (every turn flagged projected)."""
     stored = memory.store_turns([Turn(conversation_id="c1", user_id="alice", content=f"turn {i}") for i in range(3)])
     sql(memory, "DELETE FROM memory_timeline WHERE neo4j_node_id = %s", (stored[1].id,))
-    migration = next((schema_dir() / "postgres").glob("0005_*.sql")).read_text(encoding="utf-8")
-    sql(memory, migration)
+    sql(memory, "ALTER TABLE conversation_logs ADD COLUMN projected BOOLEAN NOT NULL DEFAULT TRUE")
+    for version in ("0005", "0023"):
+        sql(memory, next((schema_dir() / "postgres").glob(f"{version}_*.sql")).read_text(encoding="utf-8"))
+    assert [r["turn_id"] for r in sql(memory, "SELECT turn_id FROM conversation_logs c JOIN turn_projection_queue q"
+                                              " ON q.log_id = c.id")] == [stored[1].id]
 
     assert memory.reconcile().projected == 1
     assert _timeline_ids(memory) == sorted(t.id for t in stored)

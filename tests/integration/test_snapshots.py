@@ -33,6 +33,10 @@ def _state(memory: AgentMemory, user: str) -> dict:
             f"SELECT to_jsonb(t) AS row FROM {table} t WHERE user_id = %s", (user,)))
         rows[table] = sorted(json.dumps({k: v for k, v in r["row"].items() if k not in GENERATED}, sort_keys=True)
                              for r in found)
+    # the turns waiting for reconcile: a restore leaves queued what was queued, and only that
+    rows["turn_projection_queue"] = [r["turn_id"] for r in memory._portal.run(memory.core.ctx.postgres.fetch(
+        "SELECT c.turn_id FROM turn_projection_queue q JOIN conversation_logs c ON c.id = q.log_id"
+        " WHERE c.user_id = %s ORDER BY 1", (user,)))]
     redis = memory._portal.run(memory.core.ctx.working.export_user(user))
 
     def canon(items: list) -> list:
@@ -48,8 +52,12 @@ def test_a_snapshot_restores_every_store_as_it_was(settings):
     with AgentMemory(settings(), user_id="alice") as memory:
         _fill(memory, "alice")
         _fill(memory, "bob")
+        # a turn in the log only, as while the graph was unreachable: it is restored waiting for reconcile
+        memory._portal.run(memory.core.episodic.store_turn_log(
+            Turn(conversation_id="alice-c2", user_id="alice", content="Logged while the graph was away.")))
         memory.drain()
         before, bob = _state(memory, "alice"), _state(memory, "bob")
+        assert len(before["postgres"]["turn_projection_queue"]) == 1
         assert all(before["postgres"].values()) and before["nodes"] and before["edges"] and before["redis"]
 
         snapshot = memory.create_snapshot()
@@ -130,7 +138,8 @@ def test_a_snapshot_that_cannot_load_whole_is_refused_before_any_write(settings,
         # the same installation under another user: the turn ids are alice's, so nothing may be written
         with pytest.raises(ConflictError, match="another user"):
             memory.import_memory(path, user_id="dave")
-        nothing = {"nodes": [], "edges": [], "postgres": {table: [] for table in SNAPSHOT_TABLES}, "redis": []}
+        nothing = {"nodes": [], "edges": [], "redis": [],
+                   "postgres": {table: [] for table in [*SNAPSHOT_TABLES, "turn_projection_queue"]}}
         assert _state(memory, "dave") == nothing
 
 

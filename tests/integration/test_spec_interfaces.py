@@ -10,6 +10,7 @@ import pytest
 
 from agentx_memory import Entity, Fact, Goal, MemoryBundle, Turn
 from agentx_memory.errors import ValidationError
+from agentx_memory.sql.conversation_log import projected
 from tests.conftest import gread, sql
 
 NOW = datetime.now(UTC)
@@ -24,7 +25,7 @@ def test_store_turn_log_writes_the_durable_log_only_and_reconcile_projects_it(me
     logged = memory._portal.run(episodic.store_turn_log(Turn(conversation_id="c1", user_id="alice",
                                                              content="I bought hiking boots"), "proj"))
     assert logged.index == 0 and logged.channel == "proj" and logged.pending_projection
-    rows = sql(memory, "SELECT turn_id, projected, embedding IS NOT NULL AS embedded FROM conversation_logs")
+    rows = sql(memory, f"SELECT turn_id, {projected()}, embedding IS NOT NULL AS embedded FROM conversation_logs")
     assert rows == [{"turn_id": logged.id, "projected": False, "embedded": True}]
     assert gread(memory, "MATCH (t:Turn) RETURN t.id AS id") == []  # the graph is store_turn's
     again = memory._portal.run(episodic.store_turn_log(logged))  # the same turn again: a no-op

@@ -37,7 +37,8 @@ def test_worker_once_reprojects_lost_turns_and_manages_audit_partitions(settings
             # the graph lost a turn (e.g. restored from an old backup): the durable log still has it
             await memory.ctx.graph.write("MATCH (t:Turn {id: $id}) DETACH DELETE t", {"id": stored[1].id})
             await memory.ctx.postgres.execute(
-                "UPDATE conversation_logs SET projected = FALSE WHERE turn_id = %s", (stored[1].id,))
+                "INSERT INTO turn_projection_queue (log_id) SELECT id FROM conversation_logs WHERE turn_id = %s",
+                (stored[1].id,))
         finally:
             await memory.close()
         summary = await run_once(s)
