@@ -58,7 +58,7 @@ from agentx_memory.runtime import EmbeddedStack
 from agentx_memory.runtime.layout import DataLayout
 from agentx_memory.runtime.processes import owned_server_pid, read_pid_file
 from agentx_memory.settings import Settings, load_settings
-from agentx_memory.sql.conversation_log import projected
+from agentx_memory.sql.conversation_log import is_projected, projected
 
 __all__ = [
     "EMBEDDED_TARGETS",
@@ -493,8 +493,8 @@ async def run_trial(cluster: Cluster, target: str, trial: int, config: TrialConf
         result.needed_reconcile = before[0]["n"]
         raised_ids = [turn_id for ids, _ in ledger.raised for turn_id in ids]
         complete = {r["turn_id"] for r in await _sql(
-            fresh, "SELECT turn_id FROM conversation_logs c WHERE turn_id = ANY(%s)"
-                   " AND NOT EXISTS (SELECT 1 FROM turn_projection_queue q WHERE q.log_id = c.id)", (raised_ids,))}
+            fresh, "SELECT turn_id FROM conversation_logs c WHERE turn_id = ANY(%s) AND " + is_projected("c"),
+            (raised_ids,))}
         audited = {r["id"] for r in await _sql(fresh, _AUDITED, (conversations,))}
         result.raised_complete = len(complete)
         result.raised_complete_unaudited = len(complete - audited)

@@ -26,7 +26,7 @@ from .errors import pg_errors
 from .postgres import Connection, PostgresStore
 
 __all__ = ["MAX_TURN_INDEX", "TURN_COLUMNS", "TURN_FIELDS", "BeforeInsert", "ConversationLog", "claim_conversation",
-           "projected"]
+           "is_projected", "projected"]
 
 #: The largest turn index: ``turn_index`` is an INTEGER, and a turn's neighbour context reads index + 1.
 MAX_TURN_INDEX: Final = 2**31 - 2
@@ -44,11 +44,16 @@ TURN_FIELDS: Final[LiteralString] = (
 )
 
 
+def is_projected(table: LiteralString = "conversation_logs") -> LiteralString:
+    """Whether the turn of a log row of ``table`` (a table name or alias) is in the graph and on the timeline, that
+    is, not in ``turn_projection_queue`` (migration 0023; one probe of its key, and the queue holds only turns not
+    projected yet)."""
+    return "NOT EXISTS (SELECT 1 FROM turn_projection_queue pq WHERE pq.log_id = " + table + ".id)"
+
+
 def projected(table: LiteralString = "conversation_logs") -> LiteralString:
-    """The column ``projected`` of a log row of ``table`` (a table name or alias): whether the turn is in the graph
-    and on the timeline, that is, not in ``turn_projection_queue`` (migration 0023; one probe of its key, and the
-    queue holds only turns not projected yet)."""
-    return ("NOT EXISTS (SELECT 1 FROM turn_projection_queue pq WHERE pq.log_id = " + table + ".id) AS projected")
+    """:func:`is_projected` as the column ``projected`` (what a :class:`~agentx_memory.models.Turn` is read from)."""
+    return is_projected(table) + " AS projected"
 
 
 #: Everything a :class:`~agentx_memory.models.Turn` is read from, for a statement that reads ``conversation_logs``

@@ -15,6 +15,7 @@ from typing import Any, Final, LiteralString
 from psycopg import sql
 
 from ..errors import ValidationError
+from .conversation_log import is_projected
 from .errors import pg_errors
 from .postgres import PostgresStore
 
@@ -41,10 +42,7 @@ PAGE: Final = 500
 
 #: Values a snapshot row carries that no column stores: ``projected`` of a log row (the turn is out of
 #: ``turn_projection_queue``; snapshots made before migration 0023 hold it as a column).
-_DERIVED: Final[dict[str, dict[str, LiteralString]]] = {
-    "conversation_logs": {"projected": "NOT EXISTS (SELECT 1 FROM turn_projection_queue pq"
-                                       " WHERE pq.log_id = conversation_logs.id)"},
-}
+_DERIVED: Final[dict[str, dict[str, LiteralString]]] = {"conversation_logs": {"projected": is_projected()}}
 
 #: After a restore's log rows are in (a trigger queues each one for reconcile): out of the queue again, the rows the
 #: snapshot says were projected (their graph nodes come with the snapshot).
