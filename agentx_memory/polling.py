@@ -9,7 +9,6 @@ timeout and every timeout says what was awaited::
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -55,6 +54,8 @@ async def await_until(
     predicate: Callable[[], Awaitable[T | None]], *, timeout: float, interval: float = 0.05, what: str
 ) -> T:
     """The asyncio twin of :func:`wait_until`: awaits ``predicate()`` until it returns a truthy value."""
+    import asyncio  # here, not above: the CLI's ``status`` and ``--help`` import this module and never await
+
     deadline = time.monotonic() + timeout
     while True:
         value = await predicate()

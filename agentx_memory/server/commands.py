@@ -7,7 +7,6 @@ FastAPI); each handler imports what it runs.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -74,6 +73,8 @@ def keys_args(p: argparse.ArgumentParser) -> None:
 
 
 def _with_memory(settings: Settings, work: Callable[[AsyncAgentMemory], Awaitable[T]]) -> T:
+    import asyncio
+
     from ..memory import AsyncAgentMemory
 
     async def go() -> T:
