@@ -54,7 +54,7 @@ async def await_until(
     predicate: Callable[[], Awaitable[T | None]], *, timeout: float, interval: float = 0.05, what: str
 ) -> T:
     """The asyncio twin of :func:`wait_until`: awaits ``predicate()`` until it returns a truthy value."""
-    import asyncio  # here, not above: the CLI's ``status`` and ``--help`` import this module and never await
+    import asyncio  # here, not above: the CLI's ``--help`` imports this module and never awaits
 
     deadline = time.monotonic() + timeout
     while True:

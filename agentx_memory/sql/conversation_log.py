@@ -136,12 +136,11 @@ ROWS_BY_ID: Final[LiteralString] = (
 
 QUARANTINE: Final[LiteralString] = (
     "UPDATE conversation_logs SET projection_error = %s, projection_failed_at = now()"
-    " WHERE id = %s AND id IN (SELECT log_id FROM turn_projection_queue) RETURNING turn_id"
+    " WHERE id = %s AND NOT " + is_projected() + " RETURNING turn_id"
 )
 
 COUNT_QUARANTINED: Final[LiteralString] = (
-    "SELECT count(*) AS n FROM conversation_logs c WHERE c.projection_error IS NOT NULL"
-    " AND c.id IN (SELECT log_id FROM turn_projection_queue)"
+    "SELECT count(*) AS n FROM conversation_logs c WHERE c.projection_error IS NOT NULL AND NOT " + is_projected("c")
 )
 
 def seen_by_agent(alias: LiteralString = "") -> LiteralString:

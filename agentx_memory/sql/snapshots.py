@@ -115,10 +115,10 @@ class SnapshotRows:
                                     "NULL::{table}, %(rows)s::jsonb)").format(table=sql.Identifier(table), names=names)
                 written = 0
                 for start in range(0, len(table_rows), PAGE):
-                    page = [{**r, "user_id": user_id} for r in table_rows[start:start + PAGE]]
-                    written += (await conn.execute(statement, {"rows": json.dumps(page)})).rowcount
+                    page = json.dumps([{**r, "user_id": user_id} for r in table_rows[start:start + PAGE]])
+                    written += (await conn.execute(statement, {"rows": page})).rowcount
                     if table == "conversation_logs":
-                        await conn.execute(_UNQUEUE_PROJECTED, {"rows": json.dumps(page), "user_id": user_id})
+                        await conn.execute(_UNQUEUE_PROJECTED, {"rows": page, "user_id": user_id})
                 counts[table] = written
         return counts
 
