@@ -771,26 +771,25 @@ DETACH DELETE e
 RETURN count(*) AS deleted
 """
 
-#: Add access counts (rows of ``reinforcement.AccessCounts``) to facts, each only where it is the row's user's; the
-#: latest access time wins.
-REINFORCE_FACTS: Final[LiteralString] = """
+def _reinforce(label: LiteralString) -> LiteralString:
+    # Add access counts (rows of ``reinforcement.AccessCounts``) to the label's nodes, each only where it is the
+    # row's user's; the latest access time wins.
+    return f"""
 UNWIND $rows AS row
-MATCH (n:Fact {id: row.id})
+MATCH (n:{label} {{id: row.id}})
 WHERE n.user_id = row.user_id
 SET n.access_count = coalesce(n.access_count, 0) + row.count,
     n.last_accessed = CASE WHEN coalesce(n.last_accessed, 0) > row.last THEN n.last_accessed ELSE row.last END
 RETURN count(n) AS reinforced
 """
 
+
+#: Add access counts (rows of ``reinforcement.AccessCounts``) to facts, each only where it is the row's user's; the
+#: latest access time wins.
+REINFORCE_FACTS: Final[LiteralString] = _reinforce("Fact")
+
 #: The same for entities.
-REINFORCE_ENTITIES: Final[LiteralString] = """
-UNWIND $rows AS row
-MATCH (n:Entity {id: row.id})
-WHERE n.user_id = row.user_id
-SET n.access_count = coalesce(n.access_count, 0) + row.count,
-    n.last_accessed = CASE WHEN coalesce(n.last_accessed, 0) > row.last THEN n.last_accessed ELSE row.last END
-RETURN count(n) AS reinforced
-"""
+REINFORCE_ENTITIES: Final[LiteralString] = _reinforce("Entity")
 
 
 # --- procedural ----------------------------------------------------------------------------------------------------
