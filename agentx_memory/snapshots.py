@@ -256,6 +256,12 @@ async def load_snapshot(ctx: MemoryContext, path: Path, *, user_id: str | None =
             await EpisodicMemory(ctx).reconcile()  # the agent's turns into the graph, in their conversations
         counts["graph nodes"] = await _load_nodes(ctx, target, nodes, edges, progress)
         counts["graph edges"] = await _load_edges(ctx, target, edges, progress)
+        # Only now, and only the turns whose nodes came with the file: a turn stored while the snapshot was written
+        # can be in its log rows as projected without its node (the graph is read first), and a load that stops
+        # before this line (a crash, a graph gone with the cleanup below failing too) leaves reconcile the turns.
+        turn_nodes = {r["id"] for r in nodes.get("Turn", [])}
+        await ctx.sql.snapshots.unqueue(target, [r["turn_id"] for r in rows.get("conversation_logs", [])
+                                                 if r.get("projected") and r.get("turn_id") in turn_nodes])
         counts["redis keys"] = await ctx.working.import_user(target, redis_entries)
     except BaseException:
         # the user (or the agent) had no memory before: nothing of theirs is lost

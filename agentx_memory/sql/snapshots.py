@@ -44,12 +44,11 @@ PAGE: Final = 500
 #: ``turn_projection_queue``; snapshots made before migration 0023 hold it as a column).
 _DERIVED: Final[dict[str, dict[str, LiteralString]]] = {"conversation_logs": {"projected": is_projected()}}
 
-#: After a restore's log rows are in (a trigger queues each one for reconcile): out of the queue again, the rows the
-#: snapshot says were projected (their graph nodes come with the snapshot).
-_UNQUEUE_PROJECTED: Final[LiteralString] = (
-    "DELETE FROM turn_projection_queue WHERE log_id IN (SELECT c.id FROM conversation_logs c"
-    " JOIN jsonb_to_recordset(%(rows)s::jsonb) AS r(turn_id text, projected boolean) ON r.turn_id = c.turn_id"
-    " WHERE r.projected AND c.user_id = %(user_id)s)"
+#: After a restore's graph is loaded: out of the reconcile queue (a trigger queued each restored log row), the user's
+#: turns whose nodes the snapshot brought.
+_UNQUEUE: Final[LiteralString] = (
+    "DELETE FROM turn_projection_queue WHERE log_id IN (SELECT id FROM conversation_logs"
+    " WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s))"
 )
 
 #: The columns a row is restored through: not generated, not a serial id.
@@ -117,10 +116,15 @@ class SnapshotRows:
                 for start in range(0, len(table_rows), PAGE):
                     page = json.dumps([{**r, "user_id": user_id} for r in table_rows[start:start + PAGE]])
                     written += (await conn.execute(statement, {"rows": page})).rowcount
-                    if table == "conversation_logs":
-                        await conn.execute(_UNQUEUE_PROJECTED, {"rows": page, "user_id": user_id})
                 counts[table] = written
         return counts
+
+    async def unqueue(self, user_id: str, turn_ids: Sequence[str]) -> None:
+        """Take these turns of the user out of the reconcile queue: a restore calls it once their graph nodes and
+        edges are loaded, so until then (a load that fails, a crash) reconcile still finds them."""
+        for start in range(0, len(turn_ids), PAGE):
+            await self.store.execute(_UNQUEUE, {"user_id": user_id, "ids": list(turn_ids[start:start + PAGE])},
+                                     what="restoring a snapshot")
 
     async def delete_agent(self, user_id: str, agent_id: str) -> dict[str, int]:
         """Delete the rows ``agent_id`` wrote of every :data:`AGENT_TABLES` table, in one transaction; return the

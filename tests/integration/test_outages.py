@@ -203,3 +203,28 @@ def test_a_hung_redis_fails_a_working_memory_call_within_the_socket_timeout(sett
             assert session.get("draft") == {"step": 1}
     finally:
         link.close()
+
+
+def test_a_load_that_loses_the_graph_leaves_its_turns_for_reconcile(graph_link, tmp_path):
+    """A snapshot load writes the log first, then the graph. When the graph goes away in between, the cleanup (which
+    talks to the graph first) fails too and the log rows stay: they must stay queued, so that reconcile puts their
+    turns into the graph once it is back, instead of counting them projected with no node."""
+    settings, link = graph_link
+    with AgentMemory(settings, user_id="alice") as memory:
+        stored = memory.store_turns([Turn(conversation_id="c1", user_id="alice", content="I moved to Lisbon"),
+                                     Turn(conversation_id="c1", user_id="alice", content="The flat has a balcony")])
+        memory.drain()
+        path = memory.export_memory(tmp_path / "alice.jsonl").path
+        memory.forget_user("alice")
+
+        def graph_goes_away(stage: str, done: int) -> None:
+            if stage == "postgres":  # the log rows are written; the graph's nodes come next
+                link.refuse()
+
+        with pytest.raises(StorageUnavailableError):
+            memory.import_memory(path, progress=graph_goes_away)
+        link.heal()
+        assert [t.pending_projection for t in memory.get_conversation("c1")] == [True, True]
+        assert memory.reconcile().projected == 2
+        assert gread(memory, "MATCH (t:Turn {conversation_id: 'c1'}) RETURN t.id AS id ORDER BY t.index") == [
+            {"id": t.id} for t in stored]

@@ -143,6 +143,32 @@ def test_a_snapshot_that_cannot_load_whole_is_refused_before_any_write(settings,
         assert _state(memory, "dave") == nothing
 
 
+def test_a_turn_logged_as_projected_without_its_node_is_loaded_for_reconcile(settings, tmp_path):
+    """A snapshot reads the graph before the log, so a turn stored in between is in its rows as projected but has no
+    node in it: the load leaves that turn queued (reconcile projects it) instead of marking it done without one."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        _fill(memory, "alice")
+        memory.drain()
+        path = memory.export_memory(tmp_path / "alice.jsonl").path
+        turns = [t.id for t in memory.get_conversation("alice-c1")]
+        memory.forget_user("alice")
+        # the file as the race writes it: the second turn's log row (projected) without its node and edges
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        kept = [r for r in records if r.get("id") != turns[1] and turns[1] not in (r.get("source"), r.get("target"))]
+        assert len(records) - len(kept) >= 2  # its node and at least its conversation's edge
+        end = kept[-1]
+        end["counts"] = {**end["counts"], "graph nodes": end["counts"]["graph nodes"] - 1}
+        raced = tmp_path / "raced.jsonl"
+        raced.write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+        memory.import_memory(raced)
+        assert [t.pending_projection for t in memory.get_conversation("alice-c1")] == [False, True]
+        assert memory.reconcile().projected == 1
+        assert gread(memory, "MATCH (t:Turn {id: $id}) RETURN t.content AS c", {"id": turns[1]}) == [
+            {"c": "We decided to visit."}]
+        assert [t.pending_projection for t in memory.get_conversation("alice-c1")] == [False, False]
+
+
 def test_export_and_import_from_the_command_line(settings, embedded_home, tmp_path):
     source, target = settings(), settings()
     with AgentMemory(source, user_id="alice") as memory:
