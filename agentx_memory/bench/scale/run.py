@@ -125,7 +125,8 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
             step["ingest"] = await ingest_engine(memory, corpus, part, vectors, batch=batch)
             phases[f"{size}: engine ingest"] = time.perf_counter() - started
             started = time.perf_counter()
-            for table in ("conversation_logs", "memory_timeline"):
+            # the reconcile queue too: every turn went through it, and recall probes it per candidate
+            for table in ("conversation_logs", "turn_projection_queue", "memory_timeline"):
                 await memory.ctx.postgres.execute(f"VACUUM ANALYZE {table}")
             phases[f"{size}: vacuum analyze"] = time.perf_counter() - started
             # What the worker's hourly compact_indexes job does for a deployment (FalkorDB keeps the vector of every
