@@ -168,7 +168,10 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
     from .memory import AgentMemory
 
     with AgentMemory(settings) as memory:
-        result = memory.reconcile()
+        result = memory.reconcile(full=args.full)
+    if args.full:
+        _console().print(f"the graph was missing {result.requeued} logged turn(s) and {result.invocations_requeued} "
+                         "tool invocation(s): queued again")
     _console().print(f"reconciled {result.projected} turn(s) and {result.invocations_projected} tool invocation(s)")
     for turn in result.quarantined:
         _console().print(f"quarantined turn {turn.turn_id}: {turn.error}", markup=False)
@@ -837,6 +840,12 @@ def _mcp_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--channel", default="_global", help="the default channel of every tool call (default _global)")
 
 
+def _reconcile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--full", action="store_true",
+                   help="first compare the whole log with the graph and queue every logged turn and tool invocation "
+                        "whose node is missing (after restoring the graph from an older backup)")
+
+
 def _no_args(p: argparse.ArgumentParser) -> None:
     """A subcommand without options."""
 
@@ -884,7 +893,7 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
     "down": (cmd_down, "stop the embedded servers", _no_args),
     "status": (cmd_status, "show servers and schema version", _status_args),
     "migrate": (cmd_migrate, "apply pending schema migrations", _no_args),
-    "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", _no_args),
+    "reconcile": (cmd_reconcile, "project unprojected log rows into the graph", _reconcile_args),
     "bench": (cmd_bench, "run a benchmark (locomo, beam, scale, serve, extract)", _bench_args),
     "demo": (cmd_demo, "guided tour: ingest a sample conversation and ask questions", _demo_args),
     "remember": (cmd_remember, "recall memories for a query", _remember_args),

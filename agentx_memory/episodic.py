@@ -79,14 +79,18 @@ class ReconcileResult:
 
     ``projected``: log rows projected into the graph (and written to the timeline); ``quarantined``: rows this run
     could not project and took out of the queue; ``quarantined_total``: every row in quarantine after the run
-    (including earlier runs'); ``invocations_projected``: logged tool invocations projected into the graph.
-    ``int(result)`` is ``projected`` (what reconcile returned before quarantine).
+    (including earlier runs'); ``invocations_projected``: logged tool invocations projected into the graph;
+    ``requeued`` and ``invocations_requeued``: logged turns and tool invocations a full run found missing from the
+    graph and queued again (0 unless ``full``). ``int(result)`` is ``projected`` (what reconcile returned before
+    quarantine).
     """
 
     projected: int = 0
     quarantined: tuple[QuarantinedTurn, ...] = ()
     quarantined_total: int = 0
     invocations_projected: int = 0
+    requeued: int = 0
+    invocations_requeued: int = 0
 
     def __int__(self) -> int:
         return self.projected
@@ -297,6 +301,20 @@ class EpisodicMemory:
                           agent_id=t.agent_id, scope=t.scope or "global")
             for t in turns
         ])
+
+    async def requeue_missing(self, batch_size: int = 1000) -> int:
+        """Queue for :meth:`reconcile` every logged turn, of any user, whose Turn node the graph does not have (the
+        graph restored from a backup older than the log, or nodes deleted by hand); return how many were queued.
+        Reads the whole log in pages of ``batch_size`` and asks the graph for each page's ids."""
+        log_rows, requeued, position = self.ctx.sql.conversations, 0, 0
+        while page := await log_rows.turn_ids(after=position, limit=batch_size):
+            position = page[-1][0]
+            present = {r["id"] for r in await self.ctx.graph.read(cypher.PRESENT_TURNS,
+                                                                  {"ids": [turn_id for _, turn_id in page]})}
+            missing = [row for row, turn_id in page if turn_id not in present]
+            if missing:
+                requeued += await log_rows.requeue(missing)
+        return requeued
 
     async def reconcile(self, batch_size: int = 500) -> ReconcileResult:
         """Project every durable-log row the graph (or the timeline) is missing; idempotent.

@@ -310,15 +310,24 @@ class AsyncAgentMemory:
         return await self.episodic.get_recent_turns(self._user(user_id), channels, hours, limit,
                                                     agent_id=self.agent_id)
 
-    async def reconcile(self) -> ReconcileResult:
+    async def reconcile(self, *, full: bool = False) -> ReconcileResult:
         """Project every durable-log turn that the graph (or the timeline) is missing.
 
         A turn that cannot be projected is quarantined (why is recorded in its log row; later runs skip it) instead
         of blocking the others. Logged tool invocations the graph is missing are projected after the turns. The
         result says how many turns were projected, which were quarantined by this run, how many are in quarantine
-        in all, and how many tool invocations were projected (``int(result)`` is the number of turns projected)."""
+        in all, and how many tool invocations were projected (``int(result)`` is the number of turns projected).
+
+        A run projects what is queued: what a write could not project, and what a restore or the migrations queued.
+        ``full`` first compares the whole log with the graph and queues every logged turn and tool invocation
+        whose node is missing (after restoring the graph from a backup older than the log); it reads every log
+        row, so it takes time in proportion to the log (``requeued`` and ``invocations_requeued`` say what it
+        found)."""
+        requeued = await self.episodic.requeue_missing() if full else 0
+        invocations_requeued = await self.procedural.requeue_missing_invocations() if full else 0
         result = await self.episodic.reconcile()
-        return dataclasses.replace(result, invocations_projected=await self.procedural.reconcile_invocations())
+        return dataclasses.replace(result, invocations_projected=await self.procedural.reconcile_invocations(),
+                                   requeued=requeued, invocations_requeued=invocations_requeued)
 
     # --- semantic -----------------------------------------------------------------------------------------------
 
@@ -1878,14 +1887,20 @@ class AgentMemory:
         """The user's turns of the last ``hours`` in ``channels`` (always with ``_global``), newest first."""
         return self._portal.run(self._core.get_recent_turns(user_id, channels, hours, limit))
 
-    def reconcile(self) -> ReconcileResult:
+    def reconcile(self, *, full: bool = False) -> ReconcileResult:
         """Project every durable-log turn that the graph (or the timeline) is missing.
 
         A turn that cannot be projected is quarantined (why is recorded in its log row; later runs skip it) instead
         of blocking the others. Logged tool invocations the graph is missing are projected after the turns. The
         result says how many turns were projected, which were quarantined by this run, how many are in quarantine
-        in all, and how many tool invocations were projected (``int(result)`` is the number of turns projected)."""
-        return self._portal.run(self._core.reconcile())
+        in all, and how many tool invocations were projected (``int(result)`` is the number of turns projected).
+
+        A run projects what is queued: what a write could not project, and what a restore or the migrations queued.
+        ``full`` first compares the whole log with the graph and queues every logged turn and tool invocation
+        whose node is missing (after restoring the graph from a backup older than the log); it reads every log
+        row, so it takes time in proportion to the log (``requeued`` and ``invocations_requeued`` say what it
+        found)."""
+        return self._portal.run(self._core.reconcile(full=full))
 
     def upsert_entity(self, entity: Entity, channel: str | None = None) -> Entity:
         """Create or merge an entity (by normalized name + type + user + channel); aliases are merged.

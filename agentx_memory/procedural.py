@@ -148,6 +148,19 @@ class ProceduralMemory:
         if owners - {user_id}:
             raise ConflictError(f"conversation_id {conversation_id!r} belongs to another user")
 
+    async def requeue_missing_invocations(self, batch_size: int = 1000) -> int:
+        """Queue for :meth:`reconcile_invocations` every logged tool invocation, of any user, whose ToolInvocation
+        node the graph does not have; return how many were queued (the graph's side of a full reconcile)."""
+        tools, requeued, position = self.ctx.sql.tools, 0, 0
+        while page := await tools.projected_ids(after=position, limit=batch_size):
+            position = page[-1][0]
+            present = {r["id"] for r in await self.ctx.graph.read(cypher.PRESENT_INVOCATIONS,
+                                                                  {"ids": [inv_id for _, inv_id in page]})}
+            missing = [row for row, inv_id in page if inv_id not in present]
+            if missing:
+                requeued += await tools.requeue(missing)
+        return requeued
+
     async def reconcile_invocations(self, batch_size: int = 500) -> int:
         """Project every logged tool invocation the graph is missing (idempotent); return how many were projected.
 

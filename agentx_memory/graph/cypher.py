@@ -1455,6 +1455,20 @@ DETACH DELETE c
 RETURN count(*) AS deleted
 """
 
+# --- the full reconcile: which logged rows the graph holds ----------------------------------------------------------
+
+def _present(label: LiteralString) -> LiteralString:
+    # The ids of $ids that are nodes of the label (its unique id index answers each).
+    return f"UNWIND $ids AS id MATCH (n:{label} {{id: id}}) RETURN n.id AS id"
+
+
+#: Which of the turn ids ``$ids`` the graph has a Turn node for.
+PRESENT_TURNS: Final[LiteralString] = _present("Turn")
+
+#: Which of the invocation ids ``$ids`` the graph has a ToolInvocation node for.
+PRESENT_INVOCATIONS: Final[LiteralString] = _present("ToolInvocation")
+
+
 # --- snapshots: a user's subgraph out and back in ------------------------------------------------------------------
 # A snapshot holds each node of the user with all its properties (the vector apart) and each edge leaving one of
 # them. Restoring writes nodes by key, then edges by the keys of their ends, only among the user's own nodes (and

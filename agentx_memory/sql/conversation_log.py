@@ -124,6 +124,17 @@ MARK_PROJECTED: Final[LiteralString] = (
     "DELETE FROM turn_projection_queue WHERE log_id IN (SELECT id FROM conversation_logs WHERE turn_id = ANY(%s))"
 )
 
+#: A page of the whole log (every user), row position and turn id, after a row position: the full reconcile compares
+#: it with the graph.
+LOG_TURN_IDS: Final[LiteralString] = (
+    "SELECT id, turn_id FROM conversation_logs WHERE id > %s ORDER BY id LIMIT %s"
+)
+
+#: Back into the reconcile queue (a row queued already stays as it is, quarantine included).
+REQUEUE: Final[LiteralString] = (
+    "INSERT INTO turn_projection_queue (log_id) SELECT unnest(%s::bigint[]) ON CONFLICT DO NOTHING"
+)
+
 #: The reconcile queue: row positions only, so a row whose data cannot be read back never blocks the others.
 UNPROJECTED_IDS: Final[LiteralString] = (
     "SELECT q.log_id AS id FROM turn_projection_queue q JOIN conversation_logs c ON c.id = q.log_id"
@@ -328,6 +339,15 @@ class ConversationLog:
         ``after`` (read them with :meth:`rows`)."""
         rows = await self.store.fetch(UNPROJECTED_IDS, (after, limit), what="reading unprojected turns")
         return [r["id"] for r in rows]
+
+    async def turn_ids(self, *, after: int, limit: int) -> list[tuple[int, str]]:
+        """``(row position, turn id)`` of up to ``limit`` log rows of every user, in log order after row ``after``."""
+        rows = await self.store.fetch(LOG_TURN_IDS, (after, limit), what="reading the log's turn ids")
+        return [(r["id"], r["turn_id"]) for r in rows]
+
+    async def requeue(self, positions: Sequence[int]) -> int:
+        """Put the rows at these positions back into the reconcile queue; return how many were not queued."""
+        return await self.store.execute(REQUEUE, (list(positions),), what="queueing turns for reconcile")
 
     async def rows(self, positions: Sequence[int]) -> list[Turn]:
         """The turns at these row positions, with their vectors, in log order. A row whose stored data cannot be

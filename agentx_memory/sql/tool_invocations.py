@@ -74,6 +74,16 @@ UNPROJECTED: Final[LiteralString] = (
     " success, latency_ms, channel FROM tool_invocations WHERE NOT projected AND id > %s ORDER BY id LIMIT %s"
 )
 
+#: A page of the tool log's projected rows (every user), row position and invocation id, after a row position.
+PROJECTED_AFTER: Final[LiteralString] = (
+    "SELECT id, invocation_id FROM tool_invocations WHERE projected AND id > %s ORDER BY id LIMIT %s"
+)
+
+#: Back into the reconcile queue of tool calls.
+UNMARK_PROJECTED: Final[LiteralString] = (
+    "UPDATE tool_invocations SET projected = FALSE WHERE id = ANY(%s) AND projected"
+)
+
 TOOL_STATS: Final[LiteralString] = (
     "SELECT tool_name, count(*) AS usage_count, count(*) FILTER (WHERE success) AS success_count,"
     " round((count(*) FILTER (WHERE success))::numeric / count(*), 4)::float AS success_rate,"
@@ -116,6 +126,16 @@ class ToolInvocationLog:
         """Up to ``limit`` invocations not yet in the graph, in log order after row ``after`` (each row has its
         position ``id`` and the fields the graph holds)."""
         return await self.store.fetch(UNPROJECTED, (after, limit), what="reading unprojected tool invocations")
+
+    async def projected_ids(self, *, after: int, limit: int) -> list[tuple[int, str]]:
+        """``(row position, invocation id)`` of up to ``limit`` projected invocations of every user, in log order
+        after row ``after``."""
+        rows = await self.store.fetch(PROJECTED_AFTER, (after, limit), what="reading the tool log's ids")
+        return [(r["id"], r["invocation_id"]) for r in rows]
+
+    async def requeue(self, positions: Sequence[int]) -> int:
+        """Put the rows at these positions back into the reconcile queue; return how many were projected."""
+        return await self.store.execute(UNMARK_PROJECTED, (list(positions),), what="queueing tool calls for reconcile")
 
     async def stored(self, inv: ToolInvocation) -> dict[str, Any] | None:
         """The logged invocation with ``inv``'s id: its ``user_id``, ``conversation_id``, ``timestamp``, whether

@@ -151,3 +151,41 @@ def test_the_reconcile_command_reports_quarantined_turns(settings):
     assert "1 turn(s) in quarantine" in first
     second = reconcile_command(0)  # nothing new: the quarantine is known and reported
     assert "reconciled 0 turn(s)" in second and "quarantined turn" not in second and "1 turn(s) in quarantine" in second
+
+
+def test_a_full_reconcile_puts_back_what_a_graph_restored_from_an_older_backup_lacks(memory):
+    """The graph restored from a backup older than the log lacks turns and tool calls the log holds as projected: a
+    plain reconcile cannot know (nothing is queued), a full one compares the log with the graph, queues what is
+    missing and projects it, for every user, from the API and from the command line."""
+    turns = memory.store_turns([Turn(conversation_id="c1", user_id="alice", content=f"turn {i}") for i in range(3)])
+    bobs = memory.store_turn(Turn(conversation_id="b1", user_id="bob", content="bob's turn"))
+    call = memory.record_invocation("c1", turns[0].id, "maps", {"q": "Porto"}, {"ok": True}, True, 5)
+    memory.drain()
+    chain = ("MATCH (c:Conversation {id: $c})-[:HAS_TURN]->(t:Turn) OPTIONAL MATCH (t)-[:FOLLOWED_BY]->(n:Turn) "
+             "RETURN t.id AS id, n.id AS next ORDER BY t.index")
+    whole = gread(memory, chain, {"c": "c1"})
+    assert len(whole) == 3
+
+    # what the older backup did not have yet: alice's second turn, bob's turn, the tool call
+    for label, node in (("Turn", turns[1].id), ("Turn", bobs.id), ("ToolInvocation", call.id)):
+        memory._portal.run(memory.core.ctx.graph.write(f"MATCH (n:{label} {{id: $id}}) DETACH DELETE n", {"id": node}))
+    plain = memory.reconcile()
+    assert (plain.projected, plain.invocations_projected, plain.requeued) == (0, 0, 0)
+
+    full = memory.reconcile(full=True)
+    assert (full.requeued, full.invocations_requeued, full.projected, full.invocations_projected) == (2, 1, 2, 1)
+    assert gread(memory, chain, {"c": "c1"}) == whole
+    assert gread(memory, "MATCH (t:Turn {id: $id}) RETURN t.user_id AS u", {"id": bobs.id}) == [{"u": "bob"}]
+    assert gread(memory, "MATCH (:Conversation {id: 'c1'})-[:USED_TOOL]->(ti:ToolInvocation)-[:INVOKED]->(:Tool) "
+                         "RETURN ti.id AS id", {}) == [{"id": call.id}]
+    again = memory.reconcile(full=True)
+    assert (again.requeued, again.invocations_requeued, again.projected) == (0, 0, 0)
+
+    memory._portal.run(memory.core.ctx.graph.write("MATCH (n:Turn {id: $id}) DETACH DELETE n", {"id": turns[2].id}))
+    done = subprocess.run([sys.executable, "-m", "agentx_memory.cli", "reconcile", "--full"],
+                          env=cli_env(memory.settings), capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the graph was missing 1 logged turn(s) and 0 tool invocation(s): queued again" in done.stdout
+    assert "reconciled 1 turn(s) and 0 tool invocation(s)" in done.stdout
+    assert gread(memory, chain, {"c": "c1"}) == whole
