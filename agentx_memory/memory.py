@@ -48,7 +48,14 @@ from .crypto import ColumnCipher
 from .decay import DecayReport, apply_decay, undo_decay
 from .dedup import DedupReport, dedup, undo_dedup
 from .episodic import EpisodicMemory, ReconcileResult
-from .errors import CallTimeoutError, ClosedError, NotFoundError, RateLimitedError, ValidationError
+from .errors import (
+    CallTimeoutError,
+    ClosedError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+    ValidationError,
+)
 from .extraction import ConversationExtractor, ExtractionReport, choose_extractor
 from .extraction.consolidation import ConsolidationReport, consolidate_due
 from .fact_retention import FactExpiryReport, expire_old_facts, restore_expired
@@ -258,6 +265,12 @@ class AsyncAgentMemory:
         if self.agent_id is not None and agent_id != self.agent_id:
             raise ValidationError(field, f"is {agent_id!r}; this memory acts as agent {self.agent_id!r}")
         return agent_id
+
+    def _whole_user(self, action: str, kind: str, user_id: str | None) -> None:
+        """Refuse ``action`` on an agent's view: what it reaches holds every agent's memory (forgetting, the audit
+        trail). The user's memory does it."""
+        if self.agent_id is not None:
+            raise PermissionDeniedError(self.agent_id, action, kind, self._user(user_id))
 
     def _writer(self, agent_id: str | None) -> str | None:
         """The agent a write is recorded with: the one given (checked), else this view's (None: the user's)."""
@@ -689,8 +702,10 @@ class AsyncAgentMemory:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
         profile, summaries, run records, memory pools, working memory — and strip their audit entries of content;
         return the receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
-        ``requested_by``. Idempotent."""
+        ``requested_by``. Idempotent. The user's memory does it, not an agent's view
+        (:class:`PermissionDeniedError`)."""
         check_id(user_id, "user_id")
+        self._whole_user("forget", "every memory of user", user_id)
         check_text(requested_by, "requested_by", max_bytes=200)
         await self.recall.drain()  # a recall's audit entry still being written would land after the scrub
         return await forget_user(self.ctx, user_id, requested_by=requested_by)
@@ -708,9 +723,11 @@ class AsyncAgentMemory:
         given must hold. With ``cascade`` (default) what is derived goes too: facts whose every source turn goes,
         the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
         working memory and the content of audit entries and run records naming them go; one audit entry keeps who
-        asked (``requested_by``), the ids and the counts. Idempotent.
+        asked (``requested_by``), the ids and the counts. Idempotent. The user's memory forgets, not an agent's view
+        (:class:`PermissionDeniedError`: its filters would reach every agent's memories).
         """
         user = self._user(user_id)
+        self._whole_user("forget", "memories of user", user)
         check_text(requested_by, "requested_by", max_bytes=200)
         where = ForgetFilter(
             conversation_id=None if conversation_id is None else check_id(conversation_id, "conversation_id"),
@@ -883,13 +900,17 @@ class AsyncAgentMemory:
                                            expected_version=expected_version)
 
     async def share_memory(self, pool_id: str, memory_id: str, *, expected_version: int, agent_id: str | None = None,
-                           memory_type: str | None = None, user_id: str | None = None) -> int:
+                           memory_type: str | None = None, user_id: str | None = None,
+                           channels: Sequence[str] | None = None) -> int:
         """Copy one of the user's facts, entities, controls, strategies or goals into the pool's data under
         ``"memory:<memory_id>"`` (type, text, source id, channel, who shared it and when), versioned as
-        :meth:`write_pool_data`; returns the new version."""
-        return await self.pools.share_memory(self._user(user_id), pool_id, memory_id,
-                                             agent_id=self._acting(agent_id, "agent_id"),
-                                             expected_version=expected_version, memory_type=memory_type)
+        :meth:`write_pool_data`; returns the new version. The agent shares only what it may read (not another
+        agent's private fact or rule), and with ``channels`` only a memory of one of them or of ``_global``:
+        :class:`NotFoundError` otherwise."""
+        return await self.pools.share_memory(
+            self._user(user_id), pool_id, memory_id, agent_id=self._acting(agent_id, "agent_id"),
+            expected_version=expected_version, memory_type=memory_type,
+            channels=None if channels is None else [check_channel(c) for c in channels])
 
     async def pool_statistics(self, pool_id: str, *, agent_id: str | None = None,
                               user_id: str | None = None) -> PoolStatistics:
@@ -938,10 +959,11 @@ class AsyncAgentMemory:
         """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and
         tools called — by ``llm.query_model`` when set, extractive otherwise — embedded and stored, replacing an
         earlier summary (:mod:`agentx_memory.summaries`). The consolidation job does this for every conversation it
-        consolidates."""
+        consolidates. An agent's view may not summarize a conversation holding another agent's private turns
+        (:class:`NotFoundError`)."""
         check_id(conversation_id, "conversation_id", max_len=200)
         return await summarize_conversation(self.episodic, self.semantic, self.recall.llm, conversation_id,
-                                            self._user(user_id))
+                                            self._user(user_id), agent_id=self.agent_id)
 
     async def get_conversation_summary(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
         """The stored summary of one conversation; :class:`NotFoundError` when it was not summarized (or, for an
@@ -1331,12 +1353,16 @@ class AsyncAgentMemory:
         ...): ``limit`` (1 to 500) of them older than the entry (``before``, ``before_id``), the last one of the
         previous page. Each: ``id``, ``timestamp``, ``operation``, ``memory_type``, ``session_id``,
         ``conversation_id``, ``source_channel``, ``target_channels``, ``query_text``, ``result_count``,
-        ``latency_ms``, ``success``, ``error_message``, ``affected_ids``, ``result_ids``."""
+        ``latency_ms``, ``success``, ``error_message``, ``affected_ids``, ``result_ids``. The user's memory reads it,
+        not an agent's view: the entries hold every agent's queries and results (:class:`PermissionDeniedError`)."""
+        self._whole_user("read", "the audit trail of user", user_id)
         return await self.browser.audit_trail(self._user(user_id), operation=operation, before=before,
                                               before_id=before_id, limit=limit)
 
     async def audit_operations(self, user_id: str | None = None, *, days: int = 30) -> list[str]:
-        """The operations of the user's audit entries of the last ``days`` days, in order."""
+        """The operations of the user's audit entries of the last ``days`` days, in order (the user's memory only, as
+        :meth:`audit_trail`)."""
+        self._whole_user("read", "the audit trail of user", user_id)
         return await self.browser.audit_operations(self._user(user_id), days=days)
 
     # --- the REST service: API keys, per-caller rate limits, store health, audit reads (issue 18) ----------------
@@ -2319,12 +2345,16 @@ class AgentMemory:
                                                            agent_id=agent_id, user_id=user_id))
 
     def share_memory(self, pool_id: str, memory_id: str, *, expected_version: int, agent_id: str | None = None,
-                     memory_type: str | None = None, user_id: str | None = None) -> int:
+                     memory_type: str | None = None, user_id: str | None = None,
+                     channels: Sequence[str] | None = None) -> int:
         """Copy one of the user's facts, entities, controls, strategies or goals into the pool's data under
         ``"memory:<memory_id>"`` (type, text, source id, channel, who shared it and when), versioned as
-        :meth:`write_pool_data`; returns the new version."""
+        :meth:`write_pool_data`; returns the new version. The agent shares only what it may read (not another
+        agent's private fact or rule), and with ``channels`` only a memory of one of them or of ``_global``:
+        :class:`NotFoundError` otherwise."""
         return self._portal.run(self._core.share_memory(pool_id, memory_id, expected_version=expected_version,
-                                                        agent_id=agent_id, memory_type=memory_type, user_id=user_id))
+                                                        agent_id=agent_id, memory_type=memory_type, user_id=user_id,
+                                                        channels=channels))
 
     def pool_statistics(self, pool_id: str, *, agent_id: str | None = None,
                         user_id: str | None = None) -> PoolStatistics:

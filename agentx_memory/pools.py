@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -39,6 +39,7 @@ from .context import MemoryContext
 from .control import ControlStore
 from .errors import ConflictError, NotFoundError, PermissionDeniedError, StaleVersionError, ValidationError
 from .goals import GoalMemory
+from .models import GLOBAL_CHANNEL
 from .procedural import ProceduralMemory
 from .runs import JobReport
 from .semantic import SemanticMemory
@@ -68,6 +69,10 @@ SHAREABLE_TYPES: Final = ("fact", "entity", "control", "strategy", "goal")
 MAX_TTL_SECONDS: Final = 10 * 365 * 24 * 3600
 #: The most agents one pool's access control list names.
 MAX_GRANTS: Final = 1000
+
+
+#: The shareable kinds a memory of one agent can be private to (read through the agent's view).
+_AGENT_SCOPED: Final = frozenset({"fact", "control"})
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ class PoolStore:
     def __init__(self, ctx: MemoryContext, semantic: SemanticMemory, procedural: ProceduralMemory,
                  goals: GoalMemory, controls: ControlStore):
         self.ctx = ctx
-        self._getters: dict[str, Callable[[str, str], Awaitable[Any]]] = {
+        self._getters: dict[str, Callable[..., Awaitable[Any]]] = {
             "fact": semantic.get_fact, "entity": semantic.get_entity, "control": controls.get,
             "strategy": procedural.get_strategy, "goal": goals.get_goal,
         }
@@ -383,30 +388,38 @@ class PoolStore:
                                            field="patch")
 
     async def share_memory(self, user_id: str, pool_id: str, memory_id: str, *, agent_id: str,
-                           expected_version: int, memory_type: str | None = None) -> int:
+                           expected_version: int, memory_type: str | None = None,
+                           channels: Sequence[str] | None = None) -> int:
         """Copy one of the user's memories — a fact, entity, control, strategy or goal — into the pool's data under
         ``"memory:<memory_id>"``: ``{"type", "text", "source_id", "channel", "shared_by", "shared_at"}`` (the text
         is the fact's claim, the entity's name and description, the rule, or the strategy's or goal's description).
         ``memory_type`` skips the lookup of the other kinds (else they are tried in :data:`SHAREABLE_TYPES` order).
-        Sharing it again refreshes the copy. Versioned like :meth:`write_data`; returns the new version."""
+        Sharing it again refreshes the copy. Versioned like :meth:`write_data`; returns the new version. The agent
+        shares only what it may read: not another agent's private fact or rule, and with ``channels`` only a memory
+        of one of them or of ``_global`` (:class:`NotFoundError` otherwise, as for a memory that is not there)."""
         check_id(memory_id, "memory_id")
         kinds = SHAREABLE_TYPES if memory_type is None else (_check_choice(memory_type, "memory_type",
                                                                            SHAREABLE_TYPES),)
 
         async def with_memory(current: dict[str, Any]) -> dict[str, Any]:
-            entry = await self._shareable(user_id, memory_id, kinds)
+            entry = await self._shareable(user_id, memory_id, kinds, agent_id=agent_id, channels=channels)
             return {**current, SHARED_KEY_PREFIX + memory_id: {**entry, "shared_by": agent_id,
                                                                "shared_at": datetime.now(UTC).isoformat()}}
 
         return await self._versioned_write(user_id, pool_id, agent_id, expected_version, "share", "share a memory into",
                                            with_memory, details={"memory_id": memory_id})
 
-    async def _shareable(self, user_id: str, memory_id: str, kinds: tuple[str, ...]) -> dict[str, Any]:
-        """The pool entry of the user's memory ``memory_id``, of the first of ``kinds`` that has it."""
+    async def _shareable(self, user_id: str, memory_id: str, kinds: tuple[str, ...], *, agent_id: str,
+                         channels: Sequence[str] | None) -> dict[str, Any]:
+        """The pool entry of the user's memory ``memory_id``, of the first of ``kinds`` that has it and that
+        ``agent_id`` may read (in ``channels`` or ``_global``, when given)."""
         for kind in kinds:
             try:
-                found = await self._getters[kind](memory_id, user_id)
+                found = await (self._getters[kind](memory_id, user_id, agent_id=agent_id) if kind in _AGENT_SCOPED
+                               else self._getters[kind](memory_id, user_id))
             except NotFoundError:
+                continue
+            if channels is not None and found.channel not in (*channels, GLOBAL_CHANNEL):
                 continue
             if kind == "fact":
                 text = found.claim

@@ -60,10 +60,13 @@ def _transcript(turns: list[Turn]) -> str:
 
 
 async def summarize_conversation(episodic: EpisodicMemory, semantic: SemanticMemory, llm: LLM | None,
-                                 conversation_id: str, user_id: str) -> EpisodicSummary:
-    """Summarize the user's conversation, store the summary (replacing an earlier one) and return it."""
+                                 conversation_id: str, user_id: str, *, agent_id: str | None = None
+                                 ) -> EpisodicSummary:
+    """Summarize the user's conversation, store the summary (replacing an earlier one) and return it. An agent
+    (``agent_id``) may not summarize a conversation that holds another agent's private turn (the summary is made of
+    every turn): :class:`NotFoundError`, as when it reads that summary."""
     turns = await episodic.get_conversation(conversation_id, user_id)
-    if not turns:
+    if not turns or (agent_id is not None and any(t.scope == "agent" and t.agent_id != agent_id for t in turns)):
         raise NotFoundError("conversation", conversation_id)
     graph = semantic.ctx.graph
     mentioned = await graph.read(cypher.CONVERSATION_ENTITIES, {"conversation_id": conversation_id,

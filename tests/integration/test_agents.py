@@ -148,6 +148,46 @@ def test_a_summary_holding_another_agents_private_turns_is_not_read_by_an_agent(
         coder.get_conversation_summary("solo")
 
 
+def test_an_agent_cannot_reach_another_agents_private_memory_by_summarizing_sharing_or_forgetting(agents):
+    """The ways round the read paths: an agent summarizing a conversation that holds another agent's private turn
+    (the summary is made of every turn), sharing another agent's private fact or rule into a pool it owns, forgetting
+    by a filter that reaches every agent's memories, reading the user's audit trail (every agent's queries)."""
+    from agentx_memory import PermissionDeniedError
+
+    memory, planner, coder = agents["memory"], agents["planner"], agents["coder"]
+    with pytest.raises(NotFoundError):
+        coder.summarize_conversation("plan")  # the planner's private turn is in it
+    coder.store_turn(Turn(user_id="alice", conversation_id="mine", content="Coder's own notes on the vault."))
+    assert coder.summarize_conversation("mine").conversation_id == "mine"  # its own (and global) turns only
+
+    coder.create_pool("coder-board", data={})
+    for secret in (agents["fact"].id, agents["rule"].id):
+        with pytest.raises(NotFoundError):
+            coder.share_memory("coder-board", secret, expected_version=1)
+    assert coder.read_pool_data("coder-board") == ({}, 1)
+    assert coder.share_memory("coder-board", agents["shared"].id, expected_version=1) == 2  # a global fact
+    planner.create_pool("planner-board", data={})
+    assert planner.share_memory("planner-board", agents["fact"].id, expected_version=1) == 2  # its own
+    at_home = planner.learn_fact(Fact(user_id="alice", claim="the spare vault key is at home"), channel="home")
+    with pytest.raises(NotFoundError):  # in a channel outside those the caller may read
+        planner.share_memory("planner-board", at_home.id, expected_version=2, channels=["work"])
+    assert planner.share_memory("planner-board", at_home.id, expected_version=2, channels=["home"]) == 3
+
+    with pytest.raises(PermissionDeniedError):
+        coder.forget(memory_types=["episodic"])
+    with pytest.raises(PermissionDeniedError):
+        coder.forget([agents["private"].id])
+    with pytest.raises(PermissionDeniedError):
+        coder.forget_user("alice")
+    assert [t.id for t in memory.get_conversation("plan")] == [
+        agents["private"].id, agents["global_turn"].id, agents["mixed"].id]  # nothing was forgotten
+    with pytest.raises(PermissionDeniedError):
+        coder.audit_trail()
+    with pytest.raises(PermissionDeniedError):
+        coder.audit_operations()
+    assert memory.audit_trail(limit=5)  # the user's memory reads it
+
+
 def test_knowledge_drawn_from_an_agents_private_turns_is_private_to_it(settings):
     from tests.integration.test_extraction import CHAT, SAID
 

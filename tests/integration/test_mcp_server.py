@@ -263,5 +263,12 @@ def test_an_agents_server_keeps_its_private_turns_from_other_agents(namespace, t
         async with mcp_client(transport, env, "alice", agent="planner") as planner:
             seen = await call(planner, "remember", query="itinerary Porto")
             assert mine["id"] in {i["id"] for i in seen["items"]}
+        async with mcp_client(transport, env, "alice", agent="critic") as critic:
+            # forgetting reaches every agent's memories: an agent's server may not (the user's may)
+            refused = await call_error(critic, "forget", memory_types=["episodic"])
+            assert "PermissionDenied" in refused or "may not forget" in refused, refused
+        async with mcp_client(transport, env, "alice", agent="planner") as planner:
+            seen = await call(planner, "remember", query="itinerary Porto")
+            assert mine["id"] in {i["id"] for i in seen["items"]}  # still there
 
     run(scenario())

@@ -137,9 +137,20 @@ def test_a_key_of_one_agent_acts_as_that_agent(served):  # noqa: F811
     other = planner.get("/v1/pools/p", params={"agent_id": "booker"})
     assert other.status_code == 422 and other.json()["field"] == "agent_id"
     assert booker.get("/v1/pools/p").status_code == 403
-    # forgetting and the audit trail are for keys of the whole user
-    for r in (planner.post("/v1/forget", json={"ids": [private["id"]]}), planner.get("/v1/audit")):
+    # forgetting and the audit trail are for keys of the whole user (the explorer's audit pages too)
+    for r in (planner.post("/v1/forget", json={"ids": [private["id"]]}), planner.get("/v1/audit"),
+              planner.get("/explorer/api/users/alice/audit"),
+              planner.get("/explorer/api/users/alice/audit-operations")):
         assert r.status_code == 403 and r.json()["error"] == "PermissionDeniedError"
+    # nor through a summary, or a pool: the booker never reads the planner's private turn or fact
+    assert booker.post("/v1/conversations/c1/summary").status_code == 404
+    secret = planner.post("/v1/facts", json={"claim": "the planner's secret plan", "scope": "agent"}).json()
+    assert booker.post("/v1/pools", json={"pool_id": "b"}).status_code in (200, 201)
+    shared = booker.post("/v1/pools/b/share", json={"memory_id": secret["id"], "expected_version": 1})
+    assert shared.status_code == 404
+    assert planner.post("/v1/pools/p/share", json={"memory_id": secret["id"], "expected_version": 1}).json() == {
+        "version": 2}  # its own
+    assert "secret plan" not in booker.get("/v1/pools/b/data").text
     assert alice.post("/v1/forget", json={"ids": [private["id"]]}).json()["ids"] == [private["id"]]
 
 
@@ -164,3 +175,16 @@ def test_a_key_limited_to_channels(served):  # noqa: F811
     assert {e["channel"] for e in work.get("/v1/timeline").json()} <= {"work", "_global"}
     assert work.post("/v1/forget", json={"ids": [home_fact["id"]]}).status_code == 403
     assert alice.get(f"/v1/facts/{home_fact['id']}").status_code == 200
+    # a pool takes only what the key may read; a summary only of a conversation the key sees whole
+    assert work.post("/v1/pools", json={"pool_id": "w"}, params={"agent_id": "w1"}).status_code in (200, 201)
+    shared = work.post("/v1/pools/w/share", json={"memory_id": home_fact["id"], "expected_version": 1},
+                       params={"agent_id": "w1"})
+    assert shared.status_code == 404
+    assert work.post("/v1/pools/w/share", json={"memory_id": written["id"], "expected_version": 1},
+                     params={"agent_id": "w1"}).json() == {"version": 2}
+    alice.post("/v1/turns", json={"conversation_id": "both", "content": "home: the key is under the mat",
+                                  "channel": "home"})
+    work.post("/v1/turns", json={"conversation_id": "both", "content": "work: standup at 9"})
+    summary = work.post("/v1/conversations/both/summary")
+    assert summary.status_code == 403 and "under the mat" not in summary.text
+    assert alice.post("/v1/conversations/both/summary").status_code == 200

@@ -84,7 +84,7 @@ async def share_memory(pool_id: str, body: PoolShareIn, caller: Writer, agent_id
     """Copy one of the user's facts, entities, rules, strategies or goals into the pool's data."""
     return Version(version=await caller.memory.share_memory(
         pool_id, body.memory_id, expected_version=body.expected_version, agent_id=agent_id,
-        memory_type=body.memory_type, user_id=caller.user_id))
+        memory_type=body.memory_type, user_id=caller.user_id, channels=caller.read_channels(None)))
 
 
 @router.post("/pools/{pool_id}/grants", response_model=PoolOut, summary="Grant an agent access")

@@ -9,7 +9,7 @@ from fastapi import Query
 
 from ...errors import NotFoundError
 from ...models import EpisodicSummary, Turn
-from ..auth import Caller, Reader, Writer
+from ..auth import Caller, KeyScopeError, Reader, Writer
 from ..schemas import TurnIn, TurnsIn
 from . import api_router
 
@@ -63,9 +63,16 @@ async def get_summary(conversation_id: str, caller: Reader) -> EpisodicSummary:
 @router.post("/conversations/{conversation_id}/summary", response_model=EpisodicSummary,
              summary="Summarize a conversation")
 async def summarize(conversation_id: str, caller: Writer) -> EpisodicSummary:
-    """Summarize one conversation (LLM when configured, extractive otherwise) and store the summary."""
+    """Summarize one conversation (LLM when configured, extractive otherwise) and store the summary. The summary is
+    made of every turn, so a key limited to channels needs to see every turn of it (404 when it sees none, 403 when
+    some are in other channels)."""
     if caller.key.channels:
-        await get_conversation(conversation_id, caller)  # 404 unless the key sees some of it
+        turns = await caller.memory.get_conversation(conversation_id, caller.user_id)
+        if not caller.only_visible(turns):
+            raise NotFoundError("conversation", conversation_id)
+        if len(caller.only_visible(turns)) < len(turns):
+            raise KeyScopeError(caller.key.key_id, f"conversation {conversation_id!r} has turns in channels this key "
+                                                   "does not cover; its summary would tell what they say")
     return await caller.memory.summarize_conversation(conversation_id, caller.user_id)
 
 
