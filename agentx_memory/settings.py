@@ -476,6 +476,10 @@ class WorkingMemorySettings(_Section):
         86_400, ge=1, le=30 * 86400, description="expiry of a conversation's working-memory hash and injection ledger, "
         "refreshed on every read and write (spec 000: 24 h)"
     )
+    ledger_max_bytes: int = Field(
+        1024 * 1024, ge=1, le=512 * 1024 * 1024, description="cap of a conversation's injection ledger: item keys and "
+        "markers, UTF-8 bytes (about 25,000 items at the default); a mark past it is refused whole"
+    )
 
 
 class ShortTermSettings(_Section):

@@ -880,7 +880,9 @@ class WorkingMemory:
             await self._wrote("ledger_mark", list(item_keys), started, metadata={"value": value})
 
     async def _mark(self, item_keys: Sequence[str], value: str) -> bool:
-        """Mark the items (after checking them, before writing anything); False when there were none."""
+        """Mark the items (after checking them, before writing anything); False when there were none. A mark that
+        would take the ledger past ``working.ledger_max_bytes`` raises
+        :class:`~agentx_memory.errors.WorkingMemoryFullError` (413) and marks nothing."""
         if isinstance(item_keys, str):
             raise ValidationError("item_keys", "must be a list of item keys, not one string")
         for item_key in item_keys:
@@ -889,11 +891,13 @@ class WorkingMemory:
             raise ValidationError("value", f"must be a string of at most {_KEY_MAX} bytes")
         if not item_keys:
             return False
-        key = self._key("ledger")
-        async with self.store.client.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping=dict.fromkeys(item_keys, value))
-            pipe.expire(key, self._conversation_ttl)
-            await self.store._call(pipe.execute())
+        cap, fields = self.store.settings.ledger_max_bytes, dict.fromkeys(item_keys, value)
+        if (incoming := capped_hash.size_of(fields)) > cap:  # too big whatever is stored: no round trip
+            raise WorkingMemoryFullError("item_keys", conversation_id=self.conversation_id, size=incoming, cap=cap)
+        written, size = await self.store._call(capped_hash.merge(
+            self.store.client, self._key("ledger"), fields, cap=cap, ttl_seconds=self._conversation_ttl))
+        if not written:
+            raise WorkingMemoryFullError("item_keys", conversation_id=self.conversation_id, size=size, cap=cap)
         return True
 
     async def ledger_evict(self, item_key: str) -> bool:

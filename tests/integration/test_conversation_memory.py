@@ -98,6 +98,25 @@ def test_every_key_of_a_conversation_is_in_one_cluster_slot(settings):
         assert wm.clear_session() == 2  # one multi-key DEL: fine on a cluster, the keys share a slot
 
 
+def test_the_ledger_has_a_cap_and_a_mark_past_it_is_refused_whole(settings):
+    """One request could put millions of item keys into a conversation's ledger (Redis, which embedded also holds
+    the graph): the ledger holds at most working.ledger_max_bytes, item keys and markers counted as the hash is."""
+    with AgentMemory(settings(working={"ledger_max_bytes": 100}), user_id="alice") as memory:
+        wm = memory.working(None, "conv-1")
+        wm.ledger_mark_many([f"fact:{i:04d}" for i in range(9)])  # 9 x (9 + 1) bytes = 90
+        assert len(wm.ledger_get()) == 9
+        with pytest.raises(WorkingMemoryFullError) as over:  # two more would make 110: neither is marked
+            wm.ledger_mark_many(["fact:0100", "fact:0101"])
+        assert (over.value.field, over.value.size, over.value.cap, over.value.status) == ("item_keys", 110, 100, 413)
+        assert len(wm.ledger_get()) == 9 and not wm.ledger_has("fact:0100")
+        wm.ledger_mark("fact:0000")  # marking a key it holds again adds nothing
+        wm.ledger_mark("fact:0100")  # one more fits: 100
+        with pytest.raises(WorkingMemoryFullError):  # too big on its own: refused before any round trip
+            wm.ledger_mark_many([f"turn:{i:05d}" for i in range(20)])
+        assert len(wm.ledger_get()) == 10
+        assert memory.working(None, "conv-2").ledger_mark("fact:x") is None  # another conversation's own ledger
+
+
 def test_the_ledger_keeps_memories_from_being_injected_twice(settings):
     with AgentMemory(settings(), user_id="alice") as memory:
         memory.learn_fact(Fact(user_id="alice", claim="Sam lives in Lisbon", confidence=0.9))
