@@ -22,7 +22,7 @@ try:
     from fastapi import APIRouter, FastAPI
     from fastapi.openapi.utils import get_openapi
     from fastapi.responses import JSONResponse
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ConfigurationError('the REST service needs the [server] extra: pip install "agentx-memory[server]"') from exc
 
@@ -69,33 +69,36 @@ class _BodyLimit:
             await self.app(scope, receive, send)
             return
         length = dict(scope.get("headers") or ()).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await self._refuse(scope, receive, send)
+        if length is not None:  # the server holds the body to its declared length
+            if length.isdigit() and int(length) > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
             return
-        seen = 0
-
-        async def counted() -> Any:
-            nonlocal seen
+        # A streamed (chunked) body: read it here, up to the limit, so that one past it is refused with 413 before
+        # the route sees it (an error raised while the route reads it would reach the client as FastAPI's 400).
+        received: list[Message] = []
+        seen, more = 0, True
+        while more:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLarge
-            return message
+            received.append(message)
+            if message["type"] != "http.request":
+                break
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                await self._refuse(scope, receive, send)
+                return
+            more = bool(message.get("more_body", False))
 
-        try:
-            await self.app(scope, counted, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
+        async def replayed() -> Message:
+            return received.pop(0) if received else await receive()
+
+        await self.app(scope, replayed, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem(413, "ValidationError", f"the request body passes server.max_request_bytes "
                                                    f"({self.limit:,} bytes)", field="body")
         await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    """A streamed body passed the limit."""
 
 
 def _problem_media_types(schema: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ error                                                  status  notes
 ValidationError, request validation (FastAPI)          422     ``field`` names the input
 a body that is not JSON                                400     ``field`` is ``body``
 WorkingMemoryFullError                                 413
+a body past ``server.max_request_bytes``              413     declared or streamed; ``field`` is ``body``
 NotFoundError                                          404     also unknown routes
 ConflictError, StaleVersionError                       409     a database's own words are not shown
 PermissionDeniedError                                  403     also a key used outside its agent or channels
@@ -141,6 +142,11 @@ async def _on_request_validation(request: Request, exc: Exception) -> ProblemRes
     assert isinstance(exc, RequestValidationError)
     found = list(exc.errors())
     first = found[0] if found else {"loc": ("body",), "msg": "invalid request"}
+    if first.get("type") == "json_invalid":  # FastAPI locates it at ("body", <character position>)
+        context = first.get("ctx")
+        why = context.get("error") if isinstance(context, dict) else None
+        return problem(400, "ValidationError", "body: not valid JSON" + (f" ({why})" if why else ""),
+                       request=request, field="body")
     field = _field(first.get("loc", ()))
     return problem(422, "ValidationError", f"{field}: {first.get('msg', 'invalid')}", request=request, field=field)
 

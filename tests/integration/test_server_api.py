@@ -205,3 +205,25 @@ def test_openapi_and_docs_are_published(api):
     assert list(problem) == [PROBLEM]
     assert spec["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
     assert "swagger" in api.client().get("/docs").text.lower()
+
+
+def test_a_body_that_is_not_json_or_too_big_is_refused_with_its_own_status(served):  # noqa: F811
+    """A body that is not JSON is 400 with ``field`` ``body`` (FastAPI reports it at a character position), and one
+    past server.max_request_bytes is 413 naming the setting, with a declared length or streamed in chunks (an error
+    raised while the route read the stream reached the client as FastAPI's 400)."""
+    api = served(server={"max_request_bytes": 2048})
+    alice = api.as_user("alice")
+    json_type = {"Content-Type": "application/json"}
+    broken = alice.post("/v1/turns", content=b"nope", headers=json_type)
+    assert broken.status_code == 400 and broken.headers["content-type"] == PROBLEM
+    assert (broken.json()["error"], broken.json()["field"]) == ("ValidationError", "body")
+
+    for big in (alice.post("/v1/turns", json={"conversation_id": "c", "content": "x" * 4096}),
+                alice.post("/v1/turns", headers=json_type, content=iter(
+                    [b'{"conversation_id": "c", "content": "', b"x" * 4096, b'"}']))):
+        assert big.status_code == 413, big.text
+        assert big.json()["field"] == "body" and "server.max_request_bytes" in big.json()["detail"]
+    streamed = alice.post("/v1/turns", headers=json_type, content=iter(
+        [b'{"conversation_id": "c", ', b'"content": "streamed in two chunks"}']))
+    assert streamed.status_code == 201, streamed.text
+    assert [t["content"] for t in alice.get("/v1/conversations/c").json()] == ["streamed in two chunks"]
