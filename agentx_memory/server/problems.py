@@ -15,6 +15,8 @@ PermissionDeniedError                                  403     also a key used o
 missing, malformed, unknown or revoked API key         401     ``WWW-Authenticate: Bearer``
 RateLimitedError                                       429     ``Retry-After`` (whole seconds, rounded up)
 StorageUnavailableError, ClosedError                   503     ``Retry-After: 1``; the store is not named
+LLMUnavailableError (the provider did not answer)      503     ``Retry-After: 1``; the provider is not named
+LLMOutputError, LLMRefusalError                        502     the model's answer could not be used (logged)
 anything else                                          500     nothing of the exception is shown (it is logged)
 =====================================================  ======  ==================================================
 """
@@ -90,7 +92,8 @@ def http_status(exc: errors.AgentXMemoryError) -> int:
     for kind, status in ((errors.WorkingMemoryFullError, 413), (errors.ValidationError, 422),
                          (errors.NotFoundError, 404), (errors.ConflictError, 409), (errors.PermissionDeniedError, 403),
                          (errors.RateLimitedError, 429), (errors.StorageUnavailableError, 503),
-                         (errors.ClosedError, 503)):
+                         (errors.ClosedError, 503), (errors.LLMUnavailableError, 503),
+                         (errors.LLMOutputError, 502), (errors.LLMRefusalError, 502)):
         if isinstance(exc, kind):
             return status
     return 500
@@ -99,6 +102,10 @@ def http_status(exc: errors.AgentXMemoryError) -> int:
 def _detail(exc: errors.AgentXMemoryError, status: int) -> str:
     if isinstance(exc, errors.ClosedError):
         return "the memory is closing; retry later"
+    if isinstance(exc, errors.LLMUnavailableError):
+        return "the language model's provider did not answer; retry later"
+    if status == 502:
+        return "the language model's answer could not be used; the error is in the server's log"
     if status == 503:
         return "a store of the memory is unavailable; retry later"
     if status == 500:

@@ -227,3 +227,22 @@ def test_a_body_that_is_not_json_or_too_big_is_refused_with_its_own_status(serve
         [b'{"conversation_id": "c", ', b'"content": "streamed in two chunks"}']))
     assert streamed.status_code == 201, streamed.text
     assert [t["content"] for t in alice.get("/v1/conversations/c").json()] == ["streamed in two chunks"]
+
+
+def test_a_language_model_that_fails_is_the_providers_fault_not_a_server_error(served):  # noqa: F811
+    """A summary with llm.query_model set asks the provider (its real SDK client, a local server in its wire
+    format): no answer is 503 with Retry-After, an answer that cannot be used 502; neither is the 500 of a bug."""
+    from agentx_memory.bench.wire import Reply, WireServer, openai_completion
+
+    with WireServer().running() as wire:
+        api = served(llm={"query_model": "openai:gpt-4o-mini", "openai_base_url": wire.url,
+                          "openai_api_key": "test-key", "max_retries": 0})
+        alice = api.as_user("alice")
+        assert alice.post("/v1/turns", json={"conversation_id": "c", "content": "We fly to Oslo"}).status_code == 201
+        wire.answer = lambda body: Reply({"error": {"message": "overloaded"}}, status=503)
+        down = alice.post("/v1/conversations/c/summary")
+        assert down.status_code == 503 and down.headers["retry-after"] == "1", down.text
+        assert down.json()["error"] == "LLMUnavailableError" and "openai" not in down.json()["detail"]
+        wire.answer = lambda body: Reply(openai_completion("not the JSON asked for", model=body["model"]))
+        unusable = alice.post("/v1/conversations/c/summary")
+        assert unusable.status_code == 502 and unusable.json()["error"] == "LLMOutputError", unusable.text
