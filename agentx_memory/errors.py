@@ -58,6 +58,7 @@ __all__ = [
     "StorageUnavailableError",
     "ValidationError",
     "WorkingMemoryFullError",
+    "public_message",
 ]
 
 
@@ -253,3 +254,29 @@ class LLMBudgetExceededError(LLMError):
 class PaidCallRefusedError(LLMError):
     """``llm.allow_paid_calls`` is off and the call would go to a provider's public (paid) endpoint rather than a
     server on this machine or the local network."""
+
+
+#: Errors about the request (its input, what it names, who asks, how often): a remote caller reads their message.
+_ABOUT_THE_REQUEST: tuple[type[AgentXMemoryError], ...] = (
+    ValidationError, NotFoundError, ConflictError, PermissionDeniedError, RateLimitedError)
+
+
+def public_message(exc: AgentXMemoryError) -> str:
+    """What a remote caller (the REST service, an MCP client) is told of ``exc``: its message when it is about the
+    request, one line saying what kind of failure when it is the server's (a store, the language model's provider,
+    the configuration), whose message names stores, providers or files and stays in the server's log. A conflict in
+    a database's own words is not shown either (no table or constraint names)."""
+    if isinstance(exc, ClosedError):
+        return "the memory is closing; retry later"
+    if isinstance(exc, StorageUnavailableError):
+        return "a store of the memory is unavailable; retry later"
+    if isinstance(exc, LLMUnavailableError):
+        return "the language model's provider did not answer; retry later"
+    if isinstance(exc, (LLMOutputError, LLMRefusalError)):
+        return "the language model's answer could not be used; the error is in the server's log"
+    if isinstance(exc, ConflictError) and exc.__cause__ is not None and not isinstance(
+            exc.__cause__, AgentXMemoryError):
+        return "the write conflicts with stored state"
+    if not isinstance(exc, _ABOUT_THE_REQUEST):
+        return "the server failed; the error is in its log"
+    return str(exc)

@@ -1,23 +1,29 @@
 """Our errors as MCP tool errors: the model reads the message (the field and the limit); nothing else leaks.
 
 An :class:`~agentx_memory.errors.AgentXMemoryError` raised by a tool becomes a ``ToolError`` carrying its message
-(a :class:`~agentx_memory.errors.ValidationError` names the field and the limit); a pydantic validation error of a
-model the tool builds becomes one naming each field. Anything else is left to the SDK, which answers
-``Error executing tool <name>`` and keeps the exception and its traceback in the server's log.
+when the error is about the request (a :class:`~agentx_memory.errors.ValidationError` names the field and the
+limit), and the REST service's one line when it is the server's (a store or the language model's provider
+unavailable, a database's own words: :func:`~agentx_memory.errors.public_message`), whose message goes to the
+server's log instead; a pydantic validation error of a model the tool builds becomes one naming each field. Anything
+else is left to the SDK, which answers ``Error executing tool <name>`` and keeps the exception and its traceback in
+the server's log.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import AgentXMemoryError
+from ..errors import AgentXMemoryError, public_message
 
 __all__ = ["argument_error", "tool_errors"]
+
+log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,7 +49,10 @@ def tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         try:
             return await fn(*args, **kwargs)
         except AgentXMemoryError as exc:
-            raise ToolError(str(exc)) from None
+            shown = public_message(exc)
+            if shown != str(exc):  # the server's failure: what it says stays in the log
+                log.error("tool %s failed: %s", fn.__name__, exc, exc_info=exc)
+            raise ToolError(shown) from None
         except PydanticValidationError as exc:
             raise ToolError(_pydantic_message(exc)) from None
 

@@ -99,23 +99,6 @@ def http_status(exc: errors.AgentXMemoryError) -> int:
     return 500
 
 
-def _detail(exc: errors.AgentXMemoryError, status: int) -> str:
-    if isinstance(exc, errors.ClosedError):
-        return "the memory is closing; retry later"
-    if isinstance(exc, errors.LLMUnavailableError):
-        return "the language model's provider did not answer; retry later"
-    if status == 502:
-        return "the language model's answer could not be used; the error is in the server's log"
-    if status == 503:
-        return "a store of the memory is unavailable; retry later"
-    if status == 500:
-        return "the server failed; the error is in its log"
-    if isinstance(exc, errors.ConflictError) and exc.__cause__ is not None and not isinstance(
-            exc.__cause__, errors.AgentXMemoryError):  # a database's own words: no table or constraint names out
-        return "the write conflicts with stored state"
-    return str(exc)
-
-
 def memory_error_response(exc: errors.AgentXMemoryError, request: Request) -> ProblemResponse:
     """The problem response of an engine error raised while serving ``request`` (a 5xx is logged, and its detail
     names neither the store nor the exception)."""
@@ -129,7 +112,7 @@ def memory_error_response(exc: errors.AgentXMemoryError, request: Request) -> Pr
         headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
     elif status == 503:
         headers["Retry-After"] = "1"
-    return problem(status, error_name(exc), _detail(exc, status), request=request,
+    return problem(status, error_name(exc), errors.public_message(exc), request=request,
                    field=getattr(exc, "field", None), retry_after=retry_after, headers=headers)
 
 
