@@ -39,6 +39,7 @@ from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConfigurationError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
+from .missing_nodes import requeue_missing
 from .models import Turn
 from .rows import turn_from_row
 from .sql.conversation_log import MAX_TURN_INDEX, BeforeInsert
@@ -306,15 +307,10 @@ class EpisodicMemory:
         """Queue for :meth:`reconcile` every logged turn, of any user, whose Turn node the graph does not have (the
         graph restored from a backup older than the log, or nodes deleted by hand); return how many were queued.
         Reads the whole log in pages of ``batch_size`` and asks the graph for each page's ids."""
-        log_rows, requeued, position = self.ctx.sql.conversations, 0, 0
-        while page := await log_rows.turn_ids(after=position, limit=batch_size):
-            position = page[-1][0]
-            present = {r["id"] for r in await self.ctx.graph.read(cypher.PRESENT_TURNS,
-                                                                  {"ids": [turn_id for _, turn_id in page]})}
-            missing = [row for row, turn_id in page if turn_id not in present]
-            if missing:
-                requeued += await log_rows.requeue(missing)
-        return requeued
+        log_rows = self.ctx.sql.conversations
+        return await requeue_missing(self.ctx.graph, cypher.PRESENT_TURNS,
+                                     lambda after, limit: log_rows.turn_ids(after=after, limit=limit),
+                                     log_rows.requeue, batch_size=batch_size)
 
     async def reconcile(self, batch_size: int = 500) -> ReconcileResult:
         """Project every durable-log row the graph (or the timeline) is missing; idempotent.

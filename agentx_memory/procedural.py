@@ -18,6 +18,7 @@ from .context import MemoryContext
 from .crypto import ColumnCipher
 from .errors import ConflictError, NotFoundError, StorageError, StorageUnavailableError, ValidationError
 from .graph import cypher
+from .missing_nodes import requeue_missing
 from .models import Strategy, ToolInvocation
 from .rows import strategy_from_row
 from .semantic import normalize_name
@@ -151,15 +152,10 @@ class ProceduralMemory:
     async def requeue_missing_invocations(self, batch_size: int = 1000) -> int:
         """Queue for :meth:`reconcile_invocations` every logged tool invocation, of any user, whose ToolInvocation
         node the graph does not have; return how many were queued (the graph's side of a full reconcile)."""
-        tools, requeued, position = self.ctx.sql.tools, 0, 0
-        while page := await tools.projected_ids(after=position, limit=batch_size):
-            position = page[-1][0]
-            present = {r["id"] for r in await self.ctx.graph.read(cypher.PRESENT_INVOCATIONS,
-                                                                  {"ids": [inv_id for _, inv_id in page]})}
-            missing = [row for row, inv_id in page if inv_id not in present]
-            if missing:
-                requeued += await tools.requeue(missing)
-        return requeued
+        tools = self.ctx.sql.tools
+        return await requeue_missing(self.ctx.graph, cypher.PRESENT_INVOCATIONS,
+                                     lambda after, limit: tools.projected_ids(after=after, limit=limit),
+                                     tools.requeue, batch_size=batch_size)
 
     async def reconcile_invocations(self, batch_size: int = 500) -> int:
         """Project every logged tool invocation the graph is missing (idempotent); return how many were projected.
