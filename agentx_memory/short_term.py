@@ -81,7 +81,8 @@ def _claim(key: str, value: Any, max_bytes: int) -> str:
 
 
 def promoted_fact(entry: ShortTermEntry, *, ctx: MemoryContext, run_id: str | None = None) -> Fact:
-    """The long-term fact for ``entry`` (global channel): the claim ``"key: value"`` (the value as JSON unless it is
+    """The long-term fact for ``entry`` (global channel; private to the entry's agent when an agent wrote it, as the
+    entry was): the claim ``"key: value"`` (the value as JSON unless it is
     text, cut to ``limits.max_text_bytes``), source :data:`SHORT_TERM_SOURCE`, and in ``metadata`` its provenance
     (``short_term``: session, key, type, agent, accesses, the promoting run) and ``value``, the value itself (left
     out when it would take the metadata past ``limits.max_metadata_bytes``; the claim still holds it)."""
@@ -95,7 +96,7 @@ def promoted_fact(entry: ShortTermEntry, *, ctx: MemoryContext, run_id: str | No
         metadata = {"short_term": provenance}
     return Fact(id=fact_id_for(entry.user_id, entry.session_id, entry.key), user_id=entry.user_id,
                 claim=_claim(entry.key, entry.value, limits.max_text_bytes), source=SHORT_TERM_SOURCE,
-                metadata=metadata)
+                metadata=metadata, agent_id=entry.agent_id, scope="agent" if entry.agent_id is not None else None)
 
 
 def fact_value(fact: Fact) -> Any:

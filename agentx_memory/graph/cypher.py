@@ -560,6 +560,7 @@ PROMOTE_FACT: Final[LiteralString] = """
 MATCH (src:Fact {id: $source_id, user_id: $user_id})
 MERGE (g:Fact {id: $global_id, user_id: $user_id})
 ON CREATE SET g.channel = '_global', g.claim = src.claim, g.confidence = src.confidence,
+              g.agent_id = src.agent_id, g.scope = src.scope,
               g.source = 'promotion', g.source_turn_id = src.source_turn_id, g.conversation_id = src.conversation_id,
               g.temporal = src.temporal, g.metadata = src.metadata, g.embedding = src.embedding,
               g.created_at = $now, g.access_count = 0, g.superseded = false, g.promotion_reason = $reason
@@ -575,6 +576,8 @@ RETURN DISTINCT g.id AS id
 
 # Project-channel facts that meet every promotion threshold and were never promoted (spec 003 "Promotion
 # Thresholds"): confidence, accesses, and distinct conversations they come from (DERIVED_FROM turns + their own).
+# The global copy keeps the source's agent and scope (PROMOTE_FACT): an agent's private fact moves to the global
+# channel still private to that agent.
 PROMOTION_CANDIDATES: Final[LiteralString] = """
 MATCH (f:Fact)
 WHERE f.channel <> '_global' AND coalesce(f.superseded, false) = false

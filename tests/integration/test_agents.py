@@ -188,6 +188,38 @@ def test_an_agent_cannot_reach_another_agents_private_memory_by_summarizing_shar
     assert memory.audit_trail(limit=5)  # the user's memory reads it
 
 
+def test_what_the_worker_moves_out_of_an_agents_private_memory_stays_private_to_it(memory):
+    """Promotion copies a proven project fact into the global channel, and short-term consolidation turns an often
+    read entry into a long-term fact: neither may make an agent's private memory every agent's."""
+    from agentx_memory.short_term import fact_id_for
+
+    planner, coder = memory.for_agent("planner"), memory.for_agent("coder")
+    turns = [planner.store_turn(Turn(user_id="alice", conversation_id=f"launch-{i}", channel="proj",
+                                     content=f"The launch code is 7-3-9 ({i})")) for i in range(2)]
+    secret = Fact(id="launch-code", user_id="alice", channel="proj", claim="the launch code is 7-3-9",
+                  confidence=0.9, scope="agent")
+    for turn in turns:  # learned from two conversations
+        planner.learn_fact(secret.model_copy(update={"source_turn_id": turn.id}))
+    for _ in range(5):
+        memory._portal.run(memory.core.semantic.reinforce("alice", fact_ids=[secret.id]))
+    [copy] = memory.promote_prominent_facts().promoted
+    assert (copy.channel, copy.agent_id, copy.scope) == ("_global", "planner", "agent")
+    assert planner.get_fact(copy.id).claim == secret.claim
+    with pytest.raises(NotFoundError):
+        coder.get_fact(copy.id)
+    memory.drain()
+    assert "7-3-9" not in _texts(coder.remember("What is the launch code?"))
+
+    planner.write_short_term("s1", "door_code", "4321", memory_type="observation")
+    for _ in range(3):
+        assert planner.read_short_term("s1", "door_code") is not None
+    assert memory.consolidate_short_term().promoted == 1
+    promoted = planner.get_fact(fact_id_for("alice", "s1", "door_code"))
+    assert (promoted.agent_id, promoted.scope) == ("planner", "agent")
+    with pytest.raises(NotFoundError):
+        coder.get_fact(promoted.id)
+
+
 def test_knowledge_drawn_from_an_agents_private_turns_is_private_to_it(settings):
     from tests.integration.test_extraction import CHAT, SAID
 
