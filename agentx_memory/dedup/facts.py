@@ -47,11 +47,11 @@ def _standing(f: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _pairs(facts: list[dict[str, Any]], threshold: float) -> tuple[list[tuple[float, int, int]], int]:
-    groups: dict[tuple[str, frozenset[str]], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, str, frozenset[str]], list[int]] = defaultdict(list)
     for i, f in enumerate(facts):
         words = content_words(f["claim"])
-        if words:
-            groups[(f["channel"], words)].append(i)
+        if words:  # a merge hides the loser from its readers: only facts with the same readers pair
+            groups[(f["channel"], f["private_to"], words)].append(i)
     vectors = unit_rows(facts)
     found, compared = [], 0
     for members in groups.values():

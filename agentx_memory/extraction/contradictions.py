@@ -88,7 +88,9 @@ async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], po
             continue
         rows = await semantic.ctx.graph.read(cypher.CONTRADICTION_CANDIDATES, {
             "user_id": fact.user_id, "channels": [fact.channel], "exclude": [fact.id], "entity_ids": fact.entity_ids,
-            "since": to_ms(fact.created_at - timedelta(days=window_days)), "k": 200})
+            "since": to_ms(fact.created_at - timedelta(days=window_days)), "k": 200,
+            # only facts with the same readers: a resolution hides one of the two from whoever read it
+            "private_to": (fact.agent_id or "") if fact.scope == "agent" else ""})
         corrects = str(fact.metadata.get("corrects") or "")
         for row in rows:
             other = row["fact"]

@@ -470,9 +470,16 @@ RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .sour
 
 #: The user's active facts in these channels created since ``$since`` or ABOUT one of ``$entity_ids`` (the candidates
 #: a new fact may contradict), newest first.
+def _private_to(var: LiteralString) -> LiteralString:
+    # Who the fact ``var`` is private to: its agent when its scope is ``agent``, '' when every agent of the user reads
+    # it. A merge or a contradiction hides one fact behind another, so it pairs only facts with the same readers.
+    return "coalesce(CASE WHEN " + var + ".scope = 'agent' THEN " + var + ".agent_id END, '')"
+
+
 CONTRADICTION_CANDIDATES: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND NOT f.id IN $exclude
+  AND """ + _private_to("f") + """ = $private_to
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 WITH f, collect(e.id) AS about
 WHERE f.created_at >= $since OR any(x IN about WHERE x IN $entity_ids)
@@ -1220,7 +1227,8 @@ WHERE coalesce(f.superseded, false) = false AND coalesce(f.status, 'active') = '
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 WITH f, collect(e.id) AS about
 RETURN f.id AS id, f.channel AS channel, f.claim AS claim, f.temporal AS temporal, f.embedding AS embedding,
-       f.confidence AS confidence, coalesce(f.access_count, 0) AS accesses, f.created_at AS created_at, about
+       f.confidence AS confidence, coalesce(f.access_count, 0) AS accesses, f.created_at AS created_at, about,
+       """ + _private_to("f") + """ AS private_to
 ORDER BY f.id
 """
 

@@ -220,6 +220,30 @@ def test_what_the_worker_moves_out_of_an_agents_private_memory_stays_private_to_
         coder.get_fact(promoted.id)
 
 
+def test_a_merge_or_a_contradiction_never_hides_a_fact_behind_one_its_readers_cannot_read(settings):
+    """Dedup merges a duplicate into its survivor and a contradiction supersedes one fact by another: either hides a
+    fact from whoever read it, so it pairs only facts with the same readers (both global, or both one agent's)."""
+    from tests.integration.test_extraction import NOV, SEPT, _claims, _say
+
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        planner, coder = memory.for_agent("planner"), memory.for_agent("coder")
+        same = [1.0] + [0.0] * (memory.settings.embedding.dimension - 1)
+        shared = memory.learn_fact(Fact(user_id="alice", claim="The vault opens on Mondays", embedding=same))
+        private = planner.learn_fact(Fact(user_id="alice", claim="the vault opens on mondays", embedding=same,
+                                          confidence=0.99, scope="agent"))
+        assert memory.dedup().facts_merged == 0  # the same claim, but not the same readers
+        assert coder.get_fact(shared.id).status == "active" and planner.get_fact(private.id).status == "active"
+
+        _say(memory, "s1", SEPT, "I just moved to Porto for a new job at Lumen Labs.")  # the user's: global
+        _say(planner, "s5", NOV, "Big news: I moved from Porto to Lisbon last week.")  # the planner's own
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s5")
+        claims = _claims(memory)
+        assert (claims["Sam lives in Lisbon."].agent_id, claims["Sam lives in Lisbon."].scope) == ("planner", "agent")
+        assert claims["Sam lives in Porto."].status == "active"  # not superseded by a fact only the planner reads
+        assert "Sam lives in Porto." in {f.item.claim for f in coder.remember("Where does Sam live?").facts}
+
+
 def test_knowledge_drawn_from_an_agents_private_turns_is_private_to_it(settings):
     from tests.integration.test_extraction import CHAT, SAID
 
