@@ -723,11 +723,12 @@ class AsyncAgentMemory:
         given must hold. With ``cascade`` (default) what is derived goes too: facts whose every source turn goes,
         the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
         working memory and the content of audit entries and run records naming them go; one audit entry keeps who
-        asked (``requested_by``), the ids and the counts. Idempotent. The user's memory forgets, not an agent's view
-        (:class:`PermissionDeniedError`: its filters would reach every agent's memories).
+        asked (``requested_by``), the ids and the counts. Idempotent. An agent's view forgets by ids only: a filter
+        would reach every agent's memories (:class:`PermissionDeniedError`; the user's memory does it).
         """
         user = self._user(user_id)
-        self._whole_user("forget", "memories of user", user)
+        if not ids:  # a filter reaches every agent's memories
+            self._whole_user("forget by a filter", "memories of user", user)
         check_text(requested_by, "requested_by", max_bytes=200)
         where = ForgetFilter(
             conversation_id=None if conversation_id is None else check_id(conversation_id, "conversation_id"),

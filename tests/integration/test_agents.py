@@ -173,10 +173,10 @@ def test_an_agent_cannot_reach_another_agents_private_memory_by_summarizing_shar
         planner.share_memory("planner-board", at_home.id, expected_version=2, channels=["work"])
     assert planner.share_memory("planner-board", at_home.id, expected_version=2, channels=["home"]) == 3
 
-    with pytest.raises(PermissionDeniedError):
+    with pytest.raises(PermissionDeniedError):  # a filter reaches every agent's memories
         coder.forget(memory_types=["episodic"])
     with pytest.raises(PermissionDeniedError):
-        coder.forget([agents["private"].id])
+        coder.forget(conversation_id="plan")
     with pytest.raises(PermissionDeniedError):
         coder.forget_user("alice")
     assert [t.id for t in memory.get_conversation("plan")] == [
