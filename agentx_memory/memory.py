@@ -2198,7 +2198,8 @@ class AgentMemory:
         """Remove everything of ``user_id`` from every store — graph, conversation log, timeline, tool log,
         profile, summaries, run records, memory pools, working memory — and strip their audit entries of content;
         return the receipt per store (:mod:`agentx_memory.forget`). One audit entry keeps that it happened and
-        ``requested_by``. Idempotent."""
+        ``requested_by``. Idempotent. The user's memory does it, not an agent's view
+        (:class:`PermissionDeniedError`)."""
         return self._portal.run(self._core.forget_user(user_id, requested_by=requested_by))
 
     def forget(self, ids: Sequence[str] = (), user_id: str | None = None, *, conversation_id: str | None = None,
@@ -2214,7 +2215,8 @@ class AgentMemory:
         given must hold. With ``cascade`` (default) what is derived goes too: facts whose every source turn goes,
         the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
         working memory and the content of audit entries and run records naming them go; one audit entry keeps who
-        asked (``requested_by``), the ids and the counts. Idempotent.
+        asked (``requested_by``), the ids and the counts. Idempotent. An agent's view forgets by ids only: a filter
+        would reach every agent's memories (:class:`PermissionDeniedError`; the user's memory does it).
         """
         return self._portal.run(self._core.forget(ids, user_id, conversation_id=conversation_id, channel=channel,
                                                   before=before, after=after, memory_types=memory_types,
@@ -2390,7 +2392,8 @@ class AgentMemory:
         """Summarize one conversation (spec 000's episodic memory): the text, key decisions, entities mentioned and
         tools called — by ``llm.query_model`` when set, extractive otherwise — embedded and stored, replacing an
         earlier summary (:mod:`agentx_memory.summaries`). The consolidation job does this for every conversation it
-        consolidates."""
+        consolidates. An agent's view may not summarize a conversation holding another agent's private turns
+        (:class:`NotFoundError`)."""
         return self._portal.run(self._core.summarize_conversation(conversation_id, user_id))
 
     def get_conversation_summary(self, conversation_id: str, user_id: str | None = None) -> EpisodicSummary:
@@ -2671,12 +2674,14 @@ class AgentMemory:
         ...): ``limit`` (1 to 500) of them older than the entry (``before``, ``before_id``), the last one of the
         previous page. Each: ``id``, ``timestamp``, ``operation``, ``memory_type``, ``session_id``,
         ``conversation_id``, ``source_channel``, ``target_channels``, ``query_text``, ``result_count``,
-        ``latency_ms``, ``success``, ``error_message``, ``affected_ids``, ``result_ids``."""
+        ``latency_ms``, ``success``, ``error_message``, ``affected_ids``, ``result_ids``. The user's memory reads it,
+        not an agent's view: the entries hold every agent's queries and results (:class:`PermissionDeniedError`)."""
         return self._portal.run(self._core.audit_trail(user_id, operation=operation, before=before, before_id=before_id,
                                                        limit=limit))
 
     def audit_operations(self, user_id: str | None = None, *, days: int = 30) -> list[str]:
-        """The operations of the user's audit entries of the last ``days`` days, in order."""
+        """The operations of the user's audit entries of the last ``days`` days, in order (the user's memory only, as
+        :meth:`audit_trail`)."""
         return self._portal.run(self._core.audit_operations(user_id, days=days))
 
     def create_api_key(self, user_id: str, *, agent_id: str | None = None, channels: Sequence[str] = (),
