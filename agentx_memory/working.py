@@ -777,13 +777,8 @@ class WorkingMemory:
             fields[name] = _dump(value, sys.maxsize, f"data.{name}")
         if not fields:
             return await self._memory_size()
-        if (incoming := capped_hash.size_of(fields)) > cap:  # too big whatever is stored: no round trip
-            raise WorkingMemoryFullError("data", conversation_id=self.conversation_id, size=incoming, cap=cap)
         started = time.perf_counter()
-        written, size = await self.store._call(capped_hash.merge(
-            self.store.client, self._key("memory"), fields, cap=cap, ttl_seconds=self._conversation_ttl))
-        if not written:
-            raise WorkingMemoryFullError("data", conversation_id=self.conversation_id, size=size, cap=cap)
+        size = await self._merge_capped("memory", fields, cap=cap, field="data")
         await self._wrote("set_fields", list(fields), started, payload=dict(data), metadata={"size": size})
         return size
 
@@ -891,14 +886,21 @@ class WorkingMemory:
             raise ValidationError("value", f"must be a string of at most {_KEY_MAX} bytes")
         if not item_keys:
             return False
-        cap, fields = self.store.settings.ledger_max_bytes, dict.fromkeys(item_keys, value)
-        if (incoming := capped_hash.size_of(fields)) > cap:  # too big whatever is stored: no round trip
-            raise WorkingMemoryFullError("item_keys", conversation_id=self.conversation_id, size=incoming, cap=cap)
-        written, size = await self.store._call(capped_hash.merge(
-            self.store.client, self._key("ledger"), fields, cap=cap, ttl_seconds=self._conversation_ttl))
-        if not written:
-            raise WorkingMemoryFullError("item_keys", conversation_id=self.conversation_id, size=size, cap=cap)
+        await self._merge_capped("ledger", dict.fromkeys(item_keys, value), cap=self.store.settings.ledger_max_bytes,
+                                 field="item_keys")
         return True
+
+    async def _merge_capped(self, suffix: str, fields: dict[str, str], *, cap: int, field: str) -> int:
+        """Merge ``fields`` into the conversation's hash ``suffix`` unless it would pass ``cap`` bytes
+        (:mod:`~agentx_memory.capped_hash`): all or nothing, the expiry refreshed; return its size after.
+        :class:`~agentx_memory.errors.WorkingMemoryFullError` naming ``field`` otherwise."""
+        if (incoming := capped_hash.size_of(fields)) > cap:  # too big whatever is stored: no round trip
+            raise WorkingMemoryFullError(field, conversation_id=self.conversation_id, size=incoming, cap=cap)
+        written, size = await self.store._call(capped_hash.merge(
+            self.store.client, self._key(suffix), fields, cap=cap, ttl_seconds=self._conversation_ttl))
+        if not written:
+            raise WorkingMemoryFullError(field, conversation_id=self.conversation_id, size=size, cap=cap)
+        return int(size)
 
     async def ledger_evict(self, item_key: str) -> bool:
         """Forget that ``item_key`` was injected (it may be injected again); True if it was in the ledger."""

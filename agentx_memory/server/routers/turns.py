@@ -68,9 +68,10 @@ async def summarize(conversation_id: str, caller: Writer) -> EpisodicSummary:
     some are in other channels)."""
     if caller.key.channels:
         turns = await caller.memory.get_conversation(conversation_id, caller.user_id)
-        if not caller.only_visible(turns):
+        visible = caller.only_visible(turns)
+        if not visible:
             raise NotFoundError("conversation", conversation_id)
-        if len(caller.only_visible(turns)) < len(turns):
+        if len(visible) < len(turns):
             raise KeyScopeError(caller.key.key_id, f"conversation {conversation_id!r} has turns in channels this key "
                                                    "does not cover; its summary would tell what they say")
     return await caller.memory.summarize_conversation(conversation_id, caller.user_id)
