@@ -152,17 +152,19 @@ class _Targets:
 
 
 async def forget_memories(ctx: MemoryContext, user_id: str, ids: Sequence[str], *, requested_by: str,
-                          cascade: bool = True) -> ForgetReceipt:
+                          cascade: bool = True, agent_id: str | None = None) -> ForgetReceipt:
     """Remove the user's memories with these ids (or conversations with these ids) from every store, with what is
-    derived from them when ``cascade`` (see the module docstring); return the receipt."""
+    derived from them when ``cascade`` (see the module docstring); return the receipt. With ``agent_id`` only what
+    that agent may read is reached (global memories and its own); another agent's private ids are not found."""
     wanted = list(dict.fromkeys(ids))
     targets = _Targets()
-    targets.add("Turn", await ctx.sql.users.turns_named(user_id, wanted), id_key="turn_id")
+    targets.add("Turn", await ctx.sql.users.turns_named(user_id, wanted, agent_id), id_key="turn_id")
     for label, statement in cypher.FORGET_FIND_BY_ID.items():
         for page in _pages(wanted):
-            targets.add(label, await ctx.graph.read(statement, {"user_id": user_id, "ids": page}))
+            targets.add(label, await ctx.graph.read(statement, {"user_id": user_id, "ids": page, "agent_id": agent_id}))
     for page in _pages(wanted):
-        targets.add("Turn", await ctx.graph.read(cypher.FORGET_CONVERSATION_TURNS, {"user_id": user_id, "ids": page}))
+        targets.add("Turn", await ctx.graph.read(cypher.FORGET_CONVERSATION_TURNS,
+                                                 {"user_id": user_id, "ids": page, "agent_id": agent_id}))
     named = targets.ids | targets.conversations
     return await _forget(ctx, user_id, targets, requested_by=requested_by, cascade=cascade,
                          not_found=[i for i in wanted if i not in named], what={"ids": wanted})

@@ -724,7 +724,8 @@ class AsyncAgentMemory:
         the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
         working memory and the content of audit entries and run records naming them go; one audit entry keeps who
         asked (``requested_by``), the ids and the counts. Idempotent. An agent's view forgets by ids only: a filter
-        would reach every agent's memories (:class:`PermissionDeniedError`; the user's memory does it).
+        would reach every agent's memories (:class:`PermissionDeniedError`; the user's memory does it); and only
+        what it may read (global memories and its own): another agent's private ids come back in ``not_found``.
         """
         user = self._user(user_id)
         if not ids:  # a filter reaches every agent's memories
@@ -743,7 +744,8 @@ class AsyncAgentMemory:
             wanted = check_ids(ids, "ids")
             check_int(len(wanted), "ids", low=1, high=self.settings.limits.max_batch_turns)
             await self.recall.drain()  # a recall's audit entry still being written would land after the scrub
-            return await forget_memories(self.ctx, user, wanted, requested_by=requested_by, cascade=cascade)
+            return await forget_memories(self.ctx, user, wanted, requested_by=requested_by, cascade=cascade,
+                                         agent_id=self.agent_id)
         await self.recall.drain()
         return await forget_where(self.ctx, user, where, requested_by=requested_by, cascade=cascade)
 
@@ -2216,7 +2218,8 @@ class AgentMemory:
         the summary of a conversation that loses a turn, dedup redirects to a forgotten entity. Cached copies in
         working memory and the content of audit entries and run records naming them go; one audit entry keeps who
         asked (``requested_by``), the ids and the counts. Idempotent. An agent's view forgets by ids only: a filter
-        would reach every agent's memories (:class:`PermissionDeniedError`; the user's memory does it).
+        would reach every agent's memories (:class:`PermissionDeniedError`; the user's memory does it); and only
+        what it may read (global memories and its own): another agent's private ids come back in ``not_found``.
         """
         return self._portal.run(self._core.forget(ids, user_id, conversation_id=conversation_id, channel=channel,
                                                   before=before, after=after, memory_types=memory_types,

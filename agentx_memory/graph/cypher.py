@@ -1393,8 +1393,12 @@ RETURN count(*) AS deleted
 # label. Conversation nodes go when no turn or tool call of theirs is left.
 
 
+#: What the agent ``$agent_id`` may read of node ``n`` (null: the user's view, everything): global nodes and its own.
+_SEEN_BY_AGENT_N: Final[LiteralString] = (
+    "($agent_id IS NULL OR coalesce(n.scope, 'global') = 'global' OR n.agent_id = $agent_id)")
+
 def _find_by_id(label: LiteralString) -> LiteralString:
-    return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id "
+    return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id AND " + _SEEN_BY_AGENT_N + " "
             "RETURN n.id AS id, n.conversation_id AS conversation_id, n.channel AS channel")
 
 
@@ -1416,7 +1420,7 @@ def _delete_by_id(label: LiteralString) -> LiteralString:
 FORGETTABLE_LABELS: Final[tuple[LiteralString, ...]] = (
     "Turn", "Fact", "Entity", "Goal", "Strategy", "Control", "ToolInvocation")
 
-#: The user's nodes of a label with one of ``$ids``, by label.
+#: The user's nodes of a label with one of ``$ids`` that the agent ``$agent_id`` may read, by label.
 FORGET_FIND_BY_ID: Final[dict[str, LiteralString]] = {label: _find_by_id(label) for label in FORGETTABLE_LABELS}
 
 #: The user's nodes of a label that match the filter (each ``$param`` null means "any"; times in epoch ms against
@@ -1427,10 +1431,12 @@ FORGET_FIND_WHERE: Final[dict[str, LiteralString]] = {label: _find_where(label) 
 #: The user's nodes of a label with one of ``$ids`` deleted with their edges, by label.
 FORGET_BY_ID: Final[dict[str, LiteralString]] = {label: _delete_by_id(label) for label in FORGETTABLE_LABELS}
 
-#: Conversations among ``$ids`` of this user (forgetting a conversation forgets all its turns).
+#: The turns of the user's conversations among ``$ids`` that the agent ``$agent_id`` may read (forgetting a
+#: conversation forgets all its turns).
 FORGET_CONVERSATION_TURNS: Final[LiteralString] = """
 MATCH (c:Conversation {user_id: $user_id})-[:HAS_TURN]->(t:Turn)
 WHERE c.id IN $ids
+  AND ($agent_id IS NULL OR coalesce(t.scope, 'global') = 'global' OR t.agent_id = $agent_id)
 RETURN t.id AS id, t.conversation_id AS conversation_id, t.channel AS channel
 """
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
+from .conversation_log import SEEN_BY_AGENT
 from .errors import pg_errors
 from .pools import SHARED_KEY_PREFIX
 from .postgres import PostgresStore
@@ -97,7 +98,7 @@ MATCHING_TURNS: Final[LiteralString] = (
 
 TURNS_NAMED: Final[LiteralString] = (
     "SELECT turn_id, conversation_id, channel FROM conversation_logs WHERE user_id = %(user_id)s"
-    " AND (turn_id = ANY(%(ids)s) OR conversation_id = ANY(%(ids)s))")
+    " AND (turn_id = ANY(%(ids)s) OR conversation_id = ANY(%(ids)s)) AND " + SEEN_BY_AGENT)
 
 
 class UserRows:
@@ -146,8 +147,9 @@ class UserRows:
                   "after": after}
         return await self.store.fetch(MATCHING_TURNS, params, what="finding turns to forget")
 
-    async def turns_named(self, user_id: str, ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The user's logged turns whose id, or whose conversation's id, is one of ``ids``: turn id, conversation
-        and channel of each."""
-        return await self.store.fetch(TURNS_NAMED, {"user_id": user_id, "ids": list(ids)},
+    async def turns_named(self, user_id: str, ids: Sequence[str], agent_id: str | None = None
+                          ) -> list[dict[str, Any]]:
+        """The user's logged turns whose id, or whose conversation's id, is one of ``ids`` and that the agent may
+        read (None: every turn): turn id, conversation and channel of each."""
+        return await self.store.fetch(TURNS_NAMED, {"user_id": user_id, "ids": list(ids), "agent_id": agent_id},
                                       what="finding turns to forget")

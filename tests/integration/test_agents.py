@@ -188,6 +188,22 @@ def test_an_agent_cannot_reach_another_agents_private_memory_by_summarizing_shar
     assert memory.audit_trail(limit=5)  # the user's memory reads it
 
 
+def test_an_agent_forgets_by_id_only_what_it_may_read(agents):
+    """Forgetting by ids is open to an agent's view, but another agent's private turn, fact or rule is not found by
+    it (even named by id or through its conversation), while the global memories it reads and its own go."""
+    memory, planner, coder = agents["memory"], agents["planner"], agents["coder"]
+    secrets = [agents["private"].id, agents["fact"].id, agents["rule"].id]
+    receipt = coder.forget([*secrets, "plan"])
+    assert sorted(receipt.not_found) == sorted(secrets)
+    assert set(receipt.ids) == {agents["global_turn"].id, agents["mixed"].id}  # the conversation's turns it reads
+    assert [t.id for t in memory.get_conversation("plan")] == [agents["private"].id]
+    assert planner.get_fact(agents["fact"].id).claim == "the vault combination is 7-3-9"
+    assert planner.get_control(agents["rule"].id).content == "Never read the vault combination aloud"
+    assert planner.forget([agents["fact"].id]).ids == [agents["fact"].id]  # its own
+    with pytest.raises(NotFoundError):
+        memory.get_fact(agents["fact"].id)
+
+
 def test_what_the_worker_moves_out_of_an_agents_private_memory_stays_private_to_it(memory):
     """Promotion copies a proven project fact into the global channel, and short-term consolidation turns an often
     read entry into a long-term fact: neither may make an agent's private memory every agent's."""
