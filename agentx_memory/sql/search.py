@@ -190,7 +190,6 @@ w AS (
 scored AS (
   SELECT c.id, c.turn_id, c.timestamp, sum({bm25}) AS lexical
   FROM counts c JOIN w ON w.lexeme = c.lexeme CROSS JOIN docs GROUP BY c.id, c.turn_id, c.timestamp),
-lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored),
 {_PHRASES},
 lex AS (SELECT id FROM scored ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
 den AS (
@@ -205,9 +204,10 @@ win AS (
   SELECT id FROM scored
   WHERE %(boost_start)s::timestamptz IS NOT NULL AND timestamp >= %(boost_start)s AND timestamp < %(boost_end)s
   ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
-c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win)
+c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win),
+cl AS (SELECT id, lexical FROM scored WHERE id IN (SELECT id FROM c))
 SELECT {_columns("t")},
-       coalesce(((SELECT by_id FROM lexical) ->> t.id::text)::float8, 0) AS lexical,
+       coalesce(cl.lexical, 0) AS lexical,
        1 - (t.embedding <=> %(embedding)s) AS cosine,
        {_phrase("t")} AS phrase,
        {_on_first("(SELECT 1 - max(distance) FROM den)")} AS cosine_floor,
@@ -215,7 +215,7 @@ SELECT {_columns("t")},
        {_on_first("(SELECT array_agg(lexeme ORDER BY lexeme) FROM w)")} AS term_lexemes,
        {_on_first("(SELECT array_agg(idf ORDER BY lexeme) FROM w)")} AS term_weights,
        {_on_first("(SELECT avgdl FROM docs)")} AS average_length
-FROM conversation_logs t
+FROM conversation_logs t LEFT JOIN cl ON cl.id = t.id
 WHERE t.id IN (SELECT id FROM c)
 ORDER BY t.id
 """
@@ -259,13 +259,12 @@ near AS (
 counts AS ({_term_counts("near", "%(lexemes)s::text[]", "dl")}),
 scored AS (
   SELECT c.id, sum({_BM25}) AS lexical FROM counts c JOIN w ON w.lexeme = c.lexeme GROUP BY c.id),
-lexical AS (SELECT jsonb_object_agg(id::text, lexical) AS by_id FROM scored),
 {_PHRASES}
 SELECT {_columns("c")},
-       coalesce(((SELECT by_id FROM lexical) ->> c.id::text)::float8, 0) AS lexical,
+       coalesce(s.lexical, 0) AS lexical,
        1 - (c.embedding <=> %(embedding)s) AS cosine,
        {_phrase("c")} AS phrase
-FROM conversation_logs c WHERE c.id IN (SELECT id FROM near)
+FROM conversation_logs c LEFT JOIN scored s ON s.id = c.id WHERE c.id IN (SELECT id FROM near)
 """
 
 #: Which of the names are participants (``metadata.speaker``) of the user's conversations (index lookups).
