@@ -1397,6 +1397,7 @@ RETURN count(*) AS deleted
 _SEEN_BY_AGENT_N: Final[LiteralString] = (
     "($agent_id IS NULL OR coalesce(n.scope, 'global') = 'global' OR n.agent_id = $agent_id)")
 
+
 def _find_by_id(label: LiteralString) -> LiteralString:
     return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id AND " + _SEEN_BY_AGENT_N + " "
             "RETURN n.id AS id, n.conversation_id AS conversation_id, n.channel AS channel")
