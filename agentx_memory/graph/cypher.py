@@ -1393,13 +1393,13 @@ RETURN count(*) AS deleted
 # label. Conversation nodes go when no turn or tool call of theirs is left.
 
 
-#: What the agent ``$agent_id`` may read of node ``n`` (null: the user's view, everything): global nodes and its own.
-_SEEN_BY_AGENT_N: Final[LiteralString] = (
-    "($agent_id IS NULL OR coalesce(n.scope, 'global') = 'global' OR n.agent_id = $agent_id)")
+def _seen_by_agent(var: LiteralString) -> LiteralString:
+    # What the agent $agent_id may read of node `var` (null: the user's view, everything): global nodes and its own.
+    return "($agent_id IS NULL OR coalesce(" + var + ".scope, 'global') = 'global' OR " + var + ".agent_id = $agent_id)"
 
 
 def _find_by_id(label: LiteralString) -> LiteralString:
-    return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id AND " + _SEEN_BY_AGENT_N + " "
+    return ("MATCH (n:" + label + ") WHERE n.id IN $ids AND n.user_id = $user_id AND " + _seen_by_agent("n") + " "
             "RETURN n.id AS id, n.conversation_id AS conversation_id, n.channel AS channel")
 
 
@@ -1437,7 +1437,7 @@ FORGET_BY_ID: Final[dict[str, LiteralString]] = {label: _delete_by_id(label) for
 FORGET_CONVERSATION_TURNS: Final[LiteralString] = """
 MATCH (c:Conversation {user_id: $user_id})-[:HAS_TURN]->(t:Turn)
 WHERE c.id IN $ids
-  AND ($agent_id IS NULL OR coalesce(t.scope, 'global') = 'global' OR t.agent_id = $agent_id)
+  AND """ + _seen_by_agent("t") + """
 RETURN t.id AS id, t.conversation_id AS conversation_id, t.channel AS channel
 """
 
