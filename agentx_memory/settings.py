@@ -571,7 +571,8 @@ class WorkerSettings(_Section):
         30.0, ge=0, le=100_000, description="a conversation is consolidated once its last turn is this old"
     )
     consolidate_max_conversations: int = Field(
-        50, ge=1, le=100_000, description="conversations at most per consolidation run (the oldest first)"
+        50, ge=1, le=100_000, description="conversations at most per consolidation run (the fewest failed runs first, "
+        "then the oldest)"
     )
     consolidate_lock_seconds: float = Field(
         900.0, ge=1, le=86_400, description="expiry of a conversation's consolidation lock (a crashed worker's lock "

@@ -7,8 +7,10 @@ the batches it had already extracted are skipped by their keys (only the new tur
 is taken under its Redis lock (``consolidation:lock:{conversation_id}``, expiring after
 ``worker.consolidate_lock_seconds``), so two workers never extract it at once; one held by another worker is
 skipped this run. After a successful extraction the conversation is marked ``consolidated`` with the time of the
-last turn it covered; a run that stopped early (budget, LLM failure) leaves it due. The lag — last turn to
-consolidated — is in the report and in each conversation's audit entry (operation ``consolidate``). Each
+last turn it covered; a run that stopped early (budget, LLM failure) leaves it due and counts the failure on the
+conversation (``consolidation_failures``, cleared by a success): due conversations are taken fewest failures first,
+then oldest, so one that fails every time is retried only behind the others and never holds them back. The lag —
+last turn to consolidated — is in the report and in each conversation's audit entry (operation ``consolidate``). Each
 consolidated conversation is then summarized (:mod:`agentx_memory.summaries`); a summary that fails is logged and
 does not undo the consolidation.
 """
@@ -68,8 +70,9 @@ async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, wo
                           extractor: Extractor, settings: WorkerSettings, *, now: datetime,
                           user_id: str | None = None, report: ConsolidationReport | None = None,
                           summarize: Summarizer | None = None) -> ConsolidationReport:
-    """Consolidate every due conversation (at most ``worker.consolidate_max_conversations``, oldest first; of every
-    user or only ``user_id``) as of ``now`` (a parameter, so the time rules are testable without waiting)."""
+    """Consolidate every due conversation (at most ``worker.consolidate_max_conversations``, fewest failed runs first,
+    then oldest; of every user or only ``user_id``) as of ``now`` (a parameter, so the time rules are testable
+    without waiting)."""
     report = report if report is not None else ConsolidationReport()
     graph = semantic.ctx.graph
     due = await graph.read(cypher.PENDING_CONSOLIDATION, {
@@ -94,7 +97,10 @@ async def consolidate_due(episodic: EpisodicMemory, semantic: SemanticMemory, wo
             extracted = await runner.run(turns)
             report.usage = report.usage + extracted.usage
             if extracted.stopped:
-                report.stopped.append({"conversation_id": conversation, "user_id": user, "why": extracted.stopped})
+                failed = await graph.write(cypher.MARK_CONSOLIDATION_FAILED, {
+                    "conversation_id": conversation, "user_id": user, "now": to_ms(now)})
+                report.stopped.append({"conversation_id": conversation, "user_id": user, "why": extracted.stopped,
+                                       "failures": failed[0]["failures"] if failed else None})
                 continue
             upto = max(to_ms(t.timestamp) for t in turns)
             await graph.write(cypher.MARK_CONSOLIDATED, {"conversation_id": conversation, "user_id": user,

@@ -998,13 +998,14 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
 """
 
 # Consolidation: conversations whose last turn is older than the quiet time and newer than what was consolidated
-# (``consolidated_upto``, the last turn's time when it was last consolidated), oldest first; every user's.
+# (``consolidated_upto``, the last turn's time when it was last consolidated), fewest failed runs first, then oldest;
+# every user's.
 PENDING_CONSOLIDATION: Final[LiteralString] = """
 MATCH (c:Conversation)
 WHERE c.last_turn_at <= $before AND coalesce(c.consolidated_upto, -1) < c.last_turn_at
   AND coalesce(c.archived, false) = false AND ($user_id IS NULL OR c.user_id = $user_id)
 RETURN c.id AS id, c.user_id AS user_id, c.channel AS channel, c.last_turn_at AS last_turn_at
-ORDER BY c.last_turn_at, c.id LIMIT $limit
+ORDER BY coalesce(c.consolidation_failures, 0), c.last_turn_at, c.id LIMIT $limit
 """
 
 # Archiving (cleanup) and its undo: a conversation and its turns up to a time (ms) get ``archived``.
@@ -1052,9 +1053,17 @@ RETURN c.last_turn_at AS last_turn_at, coalesce(c.consolidated_upto, -1) AS upto
 
 MARK_CONSOLIDATED: Final[LiteralString] = """
 MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
-SET c.consolidated = true, c.consolidated_at = $now,
+SET c.consolidated = true, c.consolidated_at = $now, c.consolidation_failures = 0,
     c.consolidated_upto = CASE WHEN coalesce(c.consolidated_upto, -1) < $upto THEN $upto ELSE c.consolidated_upto END
 RETURN c.id AS id
+"""
+
+#: A consolidation of the conversation stopped early (budget, LLM failure): one more failure, and when; the count
+#: puts it behind the conversations that have not failed (``PENDING_CONSOLIDATION``).
+MARK_CONSOLIDATION_FAILED: Final[LiteralString] = """
+MATCH (c:Conversation {id: $conversation_id, user_id: $user_id})
+SET c.consolidation_failures = coalesce(c.consolidation_failures, 0) + 1, c.consolidation_failed_at = $now
+RETURN c.consolidation_failures AS failures
 """
 
 # The idempotency keys of the turn batches already extracted from a conversation (extraction skips them: a re-run

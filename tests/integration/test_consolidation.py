@@ -5,11 +5,13 @@ left alone, two racing workers never consolidating one conversation twice, the l
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from agentx_memory import AgentMemory, AsyncAgentMemory, Fact, Turn
+from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.errors import ConflictError
 from tests.conftest import gread
 from workers.scheduler import run_once
@@ -92,6 +94,39 @@ def test_the_worker_runs_consolidation_once(settings):
         _say(memory, "c1", datetime.now(UTC) - timedelta(minutes=1), "I work at Lumen Labs.")
     summary = asyncio.run(run_once(s))
     assert summary["consolidate"]["consolidated"] == 1 and summary["consolidate"]["facts"] == 1
+
+
+def test_a_conversation_that_keeps_failing_does_not_hold_the_others_back(settings):
+    """One run takes one conversation; the oldest one's extraction is refused every time. Before, it was first in
+    every run and the newer conversation was never consolidated; now a failure puts it behind the others, it is
+    still retried while it stays due, and a success clears its count."""
+    refuse = {"on": True}
+
+    def answer(body):
+        if refuse["on"] and "Lena" in body["messages"][1]["content"]:
+            return Reply(openai_completion(None, refusal="I can't help with that"))
+        return Reply(openai_completion(json.dumps({"entities": [], "relationships": [], "facts": []})))
+
+    with WireServer().running() as wire:
+        wire.answer = answer
+        s = settings(llm={"extraction_model": "openai:gpt-4o-mini", "openai_base_url": wire.url + "/v1",
+                          "openai_api_key": "sk-test"},
+                     extraction={"extractor": "auto"}, worker={"consolidate_max_conversations": 1})
+        with AgentMemory(s, user_id="alice") as memory:
+            _say(memory, "refused", NOW - timedelta(hours=3), "My sister Lena visits in October.")
+            _say(memory, "fine", NOW - timedelta(hours=2), "I work at Lumen Labs.")
+            first = memory.consolidate(now=NOW)
+            assert [c["conversation_id"] for c in first.stopped] == ["refused"]
+            assert "LLMRefusalError" in first.stopped[0]["why"] and first.stopped[0]["failures"] == 1
+            assert [c["conversation_id"] for c in memory.consolidate(now=NOW).conversations] == ["fine"]
+            again = memory.consolidate(now=NOW)  # the only one due: retried, refused again
+            assert [c["conversation_id"] for c in again.stopped] == ["refused"] and again.stopped[0]["failures"] == 2
+            refuse["on"] = False
+            assert [c["conversation_id"] for c in memory.consolidate(now=NOW).conversations] == ["refused"]
+            state = gread(memory, "MATCH (c:Conversation {id: 'refused'}) RETURN c.consolidated AS done, "
+                                  "c.consolidation_failures AS failures")[0]
+            assert state == {"done": True, "failures": 0}
+            assert memory.consolidate(now=NOW).due == []
 
 
 # --- promote_prominent_facts -----------------------------------------------------------------------------------------
