@@ -4,9 +4,10 @@ A conversation whose last turn is older than ``retention.conversation_days`` (90
 (``conversation_logs.archived``) and in the graph (``Conversation.archived``, ``Turn.archived``). Archived turns are
 not searched by ``remember()`` unless ``recall.include_archived`` is on; they stay in the log
 (``get_conversation``), in exports and in the audit trail, and nothing is deleted. A turn added to an archived
-conversation later is not archived (it is new), and the conversation is archived again once that turn is past
-retention. Each archived conversation is audited (operation ``archive``) and recorded in the run's ``changes``, so
-:func:`restore_archived` (``worker undo``) brings it back.
+conversation later is not archived (it is new); one newer than its last turn also takes the conversation out of the
+archive (``Conversation.archived``), so it is consolidated again, and the conversation is archived again once that
+turn is past retention. Each archived conversation is audited (operation ``archive``) and recorded in the run's
+``changes``, so :func:`restore_archived` (``worker undo``) brings it back.
 """
 
 from __future__ import annotations

@@ -85,13 +85,16 @@ async def check_embedding_meta(store: GraphStore, *, dimension: int, model: str)
 # (the unique constraint on Conversation.id refuses the second node; the logs refuse it first, see ConversationLog).
 # Writing the Conversation node first serializes concurrent writers of one conversation (a write lock on Neo4j;
 # FalkorDB runs writes one at a time), and linking both the previous and the next index makes the FOLLOWED_BY chain
-# whole whatever order turns arrive in.
+# whole whatever order turns arrive in. A turn newer than the conversation's last one takes an archived conversation
+# out of the archive (its archived turns stay archived): it goes on, so consolidation and pattern extraction see it
+# again, and cleanup archives it again once the new turn is past retention.
 
 PROJECT_TURNS: Final[LiteralString] = """
 UNWIND $rows AS row
 MERGE (c:Conversation {id: row.conversation_id, user_id: row.user_id})
 ON CREATE SET c.channel = row.channel, c.started_at = row.timestamp, c.title = '',
               c.patterns_extracted = false, c.archived = false
+SET c.archived = CASE WHEN coalesce(c.last_turn_at, 0) < row.timestamp THEN false ELSE c.archived END
 SET c.last_turn_at = CASE WHEN coalesce(c.last_turn_at, 0) < row.timestamp THEN row.timestamp ELSE c.last_turn_at END
 MERGE (t:Turn {id: row.id})
 REMOVE t.embedding

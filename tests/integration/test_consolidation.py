@@ -96,6 +96,26 @@ def test_the_worker_runs_consolidation_once(settings):
     assert summary["consolidate"]["consolidated"] == 1 and summary["consolidate"]["facts"] == 1
 
 
+def test_a_conversation_resumed_after_it_was_archived_is_consolidated_again(settings):
+    with AgentMemory(_offline(settings), user_id="alice") as memory:
+        _say(memory, "trip", NOW - timedelta(days=120), "I live in Porto.")
+        assert [c["conversation_id"] for c in memory.consolidate(now=NOW - timedelta(days=119)).conversations] == [
+            "trip"]
+        assert memory.archive_conversations(now=NOW).conversations_archived == 1
+        _say(memory, "trip", NOW - timedelta(hours=2), "I work at Lumen Labs.")  # the conversation goes on
+        report = memory.consolidate(now=NOW)
+        assert [c["conversation_id"] for c in report.conversations] == ["trip"]
+        claims = {r["claim"] for r in gread(memory, "MATCH (f:Fact) RETURN f.claim AS claim")}
+        assert "Sam works at Lumen Labs." in claims
+        assert gread(memory, "MATCH (c:Conversation {id: 'trip'})-[:HAS_TURN]->(t:Turn) WITH c, t ORDER BY t.index "
+                             "RETURN c.archived AS conversation, t.archived AS turn") == [
+            {"conversation": False, "turn": True}, {"conversation": False, "turn": False}]
+        # once the new turn is past retention too, the conversation is archived again, whole
+        assert memory.archive_conversations(now=NOW + timedelta(days=91)).conversations_archived == 1
+        assert gread(memory, "MATCH (c:Conversation {id: 'trip'}) RETURN c.archived AS archived") == [
+            {"archived": True}]
+
+
 def test_a_conversation_that_keeps_failing_does_not_hold_the_others_back(settings):
     """One run takes one conversation; the oldest one's extraction is refused every time. Before, it was first in
     every run and the newer conversation was never consolidated; now a failure puts it behind the others, it is
