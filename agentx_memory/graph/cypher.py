@@ -79,6 +79,12 @@ async def check_embedding_meta(store: GraphStore, *, dimension: int, model: str)
         )
 
 
+def _seen_by_agent(var: LiteralString) -> LiteralString:
+    # What the agent $agent_id may read of node `var` (null: the user's view, everything): global nodes and its own.
+    # One predicate for every statement an agent's view reads or forgets through.
+    return "($agent_id IS NULL OR coalesce(" + var + ".scope, 'global') = 'global' OR " + var + ".agent_id = $agent_id)"
+
+
 # --- episodic ------------------------------------------------------------------------------------------------------
 # Turns are projected from conversation_logs. MERGE by id makes re-projection idempotent. A Conversation is merged on
 # (id, user_id): its owner is part of its identity, so a write of another user's conversation id never attaches to it
@@ -360,7 +366,7 @@ MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
 WITH e
 MATCH (f:Fact)-[:ABOUT]->(e)
 WITH f WHERE f.user_id = $user_id AND coalesce(f.superseded, false) = false
-  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+  AND """ + _seen_by_agent("f") + """
 WITH DISTINCT f LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
@@ -459,7 +465,7 @@ RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .sour
 
 GET_FACT: Final[LiteralString] = """
 MATCH (f:Fact {id: $id, user_id: $user_id})
-WHERE ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+WHERE """ + _seen_by_agent("f") + """
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
           .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata, .status,
@@ -517,7 +523,7 @@ FACTS_AS_OF: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND f.created_at <= $at
   AND (coalesce(f.superseded, false) = false OR f.valid_until > $at)
-  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+  AND """ + _seen_by_agent("f") + """
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 WITH f, collect(e.id) AS entity_ids
 WHERE size($entity_ids) = 0 OR any(x IN entity_ids WHERE x IN $entity_ids)
@@ -979,7 +985,7 @@ WITH @vec($embedding) AS query_vector
 @tenant_match(Fact, f, query_vector)
 WITH f, query_vector
 WHERE coalesce(f.superseded, false) = false AND f.embedding IS NOT NULL
-  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+  AND """ + _seen_by_agent("f") + """
   AND ($start IS NULL OR f.created_at >= $start) AND ($end IS NULL OR f.created_at < $end)
 WITH f, @cosine(f.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
@@ -1103,7 +1109,7 @@ LIMIT $k
 GET_FACTS: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $channels
   AND coalesce(f.superseded, false) = false
-  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+  AND """ + _seen_by_agent("f") + """
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
           .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact
 """
@@ -1336,7 +1342,7 @@ RETURN c.id AS id
 
 GET_CONTROL: Final[LiteralString] = """
 MATCH (c:Control {id: $id, user_id: $user_id})
-WHERE ($agent_id IS NULL OR coalesce(c.scope, 'global') = 'global' OR c.agent_id = $agent_id)
+WHERE """ + _seen_by_agent("c") + """
 RETURN c {.id, .user_id, .channel, .agent_id, .scope, .content, .error_pattern, .severity, .source_trajectory_id,
           .created_at, .last_accessed, .access_count, .metadata} AS control
 """
@@ -1344,7 +1350,7 @@ RETURN c {.id, .user_id, .channel, .agent_id, .scope, .content, .error_pattern, 
 LIST_CONTROLS: Final[LiteralString] = """
 MATCH (c:Control {user_id: $user_id})
 WHERE c.channel IN $channels AND ($error_pattern IS NULL OR c.error_pattern = $error_pattern)
-  AND ($agent_id IS NULL OR coalesce(c.scope, 'global') = 'global' OR c.agent_id = $agent_id)
+  AND """ + _seen_by_agent("c") + """
 RETURN c {.id, .user_id, .channel, .agent_id, .scope, .content, .error_pattern, .severity, .source_trajectory_id,
           .created_at, .last_accessed, .access_count, .metadata} AS control
 ORDER BY c.created_at DESC, c.id LIMIT $limit
@@ -1355,7 +1361,7 @@ SEARCH_CONTROLS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 @tenant_match(Control, c, query_vector)
 WITH c, query_vector WHERE c.embedding IS NOT NULL
-  AND ($agent_id IS NULL OR coalesce(c.scope, 'global') = 'global' OR c.agent_id = $agent_id)
+  AND """ + _seen_by_agent("c") + """
 WITH c, @cosine(c.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH c, similarity ORDER BY similarity DESC, c.id LIMIT $k
@@ -1403,11 +1409,6 @@ RETURN count(*) AS deleted
 # ``forget(ids)`` and ``forget(where)``: first the targets are found (by id, or by filter), then derived memories are
 # added (facts whose every source turn goes, the redirects to an entity that goes), then all go in one statement per
 # label. Conversation nodes go when no turn or tool call of theirs is left.
-
-
-def _seen_by_agent(var: LiteralString) -> LiteralString:
-    # What the agent $agent_id may read of node `var` (null: the user's view, everything): global nodes and its own.
-    return "($agent_id IS NULL OR coalesce(" + var + ".scope, 'global') = 'global' OR " + var + ".agent_id = $agent_id)"
 
 
 def _find_by_id(label: LiteralString) -> LiteralString:
@@ -1704,7 +1705,7 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
 BROWSE_FACTS: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id})
 WHERE ($status IS NULL OR coalesce(f.status, 'active') = $status)
-  AND ($agent_id IS NULL OR coalesce(f.scope, 'global') = 'global' OR f.agent_id = $agent_id)
+  AND """ + _seen_by_agent("f") + """
 WITH f ORDER BY f.created_at DESC, f.id SKIP $offset LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
