@@ -70,9 +70,10 @@ async def seed_explorer(memory: AsyncAgentMemory) -> dict[str, Any]:
 
 
 def explorer_app(memory: AsyncAgentMemory | None = None, *, settings: Settings | None = None,
-                 seed: bool = False) -> FastAPI:
+                 seed: bool = False, agent_id: str | None = None) -> FastAPI:
     """A FastAPI app with the explorer mounted at ``/explorer`` and an open ``memory_for`` (no authentication): the
-    given memory, or one opened on ``settings`` in the app's own event loop (seeded when ``seed``)."""
+    given memory, or one opened on ``settings`` in the app's own event loop (seeded when ``seed``); with
+    ``agent_id``, every page reads through that agent's view of it, as an agent's API key does."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -93,7 +94,8 @@ def explorer_app(memory: AsyncAgentMemory | None = None, *, settings: Settings |
         app.state.memory = memory
 
     async def memory_for(request: Request, user_id: str | None) -> AsyncAgentMemory:
-        return request.app.state.memory
+        memory: AsyncAgentMemory = request.app.state.memory
+        return memory.for_agent(agent_id) if agent_id else memory
 
     app.include_router(explorer_router(memory_for))
     return app

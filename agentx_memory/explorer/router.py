@@ -104,6 +104,13 @@ def explorer_router(memory_for: MemoryFor, *, prefix: str = "/explorer", key_hea
         profile = await memory.get_profile(user_id)
         return {"user_id": user_id, "counts": counts, "profile": model_json(profile)}
 
+    @router.get("/api/users/{user_id}/access")
+    async def access(request: Request, user_id: str) -> dict[str, Any]:
+        """What this reader may open of the user's pages: everything, except that an agent's view does not read the
+        audit trail (it holds every agent's queries and results), so the page leaves that section out."""
+        memory = await memory_for(request, user_id)
+        return {"user_id": user_id, "audit_trail": memory.agent_id is None}
+
     @router.get("/api/users/{user_id}/conversations")
     async def conversations(request: Request, user_id: str, limit: int = 20, offset: int = 0) -> dict[str, Any]:
         """The user's conversations, the latest first."""

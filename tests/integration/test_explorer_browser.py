@@ -122,3 +122,28 @@ def test_explorer_in_chromium(settings, backend):
 
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, errors
+
+
+def test_an_agents_key_is_not_offered_the_audit_trail_in_chromium(settings, backend):
+    """An agent's view reads the user's memory it may see but not the audit trail: the page leaves the section out of
+    its navigation and, opened by its address, says why, instead of failing on the refused request."""
+    require_browser()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    app = explorer_app(settings=settings(), agent_id="planner")
+    with served(app) as url, chromium() as driver:
+        wait = WebDriverWait(driver, 30)
+        driver.get(url + f"/explorer/#/u/{DEMO_USER}/overview")
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "main h2"), f"Overview of {DEMO_USER}"))
+        shown = [a.get_attribute("data-section") for a in driver.find_elements(By.CSS_SELECTOR, "nav a[data-section]")
+                 if a.is_displayed()]
+        assert shown == ["overview", "conversations", "entities", "facts", "goals", "tools", "search"]
+
+        driver.get(url + f"/explorer/#/u/{DEMO_USER}/audit")
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "main h2"), "Audit trail"))
+        main = driver.find_element(By.CSS_SELECTOR, "main").text
+        assert "agent's" in main and "Could not load" not in main
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, errors

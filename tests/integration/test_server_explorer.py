@@ -50,6 +50,12 @@ def test_the_explorer_is_served_to_the_admin_key_and_to_each_users_own_key(serve
     assert refused.status_code == 403 and "bob-notes" not in refused.text
     assert agent.get("/explorer/api/users/alice/conversations").status_code == 200
     assert agent.get("/explorer/api/users/bob/conversations").status_code == 403
+    # an agent's key does not read the audit trail (every agent's queries), and the page is told so it leaves it out
+    assert agent.get("/explorer/api/users/alice/audit").status_code == 403
+    assert agent.get("/explorer/api/users/alice/access").json() == {"user_id": "alice", "audit_trail": False}
+    assert alice.get("/explorer/api/users/alice/access").json() == {"user_id": "alice", "audit_trail": True}
+    assert admin.get("/explorer/api/users/alice/access").json()["audit_trail"] is True
+    assert alice.get("/explorer/api/users/bob/access").status_code == 403
     # the explorer shows every channel: a key limited to channels may not open it
     assert channel_key.get("/explorer/api/users/alice/conversations").status_code == 403
     # the explorer's routes stay out of the API's OpenAPI document

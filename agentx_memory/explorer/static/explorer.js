@@ -13,6 +13,8 @@
   const TITLES = {overview: "Overview", conversations: "Conversations", entities: "Entities", facts: "Facts",
                   goals: "Goals", tools: "Tool statistics", audit: "Audit trail", search: "Search"};
   let renderToken = 0;
+  //: per user, what this reader may open (the access route's answer); forgotten when another key is typed
+  const access = new Map();
 
   // --- small DOM helpers -------------------------------------------------------------------------------------------
 
@@ -67,6 +69,7 @@
         const value = document.getElementById("key-input").value;
         if (dialog.returnValue === "ok" && value) {
           sessionStorage.setItem("agentx-explorer-key", value);
+          access.clear();
           resolve(true);
         } else resolve(false);
       }, {once: true});
@@ -106,10 +109,19 @@
     return {parts, query: new URLSearchParams(query || "")};
   }
 
-  function setSections(user, section) {
+  async function readerAccess(user) {
+    if (!access.has(user)) access.set(user, await api("users/" + enc(user) + "/access"));
+    return access.get(user);
+  }
+
+  // an agent's key reads the user's memory it may see, but not the audit trail (every agent's queries and results)
+  const mayOpen = (allowed, section) => section !== "audit" || Boolean(allowed && allowed.audit_trail);
+
+  function setSections(user, section, allowed) {
     const nav = document.getElementById("sections");
     nav.hidden = !user;
     for (const link of nav.querySelectorAll("a[data-section]")) {
+      link.parentElement.hidden = Boolean(user) && !mayOpen(allowed, link.dataset.section);
       link.href = user ? userHref(user, link.dataset.section) : "#/";
       if (link.dataset.section === section) link.setAttribute("aria-current", "page");
       else link.removeAttribute("aria-current");
@@ -129,12 +141,14 @@
       } else {
         const user = parts[1];
         const section = SECTIONS.includes(parts[2]) ? parts[2] : "overview";
-        setSections(user, section);
+        const allowed = await readerAccess(user);
+        setSections(user, section, allowed);
         title = TITLES[section] + " · " + user;
         const renderers = {overview: renderOverview, conversations: renderConversations, entities: renderEntities,
                            facts: renderFacts, goals: renderGoals, tools: renderTools, audit: renderAudit,
                            search: renderSearch};
-        await renderers[section](view, user, parts[3], query);
+        if (mayOpen(allowed, section)) await renderers[section](view, user, parts[3], query);
+        else renderNotForThisKey(view, section);
       }
     } catch (error) {
       view.replaceChildren(h("h2", {text: "Could not load this view"}),
@@ -152,6 +166,13 @@
   }
 
   // --- views -------------------------------------------------------------------------------------------------------
+
+  function renderNotForThisKey(view, section) {
+    view.append(h("h2", {text: TITLES[section]}),
+                h("p", {class: "muted", text: "This key is an agent's: it reads the memories that agent may see, not " +
+                        "the audit trail, which holds every agent's queries and results. The user's own key or the " +
+                        "administrator's reads it."}));
+  }
 
   async function renderUsers(view) {
     view.append(h("h2", {text: "Users"}));
