@@ -39,10 +39,13 @@ async def dedup(semantic: SemanticMemory, settings: DedupSettings, *, user_id: s
 
 
 async def undo_dedup(semantic: SemanticMemory, run_id: str, changes: list[dict[str, Any]]) -> dict[str, int]:
-    """Undo the merges of a dedup run, newest first (``{"restored": merges undone, "skipped": 0}``)."""
+    """Undo the merges of a dedup run, newest first: ``{"restored": merges undone, "skipped": merges with nothing
+    left to restore}`` (a fact merge whose two facts were both forgotten since)."""
+    restored = 0
     for change in reversed(changes):
         if change["kind"] == "entity":
             await undo_entity_merge(semantic, run_id, change)
+            restored += 1
         else:
-            await undo_fact_merge(semantic, run_id, change)
-    return {"restored": len(changes), "skipped": 0}
+            restored += await undo_fact_merge(semantic, run_id, change)
+    return {"restored": restored, "skipped": len(changes) - restored}

@@ -16,10 +16,11 @@ the loser, its timeline row and its edges are deleted, and the merge is audited 
 
 **Undo.** The run's ``changes`` hold, per merge, the loser as it was (properties, vector, every edge) and the
 survivor's values before; :func:`undo_entity_merge` recreates the loser with its edges and timeline row, removes
-what the run added to the survivor (edges marked with the run, the redirect) and puts the survivor's merged values
-(aliases, counts, salience, description, properties) back as they were before the merge — unlike the other undos,
-an access of the survivor since the merge is undone with it. Merges are undone newest first, so a chain of merges
-unwinds in order.
+what the run added to the survivor (edges marked with the run, the redirect) and takes back what the merge gave the
+survivor (:mod:`~agentx_memory.dedup.revert`): the loser's access count, its name and aliases, and the salience,
+description, properties, first sighting and last access it took while the survivor still holds them; what changed on
+the survivor since the merge (a recall, a decay, a new description or alias) stays. Merges are undone newest first, so
+a chain of merges unwinds in order.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..timeutil import from_ms
 from .clusters import unit_rows
 from .driver import DedupKind
 from .report import DedupReport
+from .revert import reverted_values
 
 __all__ = ["ENTITIES", "name_evidence", "undo_entity_merge"]
 
@@ -184,8 +186,13 @@ async def undo_entity_merge(semantic: SemanticMemory, run_id: str, change: dict[
         by_kind[(edge["direction"], edge["type"])].append({"other": edge["other"], "props": edge["props"]})
     for kind, edges in by_kind.items():
         await graph.write(cypher.RESTORE_EDGES[kind], {"id": node["id"], "user_id": user, "edges": edges})
-    await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user,
-                                                "values": change["survivor_before"]})
+    rows = await graph.read(cypher.SURVIVOR_STATE, {"id": survivor_id, "user_id": user})
+    if rows:  # still there (not forgotten since): it gives back what the merge added, and keeps what changed since
+        before, current = change["survivor_before"], rows[0]["node"]
+        merged = _merged_values({**before, "id": survivor_id, "name": current["name"]}, loser["node"])
+        values = reverted_values(before, merged, current, counts=("access_count",),
+                                 lists=("aliases", "merged_from"))
+        await graph.write(cypher.UPDATE_SURVIVOR, {"id": survivor_id, "user_id": user, "values": values})
     await semantic.ctx.sql.timeline.write([TimelineEntry(
         memory_type="entity", node_id=node["id"], user_id=user, channel=node["channel"],
         event_time=from_ms(node["first_seen"]) if node.get("first_seen") else datetime.now(UTC),

@@ -12,7 +12,10 @@ kept but hidden like a superseded fact: ``status = "duplicate"``, ``superseded_b
 from it, and valid (for ``facts_as_of``) until the survivor was said. The survivor gains the duplicate's source
 turns (``DERIVED_FROM``) and entities (``ABOUT``), the higher confidence and the summed access count.
 
-**Undo** removes the edges the run added to the survivor, and puts both facts' changed values back.
+**Undo** removes the edges the run added to the survivor and puts the duplicate back as it was (while it is still
+that survivor's duplicate). The survivor gives back what the merge added (:mod:`~agentx_memory.dedup.revert`): the
+duplicate's access count, and its confidence and last access while the survivor still holds them; a recall or a
+decay of the survivor since the merge stays.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..timeutil import now_ms
 from .clusters import unit_rows
 from .driver import DedupKind
 from .report import DedupReport
+from .revert import reverted_values
 
 __all__ = ["FACTS", "content_words", "undo_fact_merge"]
 
@@ -73,7 +77,8 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str
               "run_id": report.run_id}
     state = (await graph.read(cypher.FACT_MERGE_STATE, params))[0]
     # recorded before the first write: a merge cut short is undone like a whole one
-    report.changes.append({**change, "survivor_before": state["survivor"], "loser_before": state["loser"]})
+    report.changes.append({**change, "survivor_before": state["survivor"], "loser_before": state["loser"],
+                           "loser_values": state["loser_values"]})
     await graph.write(cypher.COPY_FACT_SOURCES, params)
     await graph.write(cypher.COPY_FACT_ABOUT, params)
     await graph.write(cypher.MERGE_FACT, {**params, "now": now_ms()})
@@ -90,13 +95,30 @@ FACTS = DedupKind(
     describe=lambda survivor, loser: {"claims": [survivor["claim"], loser["claim"]]}, merge=_merge)
 
 
-async def undo_fact_merge(semantic: SemanticMemory, run_id: str, change: dict[str, Any]) -> None:
-    """Undo one fact merge of the run ``run_id``: the edges it added to the survivor removed, both facts' values
-    as they were."""
+async def undo_fact_merge(semantic: SemanticMemory, run_id: str, change: dict[str, Any]) -> bool:
+    """Undo one fact merge of the run ``run_id`` (see the module docstring); False when neither fact is left to
+    restore (both forgotten since)."""
     graph = semantic.ctx.graph
-    user = change["user_id"]
-    await graph.write(cypher.REMOVE_MERGED_FACT_EDGES, {"id": change["survivor_id"], "user_id": user,
-                                                         "run_id": run_id})
-    await graph.write(cypher.UNDO_FACT_MERGE, {"survivor_id": change["survivor_id"], "loser_id": change["loser_id"],
-                                               "user_id": user, "survivor": change["survivor_before"],
-                                               "loser": change["loser_before"]})
+    user, survivor_id, loser_id = change["user_id"], change["survivor_id"], change["loser_id"]
+    params = {"survivor_id": survivor_id, "loser_id": loser_id, "user_id": user}
+    now = (await graph.read(cypher.FACT_UNDO_STATE, params))[0]
+    if now["survivor"] is not None:
+        await graph.write(cypher.REMOVE_MERGED_FACT_EDGES, {"id": survivor_id, "user_id": user, "run_id": run_id})
+        before = change["survivor_before"]
+        loser = change.get("loser_values")  # runs recorded before it existed put the survivor's values back whole
+        values = before if loser is None else reverted_values(before, _merged(before, loser), now["survivor"],
+                                                              counts=("access_count",))
+        await graph.write(cypher.UNDO_FACT_SURVIVOR, {"id": survivor_id, "user_id": user, "values": values})
+    if now["loser"] is not None:
+        await graph.write(cypher.UNDO_FACT_LOSER, {"id": loser_id, "user_id": user, "survivor_id": survivor_id,
+                                                   "values": change["loser_before"]})
+    return now["survivor"] is not None or now["loser"] is not None
+
+
+def _merged(survivor: dict[str, Any], loser: dict[str, Any]) -> dict[str, Any]:
+    """The survivor's values as ``MERGE_FACT`` wrote them from both facts' values before the merge."""
+    s_conf, l_conf = survivor.get("confidence"), loser.get("confidence")
+    s_last, l_last = survivor.get("last_accessed"), loser.get("last_accessed")
+    return {"confidence": l_conf if s_conf is not None and l_conf is not None and l_conf > s_conf else s_conf,
+            "access_count": int(survivor.get("access_count") or 0) + int(loser.get("access_count") or 0),
+            "last_accessed": l_last if (l_last or 0) > (s_last or 0) else s_last}

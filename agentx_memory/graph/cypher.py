@@ -1253,7 +1253,17 @@ ORDER BY f.id
 FACT_MERGE_STATE: Final[LiteralString] = """
 MATCH (s:Fact {id: $survivor_id, user_id: $user_id}), (l:Fact {id: $loser_id, user_id: $user_id})
 RETURN s {.confidence, .access_count, .last_accessed} AS survivor,
-       l {.superseded, .status, .superseded_by, .superseded_at, .valid_until} AS loser
+       l {.superseded, .status, .superseded_by, .superseded_at, .valid_until} AS loser,
+       l {.confidence, .access_count, .last_accessed} AS loser_values
+"""
+
+#: What undoing a fact merge reads first: the survivor's merged values now, and whether the loser is still the
+#: survivor's duplicate (either may have been forgotten since: null).
+FACT_UNDO_STATE: Final[LiteralString] = """
+OPTIONAL MATCH (s:Fact {id: $survivor_id, user_id: $user_id})
+OPTIONAL MATCH (l:Fact {id: $loser_id, user_id: $user_id})
+RETURN CASE WHEN s IS NULL THEN null ELSE s {.confidence, .access_count, .last_accessed} END AS survivor,
+       CASE WHEN l IS NULL THEN null ELSE l {.status, .superseded_by} END AS loser
 """
 
 MERGE_FACT: Final[LiteralString] = """
@@ -1285,10 +1295,18 @@ ON CREATE SET n.merged_run = $run_id
 RETURN count(*) AS copied
 """
 
-UNDO_FACT_MERGE: Final[LiteralString] = """
-MATCH (s:Fact {id: $survivor_id, user_id: $user_id}), (l:Fact {id: $loser_id, user_id: $user_id})
-SET s += $survivor, l += $loser
+UNDO_FACT_SURVIVOR: Final[LiteralString] = """
+MATCH (s:Fact {id: $id, user_id: $user_id})
+SET s += $values
 RETURN s.id AS id
+"""
+
+#: The loser of a fact merge back as it was, while it is still that survivor's duplicate.
+UNDO_FACT_LOSER: Final[LiteralString] = """
+MATCH (l:Fact {id: $id, user_id: $user_id})
+WHERE l.status = 'duplicate' AND l.superseded_by = $survivor_id
+SET l += $values
+RETURN l.id AS id
 """
 
 REMOVE_MERGED_FACT_EDGES: Final[LiteralString] = """

@@ -159,3 +159,41 @@ def _facts(memory: AgentMemory) -> list:
                           "f.access_count AS accesses ORDER BY id")
     edges = gread(memory, "MATCH (f:Fact)-[r]->(x) RETURN f.id AS f, type(r) AS t, x.id AS x ORDER BY f, t, x")
     return [nodes, edges]
+
+
+def test_undoing_a_dedup_run_takes_back_what_its_merges_added_and_keeps_what_changed_since(settings):
+    """Undo gives back what each merge added to the survivor (the duplicate's accesses, its aliases) and keeps what
+    happened to the survivor since (recalled again, a new alias): before, it put the survivor's values back as they
+    were before the merge, and the accesses since were lost."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        same = _vector(3)
+
+        def learn(claim: str, confidence: float, vector: list[float]) -> Fact:
+            return memory.learn_fact(Fact(user_id="alice", claim=claim, confidence=confidence, embedding=vector))
+
+        def reinforce(times: int, **ids: list[str]) -> None:
+            for _ in range(times):
+                memory._portal.run(memory.core.semantic.reinforce("alice", **ids))
+
+        weak, strong = learn("Sam moved to Lisbon.", 0.7, same), learn("sam moved to lisbon", 0.9, same)
+        sam_lee = _entity(memory, "Sam Lee", "person", _vector(1), aliases=["Sammy"])
+        sam = _entity(memory, "Sam", "person", _vector(1, 0.2))
+        reinforce(2, fact_ids=[weak.id], entity_ids=[sam.id])
+        reinforce(3, entity_ids=[sam_lee.id])  # the more used: it survives
+
+        run = memory.dedup()
+        assert (run.entities_merged, run.facts_merged) == (1, 1)
+        assert memory.get_fact(strong.id).access_count == 2 and memory.get_entity(sam_lee.id).access_count == 5
+        # after the run: both survivors are recalled again, and one gets an alias of its own
+        reinforce(4, fact_ids=[strong.id], entity_ids=[sam_lee.id])
+        memory._portal.run(memory.core.ctx.graph.write(
+            "MATCH (e:Entity {id: $id}) SET e.aliases = e.aliases + ['S. Lee']", {"id": sam_lee.id}))
+
+        undone = memory.undo_run(run.run_id)
+        assert (undone["restored"], undone["skipped"]) == (2, 0)
+        kept, back = memory.get_fact(strong.id), memory.get_fact(weak.id)
+        assert (kept.access_count, kept.confidence) == (4, 0.9)  # its own 4 accesses since, not the duplicate's 2
+        assert (back.status, back.superseded_by, back.access_count) == ("active", None, 2)
+        survivor, loser = memory.get_entity(sam_lee.id), memory.get_entity(sam.id)
+        assert survivor.access_count == 3 + 4 and survivor.aliases == ["Sammy", "S. Lee"]
+        assert (loser.name, loser.access_count) == ("Sam", 2)
