@@ -99,9 +99,10 @@ async def _pages(graph: GraphStore, read: LiteralString, write: LiteralString, p
         moved = [{"kind": kind, "id": r["id"], "user_id": r["user_id"], "before": r["current"], "after": value(r)}
                  for r in rows]
         moved = [m for m in moved if m["before"] != m["after"]]
-        if moved and not report.dry_run:
-            await graph.write(write, {"rows": [{"id": m["id"], "value": m["after"]} for m in moved], "now": now_ms})
         report.changes.extend(moved)
+        if moved and not report.dry_run:
+            await report.save()  # recorded before they are written: a worker that dies mid-page leaves them undoable
+            await graph.write(write, {"rows": [{"id": m["id"], "value": m["after"]} for m in moved], "now": now_ms})
         changed += len(moved)
         after = rows[-1]["id"]
 

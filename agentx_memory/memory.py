@@ -24,7 +24,7 @@ import functools
 import inspect
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -505,7 +505,8 @@ class AsyncAgentMemory:
             "short_term": lambda changes: undo_short_term(self.semantic, changes),
             "context_rot": lambda changes: restore_stale(self.ctx.graph, self.ctx.sql.timeline, changes),
         }
-        return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers)
+        return await undo(self.ctx.sql.runs, self.ctx.audit, run_id, undoers,
+                          stale_after=timedelta(minutes=self.settings.worker.stale_run_minutes))
 
     async def worker_runs(self, *, limit: int = 20, latest_per_job: bool = False) -> list[dict[str, Any]]:
         """Recorded maintenance runs, newest first (``run_id``, ``job``, ``user_id``, ``started_at``,
@@ -519,7 +520,8 @@ class AsyncAgentMemory:
                        work: Callable[[R], Coroutine[Any, Any, Any]]) -> R:
         if user_id is not None:
             check_id(user_id, "user_id")
-        keeping = RunKeeping(undo_days=self.settings.worker.undo_days, keep_days=self.settings.retention.audit_days)
+        keeping = RunKeeping(undo_days=self.settings.worker.undo_days, keep_days=self.settings.retention.audit_days,
+                             stale_after=timedelta(minutes=self.settings.worker.stale_run_minutes))
         return await recorded(self.ctx.sql.runs, self.ctx.audit, job, report, work, keeping=keeping, user_id=user_id)
 
     async def facts_as_of(self, at: datetime, user_id: str | None = None, channel: str = GLOBAL_CHANNEL, *,

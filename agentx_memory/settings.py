@@ -601,6 +601,11 @@ class WorkerSettings(_Section):
         30.0, gt=0, le=3650, description="a recorded run can be undone for this long; then its change records are "
         "dropped (run records themselves are kept for retention.audit_days)"
     )
+    stale_run_minutes: float = Field(
+        10.0, gt=0, le=100_000, description="a running run checkpoints its changes every few seconds; one not "
+        "checkpointed for this long belongs to a worker that died and is marked failed (undoable with the changes "
+        "it saved) by the next run or undo"
+    )
 
 
 class LimitsSettings(_Section):

@@ -75,6 +75,7 @@ async def consolidate_short_term(semantic: SemanticMemory, *, now: datetime, use
         return report
     while dropped := await rows.drop_expired(now=now, min_access=threshold, user_id=user_id, limit=PAGE):
         report.changes.extend(_change("dropped", entry) for entry in dropped)
+        await report.save()  # the entries are gone from the tier: their records are what undo puts back
         report.dropped += len(dropped)
         by_session: dict[tuple[str, str], list[str]] = {}
         for entry in dropped:
@@ -115,6 +116,7 @@ async def _promote(semantic: SemanticMemory, entry: ShortTermEntry, threshold: i
         fact_before=None if before is None else {
             "claim": before.claim, "metadata": before.metadata, "source": before.source,
             "confidence": before.confidence}))
+    await report.save()
 
 
 async def undo_short_term(semantic: SemanticMemory, changes: list[dict[str, Any]]) -> dict[str, int]:

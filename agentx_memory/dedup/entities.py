@@ -148,6 +148,7 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str
     # recorded before the first write: a merge cut short is undone like a whole one
     report.changes.append({**change, "loser": loser,
                            "survivor_before": {k: survivor.get(k) for k in _SURVIVOR_FIELDS}})
+    await report.save()  # the loser is deleted below: its record is what undo recreates it from
     params = {"loser_id": loser_id, "survivor_id": survivor_id, "user_id": user, "run_id": run_id}
     for kind in sorted({(e["direction"], e["type"]) for e in loser["edges"]}):
         await graph.write(cypher.MOVE_EDGES[kind], params)

@@ -79,6 +79,7 @@ async def _merge(semantic: SemanticMemory, report: DedupReport, change: dict[str
     # recorded before the first write: a merge cut short is undone like a whole one
     report.changes.append({**change, "survivor_before": state["survivor"], "loser_before": state["loser"],
                            "loser_values": state["loser_values"]})
+    await report.save()
     await graph.write(cypher.COPY_FACT_SOURCES, params)
     await graph.write(cypher.COPY_FACT_ABOUT, params)
     await graph.write(cypher.MERGE_FACT, {**params, "now": now_ms()})

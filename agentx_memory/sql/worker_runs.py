@@ -1,7 +1,10 @@
 """The ``worker_runs`` repository: one record per maintenance run, with what ``worker undo`` needs to reverse it.
 
 A run is started (status ``running``), then finished (``ok`` or ``failed``) with its summary and its changes: a list
-of plain JSON values, one per changed item, each holding what the item was before the run. Undoing a run sets it
+of plain JSON values, one per changed item, each holding what the item was before the run. While it runs, its changes
+so far are checkpointed into the record with the time (``summary.checkpoint_at``), so a worker that dies mid-run
+leaves them behind; a running record not checkpointed for a while is marked ``failed`` (interrupted) and can be
+undone like any failed run. Undoing a run sets it
 ``undone`` with what the undo did; a run is undone at most once (the status update is the guard). Past the undo
 window a run's changes are dropped (``expired``), and past the retention its record goes.
 """
@@ -26,6 +29,18 @@ START: Final[LiteralString] = (
 
 FINISH: Final[LiteralString] = (
     "UPDATE worker_runs SET finished_at = %s, status = %s, summary = %s, changes = %s WHERE run_id = %s")
+
+#: Appends a running run's latest changes to its record and stamps the checkpoint (a finished run is left alone).
+CHECKPOINT: Final[LiteralString] = (
+    "UPDATE worker_runs SET changes = changes || %s, summary = summary || jsonb_build_object('checkpoint_at', %s::text)"
+    " WHERE run_id = %s AND status = 'running'")
+
+#: Running runs whose last checkpoint (or start) is older than a time: their worker died; they become ``failed``.
+FAIL_STALE: Final[LiteralString] = (
+    "UPDATE worker_runs SET status = 'failed', finished_at = %s,"
+    " summary = summary || jsonb_build_object('error', %s::text)"
+    " WHERE status = 'running' AND coalesce((summary->>'checkpoint_at')::timestamptz, started_at) < %s"
+    " RETURNING run_id")
 
 GET: Final[LiteralString] = "SELECT " + _COLUMNS + ", changes FROM worker_runs WHERE run_id = %s"
 
@@ -73,6 +88,19 @@ class WorkerRuns:
         """Record how the run ended (``ok`` or ``failed``), its summary and its changes."""
         await self.store.execute(FINISH, (finished_at, status, Jsonb(summary), Jsonb(list(changes)), run_id),
                                  what="recording a worker run")
+
+    async def checkpoint(self, run_id: str, changes: Sequence[Any], at: datetime) -> None:
+        """Add ``changes`` (those made since the last checkpoint) to the running run's record, stamped ``at``."""
+        await self.store.execute(CHECKPOINT, (Jsonb(list(changes)), at.isoformat(), run_id),
+                                 what="checkpointing a worker run")
+
+    async def fail_stale(self, *, stale_before: datetime, now: datetime) -> list[str]:
+        """Mark ``failed`` every running run not checkpointed since ``stale_before`` (its worker died: the changes
+        it checkpointed stay, and it can be undone); returns their ids."""
+        rows = await self.store.fetch(
+            FAIL_STALE, (now, f"interrupted: no checkpoint since {stale_before.isoformat()} (the worker died?)",
+                         stale_before), what="closing interrupted worker runs")
+        return [r["run_id"] for r in rows]
 
     async def get(self, run_id: str) -> dict[str, Any] | None:
         """The run's record with its ``changes``, or ``None``."""
