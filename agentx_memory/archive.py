@@ -57,9 +57,10 @@ async def archive_old_conversations(log: ConversationLog, graph: GraphStore, aud
         after = (rows[-1]["last_turn_at"], rows[-1]["conversation_id"])
         found = [{"user_id": r["user_id"], "conversation_id": r["conversation_id"], "channel": r["channel"],
                   "upto": r["last_turn_at"].isoformat(), "turns": r["turns"]} for r in rows]
-        if not report.dry_run:
-            await _set_archived(log, graph, found, archived=True)
         report.changes.extend(found)
+        if not report.dry_run:
+            await report.save()  # in the run's record before they are archived: a worker that dies here leaves them
+            await _set_archived(log, graph, found, archived=True)
         report.conversations_archived += len(found)
         report.turns_archived += sum(f["turns"] for f in found)
         if report.dry_run:

@@ -111,16 +111,26 @@ async def _archive(graph: GraphStore, timeline: Timeline, audit: MemoryAuditLogg
                           settings)
         if value >= settings.threshold:
             stale.append({**row, "staleness": round(value, 6)})
+
+    def change(r: dict[str, Any]) -> dict[str, Any]:
+        return {"kind": kind, "id": r["id"], "user_id": r["user_id"], "channel": r["channel"],
+                "staleness": r["staleness"]}
+
+    recorded = len(report.changes)
+    report.changes.extend(change(r) for r in stale)
     if not report.dry_run and stale:
+        # in the run's record before they are archived (a worker that dies here leaves them; the undo skips those
+        # that were not), then only those the statement archived
+        await report.save()
         archived = {r["id"] for r in await graph.write(write, {"rows": [
             {"id": r["id"], "user_id": r["user_id"], "since": r["since"]} for r in stale], "now": now_ms})}
         stale = [r for r in stale if r["id"] in archived]
+        del report.changes[recorded:]
+        report.changes.extend(change(r) for r in stale)
     by_user: dict[str, list[dict[str, Any]]] = {}
     for r in stale:
         by_user.setdefault(r["user_id"], []).append(r)
     for user, found in by_user.items():
-        report.changes.extend({"kind": kind, "id": r["id"], "user_id": user, "channel": r["channel"],
-                               "staleness": r["staleness"]} for r in found)
         if report.dry_run:
             continue
         await timeline.set_archived(user, [(KINDS[kind], r["id"]) for r in found], archived=True)

@@ -53,8 +53,14 @@ async def expire_old_facts(graph: GraphStore, audit: MemoryAuditLogger, settings
             report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in rows)
             report.facts_expired += len(rows)
             continue
+        # in the run's record before they are expired (a worker that dies here leaves them; the undo skips those
+        # that were not), then only those the statement expired
+        recorded = len(report.changes)
+        report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in rows)
+        await report.save()
         expired = {r["id"] for r in await graph.write(cypher.EXPIRE_FACTS, {**params, "ids": [r["id"] for r in rows]})}
         done = [r for r in rows if r["id"] in expired]
+        del report.changes[recorded:]
         report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in done)
         report.facts_expired += len(done)
         by_user: dict[str, list[str]] = {}
