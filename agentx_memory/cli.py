@@ -192,6 +192,17 @@ def _count(text: str) -> int:
     return value
 
 
+def _count_or_zero(text: str) -> int:
+    """An argparse type: a whole number of at least 0 (a negative one is a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
 def _share(text: str) -> float:
     """An argparse type: a number above 0 and at most 1 (``0.25``)."""
     try:
@@ -328,6 +339,9 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--batch", type=_count, default=500, help="turns per store_turns call (default 500)")
     scale.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
     scale.add_argument("--profile", action="store_true", help="also cProfile 100 full recalls at the largest size")
+    scale.add_argument("--warmup", type=_count_or_zero, default=300,
+                       help="untimed recalls of other questions of the same user before each latency configuration "
+                            "is timed (default 300: a JVM server's JIT needs them; 0: none)")
     _bench_output_args(scale, "scale")
     serve = sub.add_parser("serve", help="load test of the REST service on loopback: requests/s and p50/p95/p99 of "
                                          "store_turn and remember (extra [server])")
@@ -421,7 +435,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
             report = _run(run_scale(settings, sizes=sizes, out_dir=Path(args.out), queries=args.queries,
                                            users=args.users, seed=args.seed, batch=args.batch,
                                            embed_sample=args.embed_sample, profile=args.profile,
-                                           progress=_console().print))
+                                           warmup=args.warmup, progress=_console().print))
         finally:
             if not args.keep:
                 _run(_reset_namespace(settings))

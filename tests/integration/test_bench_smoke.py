@@ -33,7 +33,7 @@ def test_scale_smoke(settings, backend, tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
         [sys.executable, "-m", "agentx_memory.cli", "bench", "scale", "--sizes", "150,300", "--queries", "20",
-         "--embed-sample", "8", "--out", str(out), "--cache", str(tmp_path / "cache"),
+         "--warmup", "15", "--embed-sample", "8", "--out", str(out), "--cache", str(tmp_path / "cache"),
          *(["--wipe-neo4j"] if backend == "neo4j" else [])],
         env=cli_env(s), capture_output=True, text=True, timeout=900, cwd=Path(__file__).resolve().parents[2],
     )
@@ -42,6 +42,7 @@ def test_scale_smoke(settings, backend, tmp_path):
     report = json.loads((out / "scale.json").read_text())
     assert report["settings"]["graph_backend"] == backend
     assert list(report["sizes"]) == ["150", "300"]
+    assert report["parameters"]["warmup"] == 15  # 15 recalls of other questions before each configuration is timed
     for size, step in report["sizes"].items():
         assert step["corpus"]["turns"] == int(size)
         assert step["stored"]["conversation_logs"] == int(size) and step["stored"]["graph Turn"] == int(size)

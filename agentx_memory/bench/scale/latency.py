@@ -39,10 +39,12 @@ async def prepare_queries(memory, questions: Sequence[str], reference: datetime)
 
 
 async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, reference: datetime,
-                        kwargs: dict[str, Any], label: str, *, warmup: int = 10) -> dict[str, Any]:
-    """remember() latency over the queries: wall time, wall time minus metrics.embed_ms, per technique, and how the
-    graph's vector searches were answered (``GraphStore.vector_routes``, counted over the timed queries)."""
-    for question, channel in queries[:warmup]:
+                        kwargs: dict[str, Any], label: str, *,
+                        warmup: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+    """remember() latency over the queries, after the ``warmup`` questions (untimed): wall time, wall time minus
+    metrics.embed_ms, per technique, and how the graph's vector searches were answered
+    (``GraphStore.vector_routes``, counted over the timed queries)."""
+    for question, channel in warmup:
         await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference, **kwargs)
         await memory.drain()
     wall, excl, embed, turns = [], [], [], []

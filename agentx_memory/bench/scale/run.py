@@ -63,8 +63,9 @@ async def _write_floor(settings, dsn: str, socket: str | None, corpus: Corpus, p
 
 async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: int = 500, users: int = 50,
                     seed: int = 7, batch: int = 500, embed_sample: int = 200, profile: bool = False,
-                    progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the whole benchmark (see the package docstring) on ``settings``' stores; write scale.json/.md/.png."""
+                    warmup: int = 300, progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the whole benchmark (see the package docstring) on ``settings``' stores; write scale.json/.md/.png.
+    Each latency configuration is timed after ``warmup`` untimed recalls of other questions of the same user."""
     from ...memory import AsyncAgentMemory
 
     run_started = time.perf_counter()
@@ -141,13 +142,21 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
             latency: dict[str, Any] = {}
             questions = make_queries(corpus, main_user, hi[0], queries, seed)
             qvecs, step["query_embedding"] = await prepare_queries(memory, [q for q, _ in questions], reference)
+            # warm-up questions of their own (another seed), so the warm-up does not pre-read the timed ones
+            warm = make_queries(corpus, main_user, hi[0], warmup, seed + 1)
+            if warm:
+                await prepare_queries(memory, [q for q, _ in warm], reference)
             for name, kwargs in CONFIGS.items():
-                latency[name] = await time_remember(memory, questions, main_user, reference, kwargs, f"{size}: {name}")
+                latency[name] = await time_remember(memory, questions, main_user, reference, kwargs, f"{size}: {name}",
+                                                    warmup=warm)
             median_questions = make_queries(corpus, median_user, hi[0], queries, seed)
             if median_questions:
                 await prepare_queries(memory, [q for q, _ in median_questions], reference)
+                warm = make_queries(corpus, median_user, hi[0], warmup, seed + 1)
+                if warm:
+                    await prepare_queries(memory, [q for q, _ in warm], reference)
                 latency[FULL_MEDIAN] = await time_remember(memory, median_questions, median_user, reference, {},
-                                                           f"{size}: {FULL_MEDIAN}")
+                                                           f"{size}: {FULL_MEDIAN}", warmup=warm)
             step["latency"] = latency
             step["exact_overlap"] = await exact_overlap(memory, questions[:OVERLAP_QUERIES], main_user, reference)
             step["users"] = {
@@ -198,8 +207,8 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
                      "embedded": settings.uses_embedded,
                      "embedded_stores": embedded_stores(settings), "retrieval": settings.retrieval.model_dump(),
                      "recall": settings.recall.model_dump(), "audit_level": settings.audit.level},
-        "parameters": {"sizes": [int(s) for s in results], "queries": queries, "users": users, "seed": seed,
-                       "batch": batch, "embed_sample": embed_sample, "user_zipf": USER_ZIPF},
+        "parameters": {"sizes": [int(s) for s in results], "queries": queries, "warmup": warmup, "users": users,
+                       "seed": seed, "batch": batch, "embed_sample": embed_sample, "user_zipf": USER_ZIPF},
         "embedding": {"presets": presets, "corpus": corpus_embedding},
         "sizes": results,
         "growth_per_10x": growth(results),
