@@ -181,26 +181,25 @@ def cmd_reconcile(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if result.quarantined else 0
 
 
-def _count(text: str) -> int:
-    """An argparse type: a whole number of at least 1 (a count of 0 or less is a usage error, exit 2)."""
+def _whole_number(text: str, low: int) -> int:
+    """``text`` as a whole number of at least ``low`` (else an argparse usage error, exit 2)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
     return value
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (a count of 0 or less is a usage error, exit 2)."""
+    return _whole_number(text, 1)
 
 
 def _count_or_zero(text: str) -> int:
     """An argparse type: a whole number of at least 0 (a negative one is a usage error, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+    return _whole_number(text, 0)
 
 
 def _share(text: str) -> float:
