@@ -116,17 +116,14 @@ async def _archive(graph: GraphStore, timeline: Timeline, audit: MemoryAuditLogg
         return {"kind": kind, "id": r["id"], "user_id": r["user_id"], "channel": r["channel"],
                 "staleness": r["staleness"]}
 
-    recorded = len(report.changes)
     report.changes.extend(change(r) for r in stale)
     if not report.dry_run and stale:
-        # in the run's record before they are archived (a worker that dies here leaves them; the undo skips those
-        # that were not), then only those the statement archived
+        # in the run's record before they are archived, so a worker that dies here leaves them; one used between the
+        # read and the write is not archived, and an undo counts it skipped (used since), like any other
         await report.save()
         archived = {r["id"] for r in await graph.write(write, {"rows": [
             {"id": r["id"], "user_id": r["user_id"], "since": r["since"]} for r in stale], "now": now_ms})}
         stale = [r for r in stale if r["id"] in archived]
-        del report.changes[recorded:]
-        report.changes.extend(change(r) for r in stale)
     by_user: dict[str, list[dict[str, Any]]] = {}
     for r in stale:
         by_user.setdefault(r["user_id"], []).append(r)

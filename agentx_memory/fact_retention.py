@@ -49,19 +49,15 @@ async def expire_old_facts(graph: GraphStore, audit: MemoryAuditLogger, settings
         if not rows:
             return report
         after = rows[-1]["id"]
+        # in the run's record before they are expired, so a worker that dies here leaves them; a fact used between
+        # the read and the write is not expired, and an undo counts it skipped (used since), like any other
+        report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in rows)
         if report.dry_run:
-            report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in rows)
             report.facts_expired += len(rows)
             continue
-        # in the run's record before they are expired (a worker that dies here leaves them; the undo skips those
-        # that were not), then only those the statement expired
-        recorded = len(report.changes)
-        report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in rows)
         await report.save()
         expired = {r["id"] for r in await graph.write(cypher.EXPIRE_FACTS, {**params, "ids": [r["id"] for r in rows]})}
         done = [r for r in rows if r["id"] in expired]
-        del report.changes[recorded:]
-        report.changes.extend({"id": r["id"], "user_id": r["user_id"], "before": r["before"]} for r in done)
         report.facts_expired += len(done)
         by_user: dict[str, list[str]] = {}
         for r in done:
