@@ -13,7 +13,7 @@
   const TITLES = {overview: "Overview", conversations: "Conversations", entities: "Entities", facts: "Facts",
                   goals: "Goals", tools: "Tool statistics", audit: "Audit trail", search: "Search"};
   let renderToken = 0;
-  //: per user, what this reader may open (the access route's answer); forgotten when another key is typed
+  // per user, what this reader may open (the access route's answer); forgotten when another key is typed
   const access = new Map();
 
   // --- small DOM helpers -------------------------------------------------------------------------------------------
