@@ -15,7 +15,7 @@ from typing import Any
 from .graph import cypher
 from .models import Fact
 from .runs import JobReport
-from .semantic import SemanticMemory
+from .semantic import SemanticMemory, promoted_fact_id
 
 __all__ = ["PromotionReport", "promote_prominent", "unpromote"]
 
@@ -50,9 +50,11 @@ async def promote_prominent(semantic: SemanticMemory, *, user_id: str | None = N
             continue
         reason = (f"confidence {row['confidence']} >= {rules.min_confidence}, accessed {row['accesses']} >= "
                   f"{rules.min_access_count} times, from {row['seen']} >= {rules.min_conversations} conversations")
-        promoted = await semantic.promote_to_global(row["id"], reason, user_id=row["user_id"])
-        report.promoted.append(promoted)
-        report.changes.append({**found, "global_id": promoted.id})
+        # in the run's record before the copy is written (its id is known beforehand): a worker that dies right
+        # after the write leaves the copy undoable
+        report.changes.append({**found, "global_id": promoted_fact_id(row["user_id"], row["id"])})
+        await report.save()
+        report.promoted.append(await semantic.promote_to_global(row["id"], reason, user_id=row["user_id"]))
     return report
 
 

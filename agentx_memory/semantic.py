@@ -46,7 +46,8 @@ from .validation import (
     checked_copy,
 )
 
-__all__ = ["EntityGraph", "SemanticMemory", "entity_key", "entity_text", "merge_entity", "normalize_name"]
+__all__ = ["EntityGraph", "SemanticMemory", "entity_key", "entity_text", "merge_entity", "normalize_name",
+           "promoted_fact_id"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,13 @@ ENTITY_MERGE_ATTEMPTS = 50
 #: The most facts one ``vector_search_facts`` call reads while it widens its search past a confidence filter.
 _MAX_FETCH = 10_000
 _PROMOTION_NS = uuid.UUID("6f1c1f0e-5b0a-4d0c-9a53-7c1d2c7a9e11")
+
+
+def promoted_fact_id(user_id: str, fact_id: str) -> str:
+    """The id of the ``_global`` copy that promoting the user's fact makes (the same every time, so a run can record
+    it before the copy is written). It depends on the user too, and the copy's MERGE is the user's: another user
+    knowing the fact id can neither pre-create the copy nor get their fact linked to it."""
+    return str(uuid.uuid5(_PROMOTION_NS, f"{user_id}\x1f{fact_id}"))
 
 
 def normalize_name(name: str) -> str:
@@ -380,9 +388,7 @@ class SemanticMemory:
         found = await self.ctx.graph.read(cypher.FIND_PROMOTION, {"source_id": fact_id, "user_id": user_id})
         if found:  # promoted before: idempotent, nothing new to audit
             return await self.get_fact(found[0]["id"], user_id)
-        # the copy's id depends on the user too, and the MERGE is the user's: another user knowing the fact id can
-        # neither pre-create the copy nor get their fact linked to it
-        global_id = str(uuid.uuid5(_PROMOTION_NS, f"{user_id}\x1f{fact_id}"))
+        global_id = promoted_fact_id(user_id, fact_id)
         try:
             await self.ctx.graph.write(cypher.PROMOTE_FACT, {
                 "source_id": fact_id, "global_id": global_id, "user_id": user_id, "reason": reason, "now": now_ms(),
