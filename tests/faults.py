@@ -1,4 +1,5 @@
-"""A link to a real server that a test can break: the network faults of issue 11's outage tests.
+"""A link to a real server that a test can break: the network faults of issue 11's outage tests; and a worker process
+that dies mid-job (:func:`die_after_write`).
 
 :class:`FaultyLink` forwards bytes between the engine and one real server (over a unix socket or TCP, either side).
 A test points the engine at the link instead of the server, then:
@@ -23,7 +24,7 @@ from typing import Literal
 
 Target = tuple[str, int] | str  # (host, port) for TCP, a path for a unix socket
 
-__all__ = ["FaultyLink"]
+__all__ = ["FaultyLink", "die_after_write"]
 
 
 class FaultyLink:
@@ -131,3 +132,34 @@ class FaultyLink:
         finally:
             self._writers.discard(writer)
             writer.transport.abort()
+
+
+_DIE_AFTER_WRITE = """
+import asyncio, os, sys
+from datetime import datetime
+from agentx_memory import AsyncAgentMemory
+
+async def main():
+    memory = await AsyncAgentMemory.open()
+    graph = memory.ctx.graph
+    write = graph.write
+
+    async def write_then_die(query, params=None):
+        rows = await write(query, params)
+        if MARKER in query:
+            os._exit(9)
+        return rows
+
+    graph.write = write_then_die
+    await JOB
+
+asyncio.run(main())
+"""
+
+
+def die_after_write(marker: str, job: str) -> str:
+    """A Python program (for ``python -c``) that opens the memory its environment configures, runs ``job`` (an
+    awaitable expression on ``memory``, e.g. ``memory.apply_decay()``; ``sys`` and ``datetime`` are imported) and
+    dies with exit status 9 right after the job's first graph write whose statement contains ``marker``: a worker
+    killed at that point, with what the database already holds."""
+    return _DIE_AFTER_WRITE.replace("MARKER", repr(marker)).replace("JOB", job)

@@ -15,6 +15,7 @@ from agentx_memory import AgentMemory, AsyncAgentMemory, Fact, Turn
 from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.errors import ConflictError
 from tests.conftest import cli_env, gread
+from tests.faults import die_after_write
 from workers.scheduler import run_once
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -217,28 +218,6 @@ def _graph_state(memory: AgentMemory) -> list:
     return [nodes, edges]
 
 
-_DIE_AFTER_PROMOTING = """
-import asyncio, os
-from agentx_memory import AsyncAgentMemory
-
-async def main():
-    memory = await AsyncAgentMemory.open()
-    graph = memory.ctx.graph
-    write = graph.write
-
-    async def write_then_die(query, params=None):
-        rows = await write(query, params)
-        if "PROMOTED_FROM" in query:  # the global copy is written: the worker dies before anything else
-            os._exit(9)
-        return rows
-
-    graph.write = write_then_die
-    await memory.promote_prominent_facts()
-
-asyncio.run(main())
-"""
-
-
 def test_a_worker_that_dies_right_after_promoting_leaves_the_copy_undoable(settings):
     """The promotion run records the copy (its id is known beforehand) before writing it: a worker process that dies
     right after the write leaves a record that undo closes as interrupted and uses to delete the copy. Before, the
@@ -250,8 +229,9 @@ def test_a_worker_that_dies_right_after_promoting_leaves_the_copy_undoable(setti
     with AgentMemory(s, user_id="alice") as memory:
         _proven_fact(memory, "proven", confidence=0.9, accesses=5, conversations=2)
         before = _graph_state(memory)
-        died = subprocess.run([sys.executable, "-c", _DIE_AFTER_PROMOTING], env=cli_env(s), capture_output=True,
-                              text=True, timeout=120)
+        program = die_after_write("PROMOTED_FROM", "memory.promote_prominent_facts()")  # dies after the copy's write
+        died = subprocess.run([sys.executable, "-c", program], env=cli_env(s), capture_output=True, text=True,
+                              timeout=120)
         assert died.returncode == 9, died.stderr[-3000:]
         assert gread(memory, "MATCH (g:Fact)-[:PROMOTED_FROM]->(f:Fact) RETURN g.id AS id")  # the copy was written
         [record] = memory.worker_runs()

@@ -15,6 +15,7 @@ import pytest
 from agentx_memory import AgentMemory, AsyncAgentMemory, Entity, Fact, Turn
 from agentx_memory.errors import ConflictError, NotFoundError, ValidationError
 from tests.conftest import cli_env, gread, run
+from tests.faults import die_after_write
 from tests.integration.test_recall_cli import agentx
 from workers import scheduler
 
@@ -258,29 +259,6 @@ def test_unused_facts_expire_at_the_retention_bound_and_the_run_is_undone(settin
         assert old.id in {f.item.id for f in memory.remember("Douro rowing", top_k=20).facts}
 
 
-_DIE_MID_DECAY = """
-import asyncio, os, sys
-from datetime import datetime
-from agentx_memory import AsyncAgentMemory
-
-async def main():
-    memory = await AsyncAgentMemory.open()
-    graph = memory.ctx.graph
-    write = graph.write
-
-    async def write_then_die(query, params=None):
-        rows = await write(query, params)
-        if "salience" in query:  # the first page of decayed entities is written: the worker dies here
-            os._exit(9)
-        return rows
-
-    graph.write = write_then_die
-    await memory.apply_decay(now=datetime.fromisoformat(sys.argv[1]))
-
-asyncio.run(main())
-"""
-
-
 def test_a_worker_that_dies_mid_run_leaves_its_changes_to_undo(settings):
     """The changes a run makes are in its record before they are written, not only at its end: a worker process that
     dies mid-run (here right after its first write) leaves a record that the next undo closes as interrupted and
@@ -292,7 +270,9 @@ def test_a_worker_that_dies_mid_run_leaves_its_changes_to_undo(settings):
     with AgentMemory(s, user_id="alice") as memory:
         porto = memory.upsert_entity(Entity(user_id="alice", name="Porto", type="place", salience=0.8))
         later = datetime.now(UTC) + timedelta(days=10)
-        died = subprocess.run([sys.executable, "-c", _DIE_MID_DECAY, later.isoformat()], env=cli_env(s),
+        # the worker dies right after writing its first page of decayed entities
+        program = die_after_write("salience", "memory.apply_decay(now=datetime.fromisoformat(sys.argv[1]))")
+        died = subprocess.run([sys.executable, "-c", program, later.isoformat()], env=cli_env(s),
                               capture_output=True, text=True, timeout=120)
         assert died.returncode == 9, died.stderr[-3000:]
         assert memory.get_entity(porto.id).salience < 0.8  # the write the worker made before it died
