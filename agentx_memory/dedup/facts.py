@@ -117,7 +117,8 @@ async def undo_fact_merge(semantic: SemanticMemory, run_id: str, change: dict[st
 
 
 def _merged(survivor: dict[str, Any], loser: dict[str, Any]) -> dict[str, Any]:
-    """The survivor's values as ``MERGE_FACT`` wrote them from both facts' values before the merge."""
+    """The survivor's values as ``MERGE_FACT`` wrote them from both facts' values before the merge (the same rule
+    as that statement's; keep the two in step)."""
     s_conf, l_conf = survivor.get("confidence"), loser.get("confidence")
     s_last, l_last = survivor.get("last_accessed"), loser.get("last_accessed")
     return {"confidence": l_conf if s_conf is not None and l_conf is not None and l_conf > s_conf else s_conf,

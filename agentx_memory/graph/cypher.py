@@ -1266,6 +1266,8 @@ RETURN CASE WHEN s IS NULL THEN null ELSE s {.confidence, .access_count, .last_a
        CASE WHEN l IS NULL THEN null ELSE l {.status, .superseded_by} END AS loser
 """
 
+#: The survivor's values it sets are what an undo takes back: ``dedup/facts.py::_merged`` computes the same, keep
+#: the two in step.
 MERGE_FACT: Final[LiteralString] = """
 MATCH (s:Fact {id: $survivor_id, user_id: $user_id}), (l:Fact {id: $loser_id, user_id: $user_id})
 SET l.superseded = true, l.status = 'duplicate', l.superseded_by = s.id, l.superseded_at = $now,

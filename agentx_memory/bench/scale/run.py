@@ -61,6 +61,16 @@ async def _write_floor(settings, dsn: str, socket: str | None, corpus: Corpus, p
         await floor.close()
 
 
+async def _warmup_queries(memory, corpus: Corpus, user: str, n_turns: int, count: int, seed: int,
+                          reference: datetime) -> list[tuple[str, str]]:
+    """``count`` warm-up questions for ``user``, embedded: questions of their own (another seed), so the warm-up does
+    not pre-read the timed ones."""
+    warm = make_queries(corpus, user, n_turns, count, seed + 1)
+    if warm:
+        await prepare_queries(memory, [q for q, _ in warm], reference)
+    return warm
+
+
 async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: int = 500, users: int = 50,
                     seed: int = 7, batch: int = 500, embed_sample: int = 200, profile: bool = False,
                     warmup: int = 300, progress: Callable[[str], None] = print) -> dict[str, Any]:
@@ -142,19 +152,14 @@ async def run_scale(settings, *, sizes: Sequence[int], out_dir: Path, queries: i
             latency: dict[str, Any] = {}
             questions = make_queries(corpus, main_user, hi[0], queries, seed)
             qvecs, step["query_embedding"] = await prepare_queries(memory, [q for q, _ in questions], reference)
-            # warm-up questions of their own (another seed), so the warm-up does not pre-read the timed ones
-            warm = make_queries(corpus, main_user, hi[0], warmup, seed + 1)
-            if warm:
-                await prepare_queries(memory, [q for q, _ in warm], reference)
+            warm = await _warmup_queries(memory, corpus, main_user, hi[0], warmup, seed, reference)
             for name, kwargs in CONFIGS.items():
                 latency[name] = await time_remember(memory, questions, main_user, reference, kwargs, f"{size}: {name}",
                                                     warmup=warm)
             median_questions = make_queries(corpus, median_user, hi[0], queries, seed)
             if median_questions:
                 await prepare_queries(memory, [q for q, _ in median_questions], reference)
-                warm = make_queries(corpus, median_user, hi[0], warmup, seed + 1)
-                if warm:
-                    await prepare_queries(memory, [q for q, _ in warm], reference)
+                warm = await _warmup_queries(memory, corpus, median_user, hi[0], warmup, seed, reference)
                 latency[FULL_MEDIAN] = await time_remember(memory, median_questions, median_user, reference, {},
                                                            f"{size}: {FULL_MEDIAN}", warmup=warm)
             step["latency"] = latency
