@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import redis.exceptions
 from falkordb.asyncio import FalkorDB
+from falkordb.asyncio.query_result import QueryResult
 from falkordb.edge import Edge
 from falkordb.node import Node
 from falkordb.path import Path
@@ -26,7 +27,7 @@ from redis.asyncio import BlockingConnectionPool, UnixDomainSocketConnection
 
 from ..errors import ConflictError, StorageError, StorageUnavailableError
 from ..polling import WaitTimeoutError, await_until
-from . import cypher
+from . import cypher, falkordb_result
 from .dialects import FalkorDialect, schema_specs
 from .port import VECTOR_LABELS, GraphStore, Statement, VectorIndexUsage, tenant_label
 from .tenant_index import SIZES_TTL
@@ -153,18 +154,26 @@ class FalkorGraphStore(GraphStore):
                    tenant_index: bool = False) -> list[dict[str, Any]]:
         rendered = self.dialect.render(query, tenant_index=tenant_index)
         try:
-            params = _prerender(dict(params or {}))
+            statement = self._graph._build_params_header(_prerender(dict(params or {}))) + rendered
             if read_only:
                 try:
-                    result = await self._graph.ro_query(rendered, params)
+                    reply = await self._db.connection.execute_command(
+                        "GRAPH.RO_QUERY", self.graph_name, statement, "--compact")
                 except redis.exceptions.ResponseError as exc:
                     if "empty key" not in str(exc):
                         raise
                     # GRAPH.RO_QUERY refuses a graph that does not exist yet (or was dropped); read it as the empty
                     # graph it is (GRAPH.QUERY answers, creating the empty key).
-                    result = await self._graph.query(rendered, params)
+                    reply = await self._db.connection.execute_command(
+                        "GRAPH.QUERY", self.graph_name, statement, "--compact")
             else:
-                result = await self._graph.query(rendered, params)
+                reply = await self._db.connection.execute_command(
+                    "GRAPH.QUERY", self.graph_name, statement, "--compact")
+            try:
+                return falkordb_result.rows(reply)
+            except falkordb_result.NeedsClient:
+                result = QueryResult(self._graph)
+                await result.parse(reply)
         except Exception as exc:  # the client raises plain redis errors
             raise _wrap(exc, rendered) from exc
         names = [column[1] for column in result.header]

@@ -527,6 +527,24 @@ def test_rows_are_plain_dicts_and_lists(graph_backend):
             assert row["projection"] == {"id": "a", "name": "A"}
             assert await store.read("MATCH (n:Nothing) RETURN n") == []
 
+            # no node, edge or path in the reply: FalkorDB's rows are read without its client (falkordb_result)
+            rows = await store.read(
+                "MATCH (a:Entity {id: 'a'}) "
+                "RETURN a {.id, .aliases, .salience, .n, .ok, .missing} AS entity, "
+                "[{flag: false, big: 4611686018427387904, neg: -2.5, tiny: 1.0e-300}, [], {}, 'x'] AS mixed, "
+                "{list: [true, null, 7], text: 'é \"q\" \\\\'} AS nested, 3.0 AS three, -1 AS minus, null AS nothing"
+            )
+            assert rows == [{
+                "entity": {"id": "a", "aliases": ["x", "y"], "salience": 0.5, "n": 3, "ok": True, "missing": None},
+                "mixed": [{"flag": False, "big": 4611686018427387904, "neg": -2.5, "tiny": 1.0e-300}, [], {}, "x"],
+                "nested": {"list": [True, None, 7], "text": 'é "q" \\'},
+                "three": 3.0, "minus": -1, "nothing": None,
+            }]
+            row = rows[0]
+            assert_plain(row)
+            assert type(row["three"]) is float and type(row["entity"]["n"]) is int
+            assert type(row["mixed"][0]["flag"]) is bool and type(row["entity"]["ok"]) is bool
+
     run(body())
 
 
