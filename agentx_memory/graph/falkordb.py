@@ -154,21 +154,16 @@ class FalkorGraphStore(GraphStore):
                    tenant_index: bool = False) -> list[dict[str, Any]]:
         rendered = self.dialect.render(query, tenant_index=tenant_index)
         try:
-            statement = self._graph._build_params_header(_prerender(dict(params or {}))) + rendered
-            if read_only:
-                try:
-                    reply = await self._db.connection.execute_command(
-                        "GRAPH.RO_QUERY", self.graph_name, statement, "--compact")
-                except redis.exceptions.ResponseError as exc:
-                    if "empty key" not in str(exc):
-                        raise
-                    # GRAPH.RO_QUERY refuses a graph that does not exist yet (or was dropped); read it as the empty
-                    # graph it is (GRAPH.QUERY answers, creating the empty key).
-                    reply = await self._db.connection.execute_command(
-                        "GRAPH.QUERY", self.graph_name, statement, "--compact")
-            else:
+            command = self._command(rendered, params)
+            try:
                 reply = await self._db.connection.execute_command(
-                    "GRAPH.QUERY", self.graph_name, statement, "--compact")
+                    "GRAPH.RO_QUERY" if read_only else "GRAPH.QUERY", *command)
+            except redis.exceptions.ResponseError as exc:
+                if not read_only or "empty key" not in str(exc):
+                    raise
+                # GRAPH.RO_QUERY refuses a graph that does not exist yet (or was dropped); read it as the empty
+                # graph it is (GRAPH.QUERY answers, creating the empty key).
+                reply = await self._db.connection.execute_command("GRAPH.QUERY", *command)
             try:
                 return falkordb_result.rows(reply)
             except falkordb_result.NeedsClient:
@@ -178,6 +173,12 @@ class FalkorGraphStore(GraphStore):
             raise _wrap(exc, rendered) from exc
         names = [column[1] for column in result.header]
         return [{name: _plain(value) for name, value in zip(names, row, strict=True)} for row in result.result_set]
+
+    def _command(self, rendered: str, params: Mapping[str, Any] | None) -> tuple[str, str, str]:
+        """The arguments of a ``GRAPH.QUERY`` / ``GRAPH.RO_QUERY`` command: the graph, the statement behind its
+        parameters' ``CYPHER`` header (the client's own escaping), and the compact reply format."""
+        header = self._graph._build_params_header(_prerender(dict(params or {})))
+        return self.graph_name, header + rendered, "--compact"
 
     async def read(self, query, params=None):
         return await self._run(query, params, read_only=True)
@@ -259,8 +260,7 @@ class FalkorGraphStore(GraphStore):
         for st in statements:
             text = self.dialect.render(st.query)
             rendered.append(text)
-            header = self._graph._build_params_header(_prerender(dict(st.params)))  # the client's own escaping
-            pipe.execute_command("GRAPH.QUERY", self.graph_name, header + text, "--compact")
+            pipe.execute_command("GRAPH.QUERY", *self._command(text, st.params))
         try:
             await pipe.execute()
         except Exception as exc:

@@ -47,7 +47,7 @@ def rows(reply: list[Any]) -> list[dict[str, Any]]:
 def _value(kind: int, raw: Any) -> Any:
     # ordered by how often a recall's rows hold each kind
     if kind == _STRING:
-        return raw if type(raw) is str else raw.decode() if isinstance(raw, bytes) else str(raw)
+        return _text(raw)
     if kind == _INTEGER:
         return int(raw)
     if kind == _NULL:
@@ -55,7 +55,7 @@ def _value(kind: int, raw: Any) -> Any:
     if kind == _DOUBLE:
         return float(raw)
     if kind == _MAP:  # keys and values alternate; a string value (most of them) is read inline
-        return {key if type(key) is str else _key(key): cell[1] if cell[0] == _STRING and type(cell[1]) is str
+        return {key if type(key) is str else _text(key): cell[1] if cell[0] == _STRING and type(cell[1]) is str
                 else _value(cell[0], cell[1]) for key, cell in zip(raw[::2], raw[1::2], strict=True)}
     if kind == _ARRAY:
         return [_value(cell[0], cell[1]) for cell in raw]
@@ -68,5 +68,6 @@ def _value(kind: int, raw: Any) -> Any:
     raise NeedsClient(kind)
 
 
-def _key(raw: Any) -> str:
+def _text(raw: Any) -> str:
+    """A string value or map key as the client reads it (bytes only where the connection does not decode)."""
     return raw if type(raw) is str else raw.decode() if isinstance(raw, bytes) else str(raw)
