@@ -353,6 +353,25 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
                          help="LoCoMo JSON (default: ../shared/data/locomo/locomo-dev.json if it exists)")
     extract.add_argument("--sample", type=_count, default=40, help="extracted facts listed to label by hand")
     extract.add_argument("--out", default="benchmarks/results", help="directory for extract.json")
+    choose = sub.add_parser("choose", help="leave-one-conversation-out choice among the variants of bench locomo and "
+                                           "bench beam reports written with --dump (no database)")
+    choose.add_argument("reports", nargs="+", help="locomo.json and beam.json (or either), run with --dump and the "
+                                                   "same --variant options")
+    choose.add_argument("--k", type=_count, default=10, help="choose by R@K (default 10)")
+    choose.add_argument("--out", default="benchmarks/results", help="directory for choose.json/.md")
+
+
+def _read_report(path: str) -> dict[str, Any]:
+    """A benchmark's JSON report; a missing or unreadable file is a :class:`ValidationError` naming it."""
+    from pathlib import Path
+
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValidationError("reports", f"cannot read {path} as a benchmark's JSON report ({exc})") from exc
+    if not isinstance(report, dict):
+        raise ValidationError("reports", f"{path} is not a benchmark's JSON report")
+    return report
 
 
 def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
@@ -367,6 +386,18 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({k: v for k, v in extracted["offline"].items() if k != "sample_to_label"}
                          | {"llm_cost": extracted["llm_cost"]}, indent=2))
         _console().print(f"written: {Path(args.out) / 'extract.json'}")
+        return 0
+    if args.bench == "choose":  # reads reports only
+        from .bench import choose
+
+        questions = [q for path in args.reports for q in choose.questions_of(_read_report(path))]
+        result = choose.choose(questions, args.k)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "choose.json").write_text(json.dumps(result, indent=2))
+        (out / "choose.md").write_text(choose.markdown_report(result))
+        print(choose.markdown_report(result))
+        _console().print(f"written: {out / 'choose.json'}, .md")
         return 0
     if settings.graph.backend == "neo4j" and not args.wipe_neo4j:
         # A benchmark resets its graph, and a Neo4j graph is the whole database: never empty it unasked.
