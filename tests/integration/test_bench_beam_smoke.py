@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agentx_memory.bench.beam import cut_chat, flatten_evidence, load_beam, recall_at, run_beam, strip_marker
+from agentx_memory.bench.choose import choose, questions_of
 from agentx_memory.bench.common import engine_variant
 from agentx_memory.errors import ValidationError
 from agentx_memory.memory import AsyncAgentMemory
@@ -233,3 +234,11 @@ def test_dump_writes_what_each_method_returned_for_each_question(settings, tmp_p
             mean = sum(recall_at(r["evidence"], r["returned"][name], k) for r in rows) / len(rows)
             assert round(mean, 4) == m["overall"][f"R@{k}"], (name, k)
     assert json.loads((out / "beam.json").read_text())["per_question"] == rows
+    # the dump is what ``bench choose`` reads: its in-sample figures are the report's, per chat and pooled
+    chosen = choose(questions_of(report), k=10)
+    assert chosen["configurations"] == ["agentx (full)", "no vector"] and chosen["conversations"] == 2
+    for name in chosen["configurations"]:
+        figures = chosen["in_sample"][name]["beam"]
+        assert figures["pooled"] == pytest.approx(report["methods"][name]["overall"]["R@10"], abs=1e-4), name
+        assert figures["mean_per_conversation"] == pytest.approx(
+            report["methods"][name]["across_chats"]["R@10"]["mean"], abs=1e-4), name
