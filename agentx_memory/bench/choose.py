@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import fmean
+from statistics import fmean, stdev
 from typing import Any
 
 from ..errors import ValidationError
@@ -150,6 +150,9 @@ def _figures(config_for: Any, score: Mapping[str, Mapping[str, list[float]]], da
         for category, value in zip(category_of[conv], values, strict=True):
             per_category[(dataset, category)].append(value)
     return {dataset: {"mean_per_conversation": round(fmean(per_conv[dataset]), 4),
+                      "std_per_conversation": round(stdev(per_conv[dataset]), 4) if len(per_conv[dataset]) > 1
+                      else 0.0,
+                      "min_per_conversation": round(min(per_conv[dataset]), 4),
                       "pooled": round(fmean(pooled[dataset]), 4), "questions": len(pooled[dataset]),
                       "per_category": {cat: {"recall": round(fmean(v), 4), "n": len(v)}
                                        for (d, cat), v in sorted(per_category.items()) if d == dataset}}
@@ -163,12 +166,14 @@ def markdown_report(result: Mapping[str, Any]) -> str:
     picks = ", ".join(f"{name} {n}" for name, n in result["picks"].items())
     lines = [f"Leave-one-conversation-out over {result['conversations']} conversations at R@{k}; picks per fold: "
              f"{picks}.", "",
-             "| configuration | " + " | ".join(f"{d} R@{k} (mean per conversation / pooled)" for d in held) + " |",
+             "| configuration | " + " | ".join(f"{d} R@{k}: per conversation mean ± std (min) / pooled" for d in held)
+             + " |",
              "|---|" + "---|" * len(held)]
 
     def row(name: str, figures: Mapping[str, Any]) -> str:
-        return f"| {name} | " + " | ".join(f"{figures[d]['mean_per_conversation']:.4f} / {figures[d]['pooled']:.4f}"
-                                          for d in held) + " |"
+        return f"| {name} | " + " | ".join(
+            f"{f['mean_per_conversation']:.4f} ± {f['std_per_conversation']:.4f} ({f['min_per_conversation']:.4f}) / "
+            f"{f['pooled']:.4f}" for f in (figures[d] for d in held)) + " |"
 
     lines.append(row("**held out (each fold's pick)**", held))
     lines += [row(name, figures) for name, figures in result["in_sample"].items()]

@@ -41,7 +41,9 @@ def test_a_variant_that_wins_only_on_the_left_out_conversation_is_not_picked_for
                       "c3": {DEFAULTS: HIT, "lucky": MISS}})
     result = choose(questions_of(report), k=1)
     assert [f["pick"] for f in result["folds"]] == [DEFAULTS, DEFAULTS, DEFAULTS]
-    assert result["held_out"]["locomo"]["mean_per_conversation"] == pytest.approx(2 / 3, abs=1e-4)
+    held = result["held_out"]["locomo"]
+    assert (held["mean_per_conversation"], held["std_per_conversation"], held["min_per_conversation"]) == (
+        pytest.approx(2 / 3, abs=1e-4), pytest.approx(0.5774, abs=1e-4), 0.0)
     # and a variant that wins on the other conversations is picked when one is held out, whatever it does there
     report = _locomo({"c1": {DEFAULTS: HIT, "better": MISS},
                       "c2": {DEFAULTS: MISS, "better": HIT},
