@@ -390,7 +390,7 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     if args.bench == "choose":  # reads reports only
         from .bench import choose
 
-        questions = [q for path in args.reports for q in choose.questions_of(_read_report(path))]
+        questions = choose.questions_of_reports([_read_report(path) for path in args.reports])
         result = choose.choose(questions, args.k)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

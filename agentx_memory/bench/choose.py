@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ValidationError
 
-__all__ = ["DEFAULTS", "Question", "choose", "markdown_report", "questions_of", "recall_at"]
+__all__ = ["DEFAULTS", "Question", "choose", "markdown_report", "questions_of", "questions_of_reports", "recall_at"]
 
 #: The method name of the engine with its default settings in both benchmarks' reports.
 DEFAULTS = "agentx (full)"
@@ -72,15 +72,31 @@ def questions_of(report: Mapping[str, Any]) -> list[Question]:
     if not report.get("per_question"):
         raise ValidationError("per_question", f"the {name} report has none; run the benchmark with --dump")
     conversation, category = _FIELDS[name]
+    dataset = f"{name}@{report['prefix']}" if report.get("prefix") else name  # a cut chat is another conversation
     out = []
     for q in report["per_question"]:
         label = q[category]
         if name == "locomo":
             label = f"{label} {_LOCOMO_CATEGORIES.get(int(label), '?')}"
-        out.append(Question(dataset=name, conversation=f"{name}:{q[conversation]}", category=str(label),
+        out.append(Question(dataset=dataset, conversation=f"{dataset}:{q[conversation]}", category=str(label),
                             evidence=tuple(q["evidence"]),
                             returned={m: ids for m, ids in q["returned"].items()
                                       if not m.startswith(_BASELINE_PREFIX)}))
+    return out
+
+
+def questions_of_reports(reports: Sequence[Mapping[str, Any]]) -> list[Question]:
+    """The questions of several reports (:func:`questions_of`), each dataset once: the same set given twice would
+    count its conversations twice."""
+    out: list[Question] = []
+    seen: set[str] = set()
+    for report in reports:
+        questions = questions_of(report)
+        dataset = questions[0].dataset
+        if dataset in seen:
+            raise ValidationError("reports", f"two reports of {dataset}; give each dataset once")
+        seen.add(dataset)
+        out += questions
     return out
 
 

@@ -6,7 +6,14 @@ import json
 
 import pytest
 
-from agentx_memory.bench.choose import DEFAULTS, choose, markdown_report, questions_of, recall_at
+from agentx_memory.bench.choose import (
+    DEFAULTS,
+    choose,
+    markdown_report,
+    questions_of,
+    questions_of_reports,
+    recall_at,
+)
 from agentx_memory.cli import main
 from agentx_memory.errors import ValidationError
 
@@ -118,3 +125,14 @@ def test_the_command_writes_the_choice_and_names_an_unreadable_report(tmp_path, 
     assert "Leave-one-conversation-out over 3 conversations at R@1" in capsys.readouterr().out
     assert main(["bench", "choose", str(tmp_path / "missing.json"), "--out", str(tmp_path / "out")]) == 2
     assert "reports: cannot read" in capsys.readouterr().out
+
+
+def test_a_dataset_is_given_once_and_a_cut_chat_is_a_dataset_of_its_own():
+    beam = _beam({"1": {DEFAULTS: HIT}, "2": {DEFAULTS: MISS}})
+    with pytest.raises(ValidationError, match=r"^reports: two reports of beam; give each dataset once"):
+        questions_of_reports([beam, beam])
+    quarter = {**_beam({"1": {DEFAULTS: MISS}, "2": {DEFAULTS: MISS}}), "prefix": 0.25}
+    questions = questions_of_reports([beam, quarter])
+    assert sorted({q.conversation for q in questions}) == ["beam:1", "beam:2", "beam@0.25:1", "beam@0.25:2"]
+    result = choose(questions, k=1)
+    assert result["held_out"]["beam"]["pooled"] == 0.5 and result["held_out"]["beam@0.25"]["pooled"] == 0.0
