@@ -74,14 +74,21 @@ def questions_of(report: Mapping[str, Any]) -> list[Question]:
     conversation, category = _FIELDS[name]
     dataset = f"{name}@{report['prefix']}" if report.get("prefix") else name  # a cut chat is another conversation
     out = []
-    for q in report["per_question"]:
-        label = q[category]
-        if name == "locomo":
-            label = f"{label} {_LOCOMO_CATEGORIES.get(int(label), '?')}"
-        out.append(Question(dataset=dataset, conversation=f"{dataset}:{q[conversation]}", category=str(label),
-                            evidence=tuple(q["evidence"]),
-                            returned={m: ids for m, ids in q["returned"].items()
-                                      if not m.startswith(_BASELINE_PREFIX)}))
+    for i, q in enumerate(report["per_question"]):
+        try:
+            label = q[category]
+            if name == "locomo":
+                label = f"{label} {_LOCOMO_CATEGORIES.get(int(label), '?')}"
+            evidence = tuple(q["evidence"])
+            returned = {m: list(ids) for m, ids in q["returned"].items() if not m.startswith(_BASELINE_PREFIX)}
+            where = q[conversation]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValidationError(f"per_question[{i}]", f"not a {name} dump entry (needs {conversation}, {category}, "
+                                                        f"evidence and returned): {exc!r}") from exc
+        if not evidence:
+            raise ValidationError(f"per_question[{i}].evidence", "is empty; R@K needs at least one evidence id")
+        out.append(Question(dataset=dataset, conversation=f"{dataset}:{where}", category=str(label),
+                            evidence=evidence, returned=returned))
     return out
 
 

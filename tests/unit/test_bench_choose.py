@@ -95,6 +95,17 @@ def test_categories_are_named_and_baselines_left_out():
         choose(questions[:1])
 
 
+@pytest.mark.parametrize(("entry", "field"), [
+    ({"sample": "c1", "category": 2, "evidence": ["e"]}, r"per_question\[0\]"),
+    ({"sample": "c1", "category": "two", "evidence": ["e"], "returned": {}}, r"per_question\[0\]"),
+    ({"sample": "c1", "category": 2, "evidence": ["e"], "returned": ["e"]}, r"per_question\[0\]"),
+    ({"sample": "c1", "category": 2, "evidence": [], "returned": {DEFAULTS: HIT}}, r"per_question\[0\]\.evidence"),
+])
+def test_a_malformed_dump_entry_is_refused_by_its_place(entry, field):
+    with pytest.raises(ValidationError, match=f"^{field}: "):
+        questions_of({"benchmark": "locomo evidence recall", "per_question": [entry]})
+
+
 @pytest.mark.parametrize(("report", "field"), [
     ({"benchmark": "scale", "per_question": [{}]}, "benchmark"),
     ({"benchmark": "locomo evidence recall"}, "per_question"),
