@@ -2,7 +2,7 @@
 
 Constants of the ranking are chosen on both dev sets together and checked on conversations the choice did not see.
 This module does that from reports already written, without running anything again: run each benchmark with
-``--dump`` and the same ``--variant``\\ s, then ``agentx-memory bench choose locomo.json beam.json``.
+``--dump`` and the same ``--variant`` options, then ``agentx-memory bench choose locomo.json beam.json``.
 
 - **The configurations** are the engine's runs present in every report: ``agentx (full)`` (the defaults) and each
   variant; baselines are left out.
@@ -22,7 +22,7 @@ and every configuration's in-sample figures beside them.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean, stdev
 from typing import Any
@@ -138,13 +138,13 @@ def choose(questions: Sequence[Question], k: int = 10) -> dict[str, Any]:
             by_dataset[dataset_of[conv]].append(fmean(score[config][conv]))
         return fmean(fmean(v) for v in by_dataset.values())
 
-    folds = []
+    folds: list[dict[str, Any]] = []
     for held in conversations:
         rest = [c for c in conversations if c != held]
         # configs start with the defaults, then go by name: max keeps the first of equal objectives
         pick = max(configs, key=lambda c: round(objective(c, rest), 12))
         folds.append({"held_out": held, "pick": pick, "held_out_recall": round(fmean(score[pick][held]), 4)})
-    pick_of = {f["held_out"]: f["pick"] for f in folds}
+    pick_of: dict[str, str] = {f["held_out"]: f["pick"] for f in folds}
     category_of: dict[str, list[str]] = defaultdict(list)
     for q in questions:
         category_of[q.conversation].append(q.category)
@@ -155,12 +155,13 @@ def choose(questions: Sequence[Question], k: int = 10) -> dict[str, Any]:
         "picks": dict(Counter(pick_of.values()).most_common()),
         "folds": folds,
         "held_out": _figures(pick_of.__getitem__, score, dataset_of, category_of),
-        "in_sample": {c: _figures(lambda _, c=c: c, score, dataset_of, category_of) for c in configs},
+        "in_sample": {c: _figures(dict.fromkeys(conversations, c).__getitem__, score, dataset_of, category_of)
+                      for c in configs},
     }
 
 
-def _figures(config_for: Any, score: Mapping[str, Mapping[str, list[float]]], dataset_of: Mapping[str, str],
-             category_of: Mapping[str, list[str]]) -> dict[str, Any]:
+def _figures(config_for: Callable[[str], str], score: Mapping[str, Mapping[str, list[float]]],
+             dataset_of: Mapping[str, str], category_of: Mapping[str, list[str]]) -> dict[str, Any]:
     """Per dataset (mean over conversations, pooled over questions) and per category, each conversation scored with
     ``config_for(conversation)``."""
     per_conv: dict[str, list[float]] = defaultdict(list)
