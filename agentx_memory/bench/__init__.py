@@ -1,13 +1,17 @@
-"""Benchmarks shipped with the package (``agentx-memory bench ...``): LoCoMo evidence recall and scale."""
+"""Benchmarks shipped with the package (``agentx-memory bench ...``), and the light pieces they share: variant keys,
+the commit, the plot backend, R@K over returned ids and LoCoMo's categories (no engine import here)."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RETRIEVAL_PREFIX", "git_commit", "pyplot", "split_variant"]
+__all__ = ["LOCOMO_CATEGORIES", "RETRIEVAL_PREFIX", "git_commit", "pyplot", "recall_at", "split_variant"]
+
+#: LoCoMo's question categories with evidence (category 5 has none), by number.
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 #: The prefix of a benchmark variant's keys that name retrieval settings (the others are recall overrides).
 RETRIEVAL_PREFIX = "retrieval."
@@ -19,6 +23,18 @@ def split_variant(override: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
     recall = {k: v for k, v in override.items() if not k.startswith(RETRIEVAL_PREFIX)}
     retrieval = {k.removeprefix(RETRIEVAL_PREFIX): v for k, v in override.items() if k.startswith(RETRIEVAL_PREFIX)}
     return recall, retrieval
+
+
+def recall_at(evidence: Iterable[Hashable], returned: Sequence[Hashable], k: int) -> float:
+    """Share of the evidence ids among the first ``k`` distinct returned ids (an id returned twice, say a message as
+    two of its passages, counts once).
+
+    >>> recall_at(["a", "b"], ["a", "a", "c", "b"], 2)
+    0.5
+    """
+    wanted = set(evidence)
+    first = list(dict.fromkeys(returned))[:k]
+    return len(wanted & set(first)) / len(wanted)
 
 
 def git_commit() -> str:

@@ -42,6 +42,7 @@ from ..errors import ValidationError
 from ..memory import AsyncAgentMemory
 from ..models import Turn
 from ..settings import Settings
+from . import recall_at
 from .common import (
     Bm25Ranking,
     VectorRanking,
@@ -122,13 +123,6 @@ def flatten_evidence(value: Any) -> list[int]:
 
     walk(value)
     return list(dict.fromkeys(out))
-
-
-def recall_at(evidence: Sequence[int], returned: Sequence[int | None], k: int) -> float:
-    """Share of the evidence ids among the first ``k`` distinct returned ids (a message returned twice, say as two
-    of its passages, counts once)."""
-    first = list(dict.fromkeys(returned))[:k]
-    return len(set(evidence) & set(first)) / len(set(evidence))
 
 
 def _session_date(text: str) -> datetime:

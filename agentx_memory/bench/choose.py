@@ -28,6 +28,7 @@ from statistics import fmean, stdev
 from typing import Any
 
 from ..errors import ValidationError
+from . import LOCOMO_CATEGORIES, recall_at
 
 __all__ = ["DEFAULTS", "Question", "choose", "markdown_report", "questions_of", "questions_of_reports", "recall_at"]
 
@@ -37,7 +38,6 @@ _BASELINE_PREFIX = "baseline:"
 
 #: How each benchmark's dump names a question's conversation and its category.
 _FIELDS = {"locomo": ("sample", "category"), "beam": ("chat", "ability")}
-_LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
 
 @dataclass(frozen=True)
@@ -50,17 +50,6 @@ class Question:
     category: str
     evidence: tuple[Hashable, ...]
     returned: Mapping[str, Sequence[Hashable]]
-
-
-def recall_at(evidence: Iterable[Hashable], returned: Sequence[Hashable], k: int) -> float:
-    """The share of ``evidence`` among the first ``k`` distinct ``returned`` ids (an id returned twice counts once).
-
-    >>> recall_at(["a", "b"], ["a", "a", "c", "b"], 2)
-    0.5
-    """
-    wanted = set(evidence)
-    first = list(dict.fromkeys(returned))[:k]
-    return len(wanted & set(first)) / len(wanted)
 
 
 def questions_of(report: Mapping[str, Any]) -> list[Question]:
@@ -78,7 +67,7 @@ def questions_of(report: Mapping[str, Any]) -> list[Question]:
         try:
             label = q[category]
             if name == "locomo":
-                label = f"{label} {_LOCOMO_CATEGORIES.get(int(label), '?')}"
+                label = f"{label} {LOCOMO_CATEGORIES.get(int(label), '?')}"
             evidence = tuple(q["evidence"])
             returned = {m: list(ids) for m, ids in q["returned"].items() if not m.startswith(_BASELINE_PREFIX)}
             where = q[conversation]
@@ -127,7 +116,9 @@ def choose(questions: Sequence[Question], k: int = 10) -> dict[str, Any]:
         raise ValidationError("questions", f"leaving one conversation out needs at least two, got {len(dataset_of)}")
     # score[config][conversation] = the R@k of each of its questions, in order
     score: dict[str, dict[str, list[float]]] = {c: defaultdict(list) for c in configs}
+    category_of: dict[str, list[str]] = defaultdict(list)  # in the same order as the scores
     for q in questions:
+        category_of[q.conversation].append(q.category)
         for c in configs:
             score[c][q.conversation].append(recall_at(q.evidence, q.returned[c], k))
     conversations = sorted(dataset_of)
@@ -145,9 +136,6 @@ def choose(questions: Sequence[Question], k: int = 10) -> dict[str, Any]:
         pick = max(configs, key=lambda c: round(objective(c, rest), 12))
         folds.append({"held_out": held, "pick": pick, "held_out_recall": round(fmean(score[pick][held]), 4)})
     pick_of: dict[str, str] = {f["held_out"]: f["pick"] for f in folds}
-    category_of: dict[str, list[str]] = defaultdict(list)
-    for q in questions:
-        category_of[q.conversation].append(q.category)
     return {
         "k": k,
         "configurations": configs,

@@ -32,6 +32,7 @@ from ..memory import AsyncAgentMemory
 from ..models import Entity, Fact, Turn
 from ..settings import Settings
 from ..sql.search import OR_QUERY
+from . import LOCOMO_CATEGORIES
 from .common import (
     Bm25Ranking,
     VectorRanking,
@@ -47,7 +48,7 @@ from .progress import progress_bar, track
 
 __all__ = ["CATEGORIES", "KS", "LocomoSample", "load_locomo", "run_locomo"]
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+CATEGORIES = LOCOMO_CATEGORIES
 KS = (5, 10, 20, 50)
 
 
