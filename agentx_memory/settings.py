@@ -268,7 +268,7 @@ class ExtractionSettings(_Section):
     )
     contradiction_window_days: float = Field(
         30.0, ge=0, le=36_500, description="a new fact is checked against the user's facts about the same entities "
-        "and against every fact of the last N days",
+        "or of the same slot (same opening words, at any age) and against every fact of the last N days",
     )
 
 

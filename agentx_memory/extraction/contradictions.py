@@ -1,9 +1,11 @@
 """Contradictions and corrections between a newly extracted fact and the user's stored facts.
 
-Candidates: the user's active facts in the fact's channel that are ABOUT one of its entities, and every fact of the
-last ``extraction.contradiction_window_days``. Two facts **contradict** when they state the same single-valued
-thing with different values (:func:`same_slot`: the same first three words or more, then a short, different
-remainder — "Sam lives in Porto." / "Sam lives in Lisbon."), and neither is an event (tagged past or future: events
+Candidates: the user's active facts in the fact's channel that are ABOUT one of its entities, every fact of the
+last ``extraction.contradiction_window_days``, and every fact that opens with the same slot words at any age (the
+offline rules' "the user lives in …" is about no entity the two claims share). Two facts **contradict** when they
+state the same single-valued thing with different values (:func:`same_slot`: the same first three words or more, a
+leading article not counted, then a short, different remainder — "Sam lives in Porto." / "Sam lives in Lisbon."),
+and neither is an event (tagged past or future: events
 accumulate, they do not replace each other). A new fact extracted from a **correction** ("actually…", "no, I meant…";
 the extractor fills ``corrects``) replaces the candidate it corrects whatever the policy.
 
@@ -31,10 +33,12 @@ from ..models import Fact
 from ..semantic import SemanticMemory
 from ..timeutil import now_ms, to_ms
 
-__all__ = ["Resolution", "resolve_contradictions", "same_slot"]
+__all__ = ["Resolution", "resolve_contradictions", "same_slot", "slot_opening"]
 
 _DATE_NOTE: Final = re.compile(r"\((?:on|in|around) [^)]*\)")
 _WORD: Final = re.compile(r"[\w'’-]+")
+#: A claim's leading article is no word of its slot: "the user loves …" is the subject and one verb, as "Sam loves …".
+_ARTICLES: Final = frozenset({"the", "a", "an"})
 #: Leading words two claims must share to state the same thing, and the longest remainder that is still "a value".
 SLOT_WORDS: Final = 3
 VALUE_WORDS: Final = 6
@@ -51,7 +55,25 @@ class Resolution:
 
 
 def _words(claim: str) -> list[str]:
-    return [w.casefold() for w in _WORD.findall(_DATE_NOTE.sub(" ", claim))]
+    words = [w.casefold() for w in _WORD.findall(_DATE_NOTE.sub(" ", claim))]
+    return words[1:] if words and words[0] in _ARTICLES else words
+
+
+def slot_opening(claim: str) -> str:
+    """The lower-cased text of ``claim`` up to the end of its :data:`SLOT_WORDS` slot words (its leading article
+    included), which the other claims of its slot start with when written alike; "" when the claim is too short to
+    state a value or a date note ("(on 2026-11-08)") falls among those words.
+
+    >>> slot_opening("The user lives in Porto.")
+    'the user lives in'
+    """
+    text = claim.strip()
+    words = list(_WORD.finditer(text))
+    skip = 1 if words and words[0].group().casefold() in _ARTICLES else 0
+    if len(words) <= skip + SLOT_WORDS:
+        return ""
+    opening = text[:words[skip + SLOT_WORDS - 1].end()]
+    return "" if "(" in opening else opening.lower()
 
 
 def same_slot(a: str, b: str) -> bool:
@@ -61,6 +83,8 @@ def same_slot(a: str, b: str) -> bool:
     >>> same_slot("Sam lives in Porto.", "Sam lives in Lisbon.")
     True
     >>> same_slot("Sam loves hiking.", "Sam loves cooking.")
+    False
+    >>> same_slot("the user loves hiking.", "the user loves cooking.")
     False
     """
     wa, wb = _words(a), _words(b)
@@ -89,6 +113,7 @@ async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], po
         rows = await semantic.ctx.graph.read(cypher.CONTRADICTION_CANDIDATES, {
             "user_id": fact.user_id, "channels": [fact.channel], "exclude": [fact.id], "entity_ids": fact.entity_ids,
             "since": to_ms(fact.created_at - timedelta(days=window_days)), "k": 200,
+            "slot": slot_opening(fact.claim),
             # only facts with the same readers: a resolution hides one of the two from whoever read it
             "private_to": (fact.agent_id or "") if fact.scope == "agent" else ""})
         corrects = str(fact.metadata.get("corrects") or "")

@@ -477,8 +477,9 @@ RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .sour
 # A fact that is replaced is kept (an as-of read still finds it) and hidden from recall by ``superseded = true``,
 # which every recall statement filters on; ``status`` says why (superseded, rejected, review).
 
-#: The user's active facts in these channels created since ``$since`` or ABOUT one of ``$entity_ids`` (the candidates
-#: a new fact may contradict), newest first.
+#: The user's active facts in these channels created since ``$since``, ABOUT one of ``$entity_ids`` or opening with
+#: the lower-cased slot words ``$slot`` (the candidates a new fact may contradict): those of the slot first (however
+#: many recent facts the limit also holds), then newest first.
 def _private_to(var: LiteralString) -> LiteralString:
     # Who the fact ``var`` is private to: its agent when its scope is ``agent``, '' when every agent of the user reads
     # it. A merge or a contradiction hides one fact behind another, so it pairs only facts with the same readers.
@@ -490,10 +491,10 @@ MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND NOT f.id IN $exclude
   AND """ + _private_to("f") + """ = $private_to
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
-WITH f, collect(e.id) AS about
-WHERE f.created_at >= $since OR any(x IN about WHERE x IN $entity_ids)
+WITH f, collect(e.id) AS about, $slot <> '' AND toLower(f.claim) STARTS WITH $slot AS same_slot
+WHERE same_slot OR f.created_at >= $since OR any(x IN about WHERE x IN $entity_ids)
 RETURN f {.id, .claim, .temporal, .created_at, .status} AS fact
-ORDER BY f.created_at DESC, f.id LIMIT $k
+ORDER BY CASE WHEN same_slot THEN 0 ELSE 1 END, f.created_at DESC, f.id LIMIT $k
 """
 
 #: ``$old_id`` is replaced by ``$new_id`` (prefer_new, a correction): hidden from recall, linked, kept.

@@ -327,3 +327,39 @@ def test_the_extractor_follows_the_setting(monkeypatch):
     assert isinstance(choose_extractor(keyed), RulesExtractor)
     with pytest.raises(ConfigurationError, match=r"llm\.extraction_model is empty"):
         choose_extractor(Settings(llm={"extraction_model": ""}, extraction={"extractor": "llm"}))
+
+
+def _say_unnamed(memory: AgentMemory, conversation: str, when: datetime, *lines: str) -> None:
+    """A user–assistant chat's turns: no speaker name, so the offline rules call the speaker "the user"."""
+    memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role="user", content=line,
+                             timestamp=when + timedelta(seconds=i)) for i, line in enumerate(lines)])
+
+
+def test_a_nameless_user_moving_months_later_replaces_the_old_city(settings):
+    """"The user" is no entity that the two claims share, and two months lie between them: the move still replaces
+    the old city (the claims' slot finds the older one), so recall offers only the new one."""
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        _say_unnamed(memory, "s1", SEPT, "I just moved to Porto for a new job at Lumen Labs.")
+        _say_unnamed(memory, "s5", NOV, "Big news: I moved from Porto to Lisbon last week.")
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s5")
+        claims = _claims(memory)
+        porto, lisbon = claims["the user lives in Porto."], claims["the user lives in Lisbon."]
+        assert (porto.status, porto.superseded_by) == ("superseded", lisbon.id)
+        assert lisbon.status == "active" and claims["the user works at Lumen Labs."].status == "active"
+        recalled = [f.item.claim for f in memory.remember("Where do I live?", top_k=10).facts]
+        assert "the user lives in Lisbon." in recalled and "the user lives in Porto." not in recalled
+
+
+def test_two_things_a_nameless_user_loves_both_stay(settings):
+    """"The user loves hiking." and, two weeks later, "… loves cooking.": likes accumulate, as they do for a named
+    speaker ("Sam loves …"); the article of "the user" is not a word of the slot."""
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        _say_unnamed(memory, "s1", NOV - timedelta(days=14), "I really love hiking.")
+        _say_unnamed(memory, "s2", NOV, "I really love cooking.")
+        memory.extract_conversation("s1")
+        report = memory.extract_conversation("s2")
+        claims = _claims(memory)
+        assert report.summary()["contradictions"] == []
+        assert {c: f.status for c, f in claims.items() if "love" in c} == {
+            "the user loves hiking.": "active", "the user loves cooking.": "active"}

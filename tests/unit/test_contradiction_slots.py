@@ -1,0 +1,42 @@
+"""When two extracted claims state the same single-valued thing (``same_slot``), and the opening by which the stored
+claims of that slot are found at any age (``slot_opening``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentx_memory.extraction.contradictions import same_slot, slot_opening
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("Sam lives in Porto.", "Sam lives in Lisbon.", True),
+    ("the user lives in Porto.", "the user lives in Lisbon.", True),
+    ("The user's manager is Maya Costa.", "the user's manager is Bob.", True),
+    # likes accumulate, whether the subject is a name or "the user" (its article is no slot word)
+    ("Sam loves hiking.", "Sam loves cooking.", False),
+    ("the user loves hiking.", "the user loves cooking.", False),
+    ("the user likes tea.", "the user likes coffee.", False),
+    ("Sam lives in Porto.", "Sam lives in Porto.", False),  # the same value
+    ("Sam lives in Porto.", "Sam lives in a small flat near the river in the old town of Lisbon.", False),
+])
+def test_same_slot(a, b, same):
+    assert same_slot(a, b) is same
+    assert same_slot(b, a) is same
+
+
+@pytest.mark.parametrize(("claim", "opening"), [
+    ("The user lives in Porto.", "the user lives in"),
+    ("Sam lives in Porto.", "sam lives in"),
+    ("Sam's manager is Maya Costa.", "sam's manager is"),
+    ("Sam moved (on 2026-11-08) to Lisbon.", ""),  # a date note among the slot words: found by the other routes
+    ("Sam lives in", ""),  # no value after the slot: nothing to contradict
+    ("the user loves", ""),
+])
+def test_slot_opening(claim, opening):
+    assert slot_opening(claim) == opening
+
+
+def test_every_claim_of_a_slot_starts_with_the_opening_of_any_other():
+    claims = ["the user lives in Porto.", "The user lives in Lisbon, in Alfama.", "the user lives in Berlin"]
+    for claim in claims:
+        assert all(other.lower().startswith(slot_opening(claim)) for other in claims)
