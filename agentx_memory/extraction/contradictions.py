@@ -4,7 +4,7 @@ Candidates: the user's active facts in the fact's channel that are ABOUT one of 
 last ``extraction.contradiction_window_days``, and every fact that opens with the same slot words at any age (the
 offline rules' "the user lives in …" is about no entity the two claims share). Two facts **contradict** when they
 state the same single-valued thing with different values (:func:`same_slot`: the same first three words or more, a
-leading article not counted, then a short, different remainder — "Sam lives in Porto." / "Sam lives in Lisbon."),
+article not counted, then a short, different remainder — "Sam lives in Porto." / "Sam lives in Lisbon."),
 and neither is an event (tagged past or future: events
 accumulate, they do not replace each other). A new fact extracted from a **correction** ("actually…", "no, I meant…";
 the extractor fills ``corrects``) replaces the candidate it corrects whatever the policy.
@@ -37,7 +37,8 @@ __all__ = ["Resolution", "resolve_contradictions", "same_slot", "slot_opening"]
 
 _DATE_NOTE: Final = re.compile(r"\((?:on|in|around) [^)]*\)")
 _WORD: Final = re.compile(r"[\w'’-]+")
-#: A claim's leading article is no word of its slot: "the user loves …" is the subject and one verb, as "Sam loves …".
+#: Articles are no words of a slot: "the user loves …" is a subject and a verb, as "Sam loves …" is, and "Sam has a
+#: dog." / "Sam has a cat." or "Sam is a nurse." / "Sam is a mother." add to each other, as "Sam loves …" claims do.
 _ARTICLES: Final = frozenset({"the", "a", "an"})
 #: Leading words two claims must share to state the same thing, and the longest remainder that is still "a value".
 SLOT_WORDS: Final = 3
@@ -55,12 +56,11 @@ class Resolution:
 
 
 def _words(claim: str) -> list[str]:
-    words = [w.casefold() for w in _WORD.findall(_DATE_NOTE.sub(" ", claim))]
-    return words[1:] if words and words[0] in _ARTICLES else words
+    return [w for w in (w.casefold() for w in _WORD.findall(_DATE_NOTE.sub(" ", claim))) if w not in _ARTICLES]
 
 
 def slot_opening(claim: str) -> str:
-    """The lower-cased text of ``claim`` up to the end of its :data:`SLOT_WORDS` slot words (its leading article
+    """The lower-cased text of ``claim`` up to the end of its :data:`SLOT_WORDS` slot words (articles among them
     included), which the other claims of its slot start with when written alike; "" when the claim is too short to
     state a value or a date note ("(on 2026-11-08)") falls among those words.
 
@@ -68,11 +68,10 @@ def slot_opening(claim: str) -> str:
     'the user lives in'
     """
     text = claim.strip()
-    words = list(_WORD.finditer(text))
-    skip = 1 if words and words[0].group().casefold() in _ARTICLES else 0
-    if len(words) <= skip + SLOT_WORDS:
+    words = [w for w in _WORD.finditer(text) if w.group().casefold() not in _ARTICLES]
+    if len(words) <= SLOT_WORDS:
         return ""
-    opening = text[:words[skip + SLOT_WORDS - 1].end()]
+    opening = text[:words[SLOT_WORDS - 1].end()]
     return "" if "(" in opening else opening.lower()
 
 

@@ -363,3 +363,16 @@ def test_two_things_a_nameless_user_loves_both_stay(settings):
         assert report.summary()["contradictions"] == []
         assert {c: f.status for c, f in claims.items() if "love" in c} == {
             "the user loves hiking.": "active", "the user loves cooking.": "active"}
+
+
+def test_what_someone_is_adds_up(settings):
+    """"I'm a nurse." then "I'm a mother of two.": both hold; an article is no slot word, so "Sam is a …" is not one
+    single-valued slot that the later claim would take over."""
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        _say(memory, "s1", NOV - timedelta(days=3), "I'm a nurse.")
+        _say(memory, "s2", NOV, "I'm a mother of two.")
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s2")
+        claims = _claims(memory)
+        assert {c: f.status for c, f in claims.items() if c.startswith("Sam is")} == {
+            "Sam is a nurse.": "active", "Sam is a mother of two.": "active"}

@@ -16,6 +16,9 @@ from agentx_memory.extraction.contradictions import same_slot, slot_opening
     ("Sam loves hiking.", "Sam loves cooking.", False),
     ("the user loves hiking.", "the user loves cooking.", False),
     ("the user likes tea.", "the user likes coffee.", False),
+    ("Sam has a dog.", "Sam has a cat.", False),
+    ("Caroline is a counselor.", "Caroline is a mother of two.", False),
+    ("Sam works at a bakery.", "Sam works at the hospital.", True),
     ("Sam lives in Porto.", "Sam lives in Porto.", False),  # the same value
     ("Sam lives in Porto.", "Sam lives in a small flat near the river in the old town of Lisbon.", False),
 ])
@@ -31,6 +34,8 @@ def test_same_slot(a, b, same):
     ("Sam moved (on 2026-11-08) to Lisbon.", ""),  # a date note among the slot words: found by the other routes
     ("Sam lives in", ""),  # no value after the slot: nothing to contradict
     ("the user loves", ""),
+    ("Sam is a nurse.", ""),  # "sam is nurse": no value after three slot words
+    ("Sam is a nurse at the clinic.", "sam is a nurse"),
 ])
 def test_slot_opening(claim, opening):
     assert slot_opening(claim) == opening
