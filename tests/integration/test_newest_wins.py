@@ -57,6 +57,26 @@ def test_the_turn_that_replaced_a_fact_ranks_above_the_turns_of_the_fact_it_repl
         assert plain.item.id == porto.id and "replaces" not in plain.signals
 
 
+def test_newest_wins_in_a_user_assistant_chat_with_no_names(settings):
+    """No speaker names (the usual agent chat): the offline rules say "the user lives in …", about no entity the two
+    claims share, said two months apart; the move still replaces the old city, and its turn comes first."""
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        turns = []
+        for conversation, when, said in (("s1", SEPT, PORTO.replace("I'm Sam. ", "")), ("s5", NOV, LISBON)):
+            turns += memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role=role, content=text,
+                                              timestamp=when + timedelta(seconds=i))
+                                         for i, (role, text) in enumerate([("user", said), ("assistant", "Nice!")])])
+            memory.extract_conversation(conversation)
+        porto, lisbon = turns[0], turns[2]
+        assert [f.item.claim for f in memory.remember("Where do I live now?", top_k=10).facts if "lives" in
+                f.item.claim] == ["the user lives in Lisbon."]
+        question = "Which city do I live in for my new job?"
+        assert _first(memory, question, recall={"newest_wins": False}).item.id == porto.id  # its words match better
+        top = _first(memory, question)
+        assert top.item.id == lisbon.id, (top.item.content, top.signals)
+        assert porto.id in top.signals["replaces"].detail
+
+
 def test_newest_wins_does_not_need_facts_to_lend(settings):
     s = settings(extraction={"extractor": "offline"}, retrieval={"fact_lending": 0.0})
     with AgentMemory(s, user_id="alice") as memory:
