@@ -5,7 +5,8 @@ What it finds, per sentence of each turn (the speaker from ``metadata["speaker"]
 
 * **speakers** as person entities;
 * **self-statements**: "I live in / moved to X" (and "from Y": past), "I work at / for X", "a new job at X",
-  "I'm a/an X", "I like / love / enjoy / prefer / hate X", "my X is Y", "my sister / friend / manager … Name";
+  "I'm a/an X", "I like / love / enjoy / prefer / hate X", "my X is Y", "my sister / friend / manager … Name" — except
+  where a word before it in the sentence makes it wished, checked or supposed ("make sure", "not sure if", "when");
 * **dated events**: a first-person sentence in the past tense with a time phrase ("yesterday", "last Saturday",
   "in May 2023", …) becomes a past fact with the date made absolute from the turn's time; the same with a future
   phrase ("next week", "tomorrow") and a plan ("going to", "will", "plan to") becomes a future fact;
@@ -72,6 +73,15 @@ _CORRECTION: Final = re.compile(r"^\s*(?:actually\b|no,? I meant\b|correction:|I
 #: genre", "I love the color"): the fact would not stand alone, so it is not extracted.
 _UNRESOLVED: Final = re.compile(r"\b(?:it|its|them|this|that|these|those|there|too|one)\b|^the\b|"
                                 r"\b(?:of|in|on|at|to|for|with|about)$", re.IGNORECASE)
+#: A word among the few before a self-statement that makes it something wished, checked or supposed, not said to
+#: hold ("I want to make sure my code is secure", "not sure if my approach is correct", "if I live in Porto"): in
+#: user–assistant chats most "my X is Y" forms are such clauses. Moves and family ("when I moved to …", "if my sister
+#: Lena …") still hold under them; a hedge more than five words back, or behind a comma, belongs to another clause
+#: ("explain why it works when x is negative, I prefer step-by-step explanations").
+_HEDGE: Final = re.compile(r"\b(?:if|whether|when|whenever|unless|sure|ensure|ensuring|verify|verifying|check|checking|"
+                           r"confirm|confirming|wonder|wondering|hope|hoping|wish)\b[^\w,;:]+(?:\w+[^\w,;:]+){0,4}$",
+                           re.IGNORECASE)
+_HEDGED_KINDS: Final = frozenset({"is", "likes", "my_is", "lives", "works"})
 _STOP_NAMES: Final = {"I", "The", "A", "An", "My", "We", "It", "This", "That", "Hey", "Hi", "Thanks", "Yes", "No",
                       "Wow", "Oh", "So", "And", "But", "Ok", "Okay", "Sure", "Well"}
 
@@ -108,6 +118,8 @@ class OfflineExtractor:
     def _statement(self, found: _Found, item: BatchTurn, kind: str, m: re.Match[str], correction: bool) -> None:
         who, ref = item.speaker, item.ref
         if kind in ("is", "likes", "my_is") and _UNRESOLVED.search(m.group(m.lastindex or 0).strip()):
+            return
+        if kind in _HEDGED_KINDS and _HEDGE.search(m.string[max(0, m.start() - 80):m.start()]):
             return
         if kind in _HOLDS or kind == "moved":
             name = _clean_name(m[2] if kind == "moved" else m[1])
