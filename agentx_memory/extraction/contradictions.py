@@ -3,11 +3,11 @@
 Candidates: the user's active facts in the fact's channel that are ABOUT one of its entities, every fact of the
 last ``extraction.contradiction_window_days``, and every fact that opens with the same slot words at any age (the
 offline rules' "the user lives in …" is about no entity the two claims share). Two facts **contradict** when they
-state the same single-valued thing with different values (:func:`same_slot`: the same first three words or more, a
-article not counted, then a short, different remainder — "Sam lives in Porto." / "Sam lives in Lisbon."),
-and neither is an event (tagged past or future: events
-accumulate, they do not replace each other). A new fact extracted from a **correction** ("actually…", "no, I meant…";
-the extractor fills ``corrects``) replaces the candidate it corrects whatever the policy.
+state the same single-valued thing with different values (:func:`same_slot`: the same first three words or more,
+articles not counted, then a short, different remainder — "Sam lives in Porto." / "Sam lives in Lisbon."), and
+neither is an event (tagged past or future: events accumulate, they do not replace each other). A new fact extracted
+from a **correction** ("actually…", "no, I meant…"; the extractor fills ``corrects``) replaces the candidate it
+corrects whatever the policy.
 
 Resolution (``extraction.contradiction_policy``), by when each fact was said (``created_at``), not by write order:
 

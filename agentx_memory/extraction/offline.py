@@ -6,7 +6,7 @@ What it finds, per sentence of each turn (the speaker from ``metadata["speaker"]
 * **speakers** as person entities;
 * **self-statements**: "I live in / moved to X" (and "from Y": past), "I work at / for X", "a new job at X",
   "I'm a/an X", "I like / love / enjoy / prefer / hate X", "my X is Y", "my sister / friend / manager … Name" — except
-  where a word before it in the sentence makes it wished, checked or supposed ("make sure", "not sure if", "when");
+  where a word among the five before it makes it wished, checked or supposed ("make sure", "not sure if", "when");
 * **dated events**: a first-person sentence in the past tense with a time phrase ("yesterday", "last Saturday",
   "in May 2023", …) becomes a past fact with the date made absolute from the turn's time; the same with a future
   phrase ("next week", "tomorrow") and a plan ("going to", "will", "plan to") becomes a future fact;

@@ -477,15 +477,15 @@ RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .sour
 # A fact that is replaced is kept (an as-of read still finds it) and hidden from recall by ``superseded = true``,
 # which every recall statement filters on; ``status`` says why (superseded, rejected, review).
 
-#: The user's active facts in these channels created since ``$since``, ABOUT one of ``$entity_ids`` or opening with
-#: the lower-cased slot words ``$slot`` (the candidates a new fact may contradict): those of the slot first (however
-#: many recent facts the limit also holds), then newest first.
 def _private_to(var: LiteralString) -> LiteralString:
     # Who the fact ``var`` is private to: its agent when its scope is ``agent``, '' when every agent of the user reads
     # it. A merge or a contradiction hides one fact behind another, so it pairs only facts with the same readers.
     return "coalesce(CASE WHEN " + var + ".scope = 'agent' THEN " + var + ".agent_id END, '')"
 
 
+#: The user's active facts in these channels created since ``$since``, ABOUT one of ``$entity_ids`` or opening with
+#: the lower-cased slot words ``$slot`` (the candidates a new fact may contradict): those of the slot first (however
+#: many recent facts the limit also holds), then newest first.
 CONTRADICTION_CANDIDATES: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND NOT f.id IN $exclude
