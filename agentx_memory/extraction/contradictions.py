@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import pairwise
 from typing import Any, Final
 
 from ..graph import cypher
@@ -40,6 +41,10 @@ _WORD: Final = re.compile(r"[\w'’-]+")
 #: Articles are no words of a slot: "the user loves …" is a subject and a verb, as "Sam loves …" is, and "Sam has a
 #: dog." / "Sam has a cat." or "Sam is a nurse." / "Sam is a mother." add to each other, as "Sam loves …" claims do.
 _ARTICLES: Final = frozenset({"the", "a", "an"})
+#: Verbs of liking, wanting or needing: what they take adds up ("Sam prefers using YOLOv5." / "… using TensorRT."),
+#: however many words the two claims share.
+_ATTITUDES: Final = frozenset({"like", "likes", "love", "loves", "enjoy", "enjoys", "prefer", "prefers", "hate",
+                               "hates", "dislike", "dislikes", "want", "wants", "need", "needs"})
 #: Leading words two claims must share to state the same thing, and the longest remainder that is still "a value".
 SLOT_WORDS: Final = 3
 VALUE_WORDS: Final = 6
@@ -77,7 +82,8 @@ def slot_opening(claim: str) -> str:
 
 def same_slot(a: str, b: str) -> bool:
     """Whether claims ``a`` and ``b`` give different values to one thing: at least :data:`SLOT_WORDS` leading words
-    alike, then remainders of 1 to :data:`VALUE_WORDS` words that differ.
+    alike, none of them a verb of liking or wanting, then remainders of 1 to :data:`VALUE_WORDS` words that differ
+    and are not both purposes ("… goal is to ship by May." / "… goal is to keep latency low.": goals add up).
 
     >>> same_slot("Sam lives in Porto.", "Sam lives in Lisbon.")
     True
@@ -91,8 +97,15 @@ def same_slot(a: str, b: str) -> bool:
     while common < min(len(wa), len(wb)) and wa[common] == wb[common]:
         common += 1
     rest_a, rest_b = wa[common:], wb[common:]
+    if _ATTITUDES.intersection(wa[:common]) or (_purpose(wa) and _purpose(wb)):
+        return False
     return (common >= SLOT_WORDS and 0 < len(rest_a) <= VALUE_WORDS and 0 < len(rest_b) <= VALUE_WORDS
             and rest_a != rest_b)
+
+
+def _purpose(words: list[str]) -> bool:
+    """Whether the claim says what something is for ("… goal is to …", "… plan was to …")."""
+    return any(w in ("is", "are", "was", "were") and nxt == "to" for w, nxt in pairwise(words))
 
 
 def _overlap(a: str, b: str) -> float:

@@ -376,3 +376,21 @@ def test_what_someone_is_adds_up(settings):
         claims = _claims(memory)
         assert {c: f.status for c, f in claims.items() if c.startswith("Sam is")} == {
             "Sam is a nurse.": "active", "Sam is a mother of two.": "active"}
+
+
+def test_preferences_and_goals_add_up(settings):
+    """Two preferences that share three words ("the user prefers using …") and two goals ("… goal is to …") said a
+    week apart: all four stay active, none replaces another."""
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        _say_unnamed(memory, "s1", NOV - timedelta(days=7), "I prefer using the YOLOv5s model.",
+                     "My goal is to keep latency under 250ms.")
+        _say_unnamed(memory, "s2", NOV, "I prefer using GPU acceleration with TensorRT.",
+                     "My goal is to ship the tracker by May.")
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s2")
+        statuses = {c: f.status for c, f in _claims(memory).items()}
+        assert statuses == {
+            "the user prefers using the YOLOv5s model.": "active",
+            "the user prefers using GPU acceleration with TensorRT.": "active",
+            "the user's goal is to keep latency under 250ms.": "active",
+            "the user's goal is to ship the tracker by May.": "active"}, statuses

@@ -19,6 +19,13 @@ from agentx_memory.extraction.contradictions import same_slot, slot_opening
     ("Sam has a dog.", "Sam has a cat.", False),
     ("Caroline is a counselor.", "Caroline is a mother of two.", False),
     ("Sam works at a bakery.", "Sam works at the hospital.", True),
+    # preferences and goals add up, however many words the claims share
+    ("the user prefers using the YOLOv5s model.", "the user prefers using GPU acceleration with TensorRT.", False),
+    ("Sam really likes Thai food.", "Sam really likes Greek food.", False),
+    ("the user's goal is to keep latency under 250ms.", "the user's goal is to maintain real-time performance.",
+     False),
+    ("Sam's favourite colour is blue.", "Sam's favourite colour is green.", True),
+    ("Sam moved to Porto.", "Sam moved to Lisbon.", True),  # "to" of the slot, not a purpose
     ("Sam lives in Porto.", "Sam lives in Porto.", False),  # the same value
     ("Sam lives in Porto.", "Sam lives in a small flat near the river in the old town of Lisbon.", False),
 ])
