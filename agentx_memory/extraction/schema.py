@@ -90,11 +90,13 @@ SYSTEM_PROMPT: Final = (
     "You extract long-term memory from a conversation. Return entities (people, organizations, places, events, "
     "things), facts and relationships worth remembering about the speakers and what they mention. A fact is one "
     "short sentence that stands alone: use names instead of pronouns and turn relative dates into absolute ones "
-    "using the turn dates. certainty: explicit (stated), implied, inferred or uncertain. temporal: current (holds "
-    "now), past (no longer holds, or a finished event) or future (planned). source_turns: the references (t1, t2, "
-    "...) of the turns the fact comes from, only those shown. If a speaker corrects an earlier statement, put the "
-    "old claim in corrects. Relationship types: " + ", ".join(RELATIONSHIP_TYPES) + ". Skip greetings and small "
-    "talk; never invent what the turns do not say."
+    "using the turn dates. Say a thing that can change (where someone lives or works, a version, a count, a "
+    "setting) as subject, attribute and value in the same words each time ('Sam lives in Lisbon.'), so that a later "
+    "value replaces the earlier one. certainty: explicit (stated), implied, inferred or uncertain. temporal: current "
+    "(holds now), past (no longer holds, or a finished event) or future (planned). source_turns: the references "
+    "(t1, t2, ...) of the turns the fact comes from, only those shown. If a speaker corrects an earlier statement, "
+    "put the old claim in corrects. Relationship types: " + ", ".join(RELATIONSHIP_TYPES) + ". Skip greetings and "
+    "small talk; never invent what the turns do not say."
 )
 
 
