@@ -45,6 +45,13 @@ _ARTICLES: Final = frozenset({"the", "a", "an"})
 #: however many words the two claims share.
 _ATTITUDES: Final = frozenset({"like", "likes", "love", "loves", "enjoy", "enjoys", "prefer", "prefers", "hate",
                                "hates", "dislike", "dislikes", "want", "wants", "need", "needs"})
+#: After "is"/"are", a word that describes rather than names a value ("… code is efficient." / "… is maintainable.",
+#: "… app is deployed." / "… is running on port 3000."): descriptions add up; names, numbers and plain words
+#: ("… manager is Maya Costa.", "… port 8000.", "… theme is dark.") are values.
+_COPULAS: Final = frozenset({"is", "are", "was", "were"})
+_DESCRIBING_ENDINGS: Final = ("ed", "ing", "able", "ible", "ive", "ous", "ful", "ent", "ant", "less", "ly")
+_DESCRIBING: Final = frozenset({"secure", "correct", "ready", "done", "good", "fine", "robust", "stable", "safe",
+                                "fast", "slow", "clean", "complete", "accurate", "optimal", "valid", "broken", "set"})
 #: Leading words two claims must share to state the same thing, and the longest remainder that is still "a value".
 SLOT_WORDS: Final = 3
 VALUE_WORDS: Final = 6
@@ -82,8 +89,9 @@ def slot_opening(claim: str) -> str:
 
 def same_slot(a: str, b: str) -> bool:
     """Whether claims ``a`` and ``b`` give different values to one thing: at least :data:`SLOT_WORDS` leading words
-    alike, none of them a verb of liking or wanting, then remainders of 1 to :data:`VALUE_WORDS` words that differ
-    and are not both purposes ("… goal is to ship by May." / "… goal is to keep latency low.": goals add up).
+    alike, none of them a verb of liking or wanting, then remainders of 1 to :data:`VALUE_WORDS` words that differ,
+    are not both purposes ("… goal is to ship by May." / "… goal is to keep latency low.": goals add up) and, after
+    "is", do not describe ("… code is efficient." / "… code is maintainable.").
 
     >>> same_slot("Sam lives in Porto.", "Sam lives in Lisbon.")
     True
@@ -99,8 +107,17 @@ def same_slot(a: str, b: str) -> bool:
     rest_a, rest_b = wa[common:], wb[common:]
     if _ATTITUDES.intersection(wa[:common]) or (_purpose(wa) and _purpose(wb)):
         return False
+    if _COPULAS.intersection(wa[:common]) and (_describes(rest_a) or _describes(rest_b)):
+        return False
     return (common >= SLOT_WORDS and 0 < len(rest_a) <= VALUE_WORDS and 0 < len(rest_b) <= VALUE_WORDS
             and rest_a != rest_b)
+
+
+def _describes(rest: list[str]) -> bool:
+    """Whether a remainder after "is" opens with a describing word (an adverb before it skipped)."""
+    words = [w for w in rest if not (w.endswith("ly") and len(w) > 4)][:1] or rest[:1]
+    return bool(words) and not any(c.isdigit() for c in words[0]) and (
+        words[0] in _DESCRIBING or (len(words[0]) > 4 and words[0].endswith(_DESCRIBING_ENDINGS)))
 
 
 def _purpose(words: list[str]) -> bool:

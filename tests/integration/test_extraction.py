@@ -394,3 +394,19 @@ def test_preferences_and_goals_add_up(settings):
             "the user prefers using GPU acceleration with TensorRT.": "active",
             "the user's goal is to keep latency under 250ms.": "active",
             "the user's goal is to ship the tracker by May.": "active"}, statuses
+
+
+def test_descriptions_add_up_and_a_new_port_replaces_the_old(settings):
+    """After "is", a description adds to another ("… code is efficient." / "… code is maintainable."); a value
+    replaces the one before it ("… running on port 3000." / "… port 8000.")."""
+    with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
+        _say_unnamed(memory, "s1", NOV - timedelta(days=7), "My code is efficient.",
+                     "My app is currently running on port 3000.")
+        _say_unnamed(memory, "s2", NOV, "My code is maintainable.", "My app is currently running on port 8000.")
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s2")
+        statuses = {c: f.status for c, f in _claims(memory).items()}
+        assert statuses == {
+            "the user's code is efficient.": "active", "the user's code is maintainable.": "active",
+            "the user's app is currently running on port 3000.": "superseded",
+            "the user's app is currently running on port 8000.": "active"}, statuses

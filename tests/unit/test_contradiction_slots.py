@@ -26,6 +26,14 @@ from agentx_memory.extraction.contradictions import same_slot, slot_opening
      False),
     ("Sam's favourite colour is blue.", "Sam's favourite colour is green.", True),
     ("Sam moved to Porto.", "Sam moved to Lisbon.", True),  # "to" of the slot, not a purpose
+    # after "is": descriptions add up, values replace each other
+    ("the user's code is efficient.", "the user's code is maintainable and scalable.", False),
+    ("the user's code is optimized for performance.", "the user's code is secure.", False),
+    ("the user's app is currently running on port 3000.", "the user's app is deployed.", False),
+    ("the user's app is currently running on port 3000.", "the user's app is currently running on port 8000.", True),
+    ("the user's database is properly optimized.", "the user's database is properly configured.", False),
+    ("the user's theme is dark.", "the user's theme is light.", True),
+    ("the user's database is PostgreSQL 15.", "the user's database is MySQL 8.", True),
     ("Sam lives in Porto.", "Sam lives in Porto.", False),  # the same value
     ("Sam lives in Porto.", "Sam lives in a small flat near the river in the old town of Lisbon.", False),
 ])
