@@ -12,6 +12,9 @@ What it finds, per sentence of each turn (the speaker from ``metadata["speaker"]
   phrase ("next week", "tomorrow") and a plan ("going to", "will", "plan to") becomes a future fact;
 * **names** (capitalized words after "in", "at", "to", "from", "with") as entities mentioned.
 
+Nothing in the first person comes from the unnamed assistant (role ``assistant``, no speaker name): that is the agent
+itself ("we'll break the tasks down", "I'd love to help"); the names it mentions still count.
+
 Its recall is far below an LLM's (it reads no meaning, only these forms); docs/extraction.md measures it.
 """
 
@@ -105,14 +108,16 @@ class OfflineExtractor:
         if not sentence:
             return
         who = item.speaker
-        correction = bool(_CORRECTION.match(sentence))
-        for pattern, kind in _RULES:
-            for m in pattern.finditer(sentence):
-                self._statement(found, item, kind, m, correction)
         for m in _MENTION.finditer(sentence):
             name = _clean_name(m[1])
             if name and name != who:
                 found.entity(name, "concept")
+        if _is_the_agent(item):
+            return
+        correction = bool(_CORRECTION.match(sentence))
+        for pattern, kind in _RULES:
+            for m in pattern.finditer(sentence):
+                self._statement(found, item, kind, m, correction)
         self._dated(found, item, sentence, correction)
 
     def _statement(self, found: _Found, item: BatchTurn, kind: str, m: re.Match[str], correction: bool) -> None:
@@ -197,13 +202,22 @@ def _absolute(when: TimeRange, said: datetime) -> str:
     return f"around {(when.start + (length - day) / 2).date().isoformat()}"
 
 
+def _is_the_agent(item: BatchTurn) -> bool:
+    """Whether the turn is the unnamed assistant's: the agent itself, whose first person is the conversation's moves
+    ("we'll break the tasks down", "I'd love to help", "let's find the derivative"), not memory about the user or
+    the world; a named assistant (``metadata["speaker"]``, a persona) speaks like anyone else."""
+    return item.turn.role == "assistant" and not item.turn.metadata.get("speaker")
+
+
 def _clean_name(name: str | None) -> str:
     if not name:
         return ""
     words = name.split()
     while words and words[0] in _STOP_NAMES:
         words.pop(0)
-    return " ".join(words)
+    if words:  # "my mom Karen's birthday": the name is Karen
+        words[-1] = re.sub(r"['’]s$", "", words[-1])
+    return " ".join(w for w in words if w)
 
 
 class _Found:
