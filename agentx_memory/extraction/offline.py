@@ -9,7 +9,8 @@ What it finds, per sentence of each turn (the speaker from ``metadata["speaker"]
   where a word among the five before it makes it wished, checked or supposed ("make sure", "not sure if", "when");
 * **dated events**: a first-person sentence in the past tense with a time phrase ("yesterday", "last Saturday",
   "in May 2023", …) becomes a past fact with the date made absolute from the turn's time; the same with a future
-  phrase ("next week", "tomorrow") and a plan ("going to", "will", "plan to") becomes a future fact;
+  phrase ("next week", "tomorrow") and a plan ("going to", "will", "plan to") becomes a future fact; the claim stops
+  where the sentence turns to a question or, after the time phrase, to the speaker's next request ("I want …");
 * **names** (capitalized words after "in", "at", "to", "from", "with") as entities mentioned.
 
 Nothing in the first person comes from the unnamed assistant (role ``assistant``, no speaker name): that is the agent
@@ -70,6 +71,16 @@ _PAST_VERB: Final = re.compile(
     r"adopted|signed|graduated|traveled|travelled|camped|baked|cooked|learned|found|received|hosted|organized|"
     r"organised|completed|launched|released|passed|failed|returned|left|arrived|volunteered|quit)\b")
 _PLAN: Final = re.compile(r"\b(?:I|we|We)(?:'m| am|'re| are)?(?: going to| gonna| will| plan to| planning to|'ll)\b")
+#: Where a dated event's sentence turns to something else: a question to the other speaker ("I met Robert on April 25,
+#: can you suggest …"), or, after its time phrase, the speaker's next request ("… on April 10, and now I want to learn
+#: more about …"). The event's claim stops there, so that it stands alone; how the speaker felt about it stays ("…,
+#: I was mesmerized by the castles"), and so does what comes before the time phrase.
+_BOUNDARY: Final = r"\s*(?:[,;:]|\s[-–—]|\band\b|\bbut\b|\bso\b)\s+(?:(?:and|but|so|now)\s+)*"
+_QUESTION_TAIL: Final = re.compile(_BOUNDARY + r"(?:(?:can|could|would|will|should|do|does|did|is|are)\s+"
+                                   r"(?:you|I|we|there)\b|(?:what|how|why)\b)")
+_FIRST_PERSON_TAIL: Final = re.compile(
+    _BOUNDARY + r"I(?:'m| am|'d| would)?\s+(?:want|need|like|wonder|wondering|was wondering|trying|thinking|"
+    r"looking|not sure|hoping|planning to ask)\b")
 _CORRECTION: Final = re.compile(r"^\s*(?:actually\b|no,? I meant\b|correction:|I was wrong\b|sorry,? I meant\b)",
                                 re.IGNORECASE)
 #: An object with one of these words points at something the sentence does not name ("I love it", "a fan of this
@@ -173,6 +184,7 @@ class OfflineExtractor:
         start = plan.start() if future and plan else past.start()  # type: ignore[union-attr]
         body = _PLAN.sub("plans to", sentence[start:], count=1) if future else sentence[start:]
         body = re.sub(r"^(?:I|we|We)\b", "", body).strip()
+        body = _event_only(body, when.phrase)
         dated = f"{when.phrase} ({_absolute(when, item.turn.timestamp)})"
         body = body.replace(when.phrase, dated, 1) if when.phrase in body else f"{body.rstrip(' .!?')}, {dated}"
         body = re.sub(r"\bmy\b", f"{item.speaker}'s", body.rstrip(" .!?"))
@@ -181,6 +193,16 @@ class OfflineExtractor:
         if len(claim) > 400:
             return
         found.fact(claim, item.ref, [item.speaker], "future" if future else "past", correction=correction)
+
+
+def _event_only(body: str, phrase: str) -> str:
+    """A dated event's words up to where its sentence turns to a question, or to the speaker's next request after
+    the time ``phrase`` (see :data:`_QUESTION_TAIL`)."""
+    at = body.find(phrase)
+    after = at + len(phrase) if at >= 0 else len(body)
+    cuts = [m.start() for m in (_QUESTION_TAIL.search(body, min(after, len(body)) if at >= 0 else 0),
+                                _FIRST_PERSON_TAIL.search(body, after)) if m]
+    return body[:min(cuts)] if cuts else body
 
 
 def _absolute(when: TimeRange, said: datetime) -> str:
