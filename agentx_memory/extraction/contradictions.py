@@ -122,7 +122,7 @@ def _describes(rest: list[str]) -> bool:
 
 def _purpose(words: list[str]) -> bool:
     """Whether the claim says what something is for ("… goal is to …", "… plan was to …")."""
-    return any(w in ("is", "are", "was", "were") and nxt == "to" for w, nxt in pairwise(words))
+    return any(w in _COPULAS and nxt == "to" for w, nxt in pairwise(words))
 
 
 def _overlap(a: str, b: str) -> float:

@@ -199,8 +199,8 @@ def _event_only(body: str, phrase: str) -> str:
     """A dated event's words up to where its sentence turns to a question, or to the speaker's next request after
     the time ``phrase`` (see :data:`_QUESTION_TAIL`)."""
     at = body.find(phrase)
-    after = at + len(phrase) if at >= 0 else len(body)
-    cuts = [m.start() for m in (_QUESTION_TAIL.search(body, min(after, len(body)) if at >= 0 else 0),
+    after = at + len(phrase) if at >= 0 else len(body)  # no phrase in the words: no request tail to cut
+    cuts = [m.start() for m in (_QUESTION_TAIL.search(body, after if at >= 0 else 0),
                                 _FIRST_PERSON_TAIL.search(body, after)) if m]
     return body[:min(cuts)] if cuts else body
 
