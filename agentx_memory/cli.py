@@ -395,8 +395,9 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "choose.json").write_text(json.dumps(result, indent=2))
-        (out / "choose.md").write_text(choose.markdown_report(result))
-        print(choose.markdown_report(result))
+        markdown = choose.markdown_report(result)
+        (out / "choose.md").write_text(markdown)
+        print(markdown)
         _console().print(f"written: {out / 'choose.json'}, .md")
         return 0
     if settings.graph.backend == "neo4j" and not args.wipe_neo4j:

@@ -229,9 +229,11 @@ def test_the_extract_command_dry_runs_then_writes(settings):
 SEPT, NOV = datetime(2026, 9, 7, 18, tzinfo=UTC), datetime(2026, 11, 15, 8, tzinfo=UTC)
 
 
-def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: str) -> None:
+def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: str, speaker: str | None = "Sam") -> None:
+    """The user's turns, said by ``speaker``; None is a user–assistant chat's turn, with no speaker name, which the
+    offline rules call "the user"."""
     memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role="user", content=line,
-                             timestamp=when + timedelta(seconds=i), metadata={"speaker": "Sam"})
+                             timestamp=when + timedelta(seconds=i), metadata={"speaker": speaker} if speaker else {})
                         for i, line in enumerate(lines)])
 
 
@@ -329,18 +331,12 @@ def test_the_extractor_follows_the_setting(monkeypatch):
         choose_extractor(Settings(llm={"extraction_model": ""}, extraction={"extractor": "llm"}))
 
 
-def _say_unnamed(memory: AgentMemory, conversation: str, when: datetime, *lines: str) -> None:
-    """A user–assistant chat's turns: no speaker name, so the offline rules call the speaker "the user"."""
-    memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role="user", content=line,
-                             timestamp=when + timedelta(seconds=i)) for i, line in enumerate(lines)])
-
-
 def test_a_nameless_user_moving_months_later_replaces_the_old_city(settings):
     """"The user" is no entity that the two claims share, and two months lie between them: the move still replaces
     the old city (the claims' slot finds the older one), so recall offers only the new one."""
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
-        _say_unnamed(memory, "s1", SEPT, "I just moved to Porto for a new job at Lumen Labs.")
-        _say_unnamed(memory, "s5", NOV, "Big news: I moved from Porto to Lisbon last week.")
+        _say(memory, "s1", SEPT, "I just moved to Porto for a new job at Lumen Labs.", speaker=None)
+        _say(memory, "s5", NOV, "Big news: I moved from Porto to Lisbon last week.", speaker=None)
         memory.extract_conversation("s1")
         memory.extract_conversation("s5")
         claims = _claims(memory)
@@ -355,8 +351,8 @@ def test_two_things_a_nameless_user_loves_both_stay(settings):
     """"The user loves hiking." and, two weeks later, "… loves cooking.": likes accumulate, as they do for a named
     speaker ("Sam loves …"); the article of "the user" is not a word of the slot."""
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
-        _say_unnamed(memory, "s1", NOV - timedelta(days=14), "I really love hiking.")
-        _say_unnamed(memory, "s2", NOV, "I really love cooking.")
+        _say(memory, "s1", NOV - timedelta(days=14), "I really love hiking.", speaker=None)
+        _say(memory, "s2", NOV, "I really love cooking.", speaker=None)
         memory.extract_conversation("s1")
         report = memory.extract_conversation("s2")
         claims = _claims(memory)
@@ -382,10 +378,10 @@ def test_preferences_and_goals_add_up(settings):
     """Two preferences that share three words ("the user prefers using …") and two goals ("… goal is to …") said a
     week apart: all four stay active, none replaces another."""
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
-        _say_unnamed(memory, "s1", NOV - timedelta(days=7), "I prefer using the YOLOv5s model.",
-                     "My goal is to keep latency under 250ms.")
-        _say_unnamed(memory, "s2", NOV, "I prefer using GPU acceleration with TensorRT.",
-                     "My goal is to ship the tracker by May.")
+        _say(memory, "s1", NOV - timedelta(days=7), "I prefer using the YOLOv5s model.",
+                     "My goal is to keep latency under 250ms.", speaker=None)
+        _say(memory, "s2", NOV, "I prefer using GPU acceleration with TensorRT.",
+                     "My goal is to ship the tracker by May.", speaker=None)
         memory.extract_conversation("s1")
         memory.extract_conversation("s2")
         statuses = {c: f.status for c, f in _claims(memory).items()}
@@ -400,9 +396,9 @@ def test_descriptions_add_up_and_a_new_port_replaces_the_old(settings):
     """After "is", a description adds to another ("… code is efficient." / "… code is maintainable."); a value
     replaces the one before it ("… running on port 3000." / "… port 8000.")."""
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
-        _say_unnamed(memory, "s1", NOV - timedelta(days=7), "My code is efficient.",
-                     "My app is currently running on port 3000.")
-        _say_unnamed(memory, "s2", NOV, "My code is maintainable.", "My app is currently running on port 8000.")
+        _say(memory, "s1", NOV - timedelta(days=7), "My code is efficient.",
+                     "My app is currently running on port 3000.", speaker=None)
+        _say(memory, "s2", NOV, "My code is maintainable.", "My app is currently running on port 8000.", speaker=None)
         memory.extract_conversation("s1")
         memory.extract_conversation("s2")
         statuses = {c: f.status for c, f in _claims(memory).items()}

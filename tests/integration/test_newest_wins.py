@@ -17,10 +17,12 @@ WELCOME = "Welcome to Porto, Sam! What will you be working on at Lumen Labs?"
 LISBON = "Big news: I moved from Porto to Lisbon last week, Lumen Labs opened an office there."
 
 
-def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: tuple[str, str]) -> list[Turn]:
+def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: tuple[str, str], named: bool = True
+         ) -> list[Turn]:
+    """Turns by role; ``named``: Sam and "assistant" as speakers, else none (a user–assistant chat's turns)."""
     return memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role=role, content=text,
                                     timestamp=when + timedelta(seconds=i),
-                                    metadata={"speaker": "Sam" if role == "user" else "assistant"})
+                                    metadata={"speaker": "Sam" if role == "user" else "assistant"} if named else {})
                                for i, (role, text) in enumerate(lines)])
 
 
@@ -61,13 +63,11 @@ def test_newest_wins_in_a_user_assistant_chat_with_no_names(settings):
     """No speaker names (the usual agent chat): the offline rules say "the user lives in …", about no entity the two
     claims share, said two months apart; the move still replaces the old city, and its turn comes first."""
     with AgentMemory(settings(extraction={"extractor": "offline"}), user_id="alice") as memory:
-        turns = []
-        for conversation, when, said in (("s1", SEPT, PORTO.replace("I'm Sam. ", "")), ("s5", NOV, LISBON)):
-            turns += memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role=role, content=text,
-                                              timestamp=when + timedelta(seconds=i))
-                                         for i, (role, text) in enumerate([("user", said), ("assistant", "Nice!")])])
-            memory.extract_conversation(conversation)
-        porto, lisbon = turns[0], turns[2]
+        porto = _say(memory, "s1", SEPT, ("user", PORTO.replace("I'm Sam. ", "")), ("assistant", "Nice!"),
+                     named=False)[0]
+        lisbon = _say(memory, "s5", NOV, ("user", LISBON), ("assistant", "Nice!"), named=False)[0]
+        memory.extract_conversation("s1")
+        memory.extract_conversation("s5")
         assert [f.item.claim for f in memory.remember("Where do I live now?", top_k=10).facts if "lives" in
                 f.item.claim] == ["the user lives in Lisbon."]
         question = "Which city do I live in for my new job?"
