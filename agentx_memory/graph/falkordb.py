@@ -127,16 +127,19 @@ class FalkorGraphStore(GraphStore):
         # The client probes the server (a synchronous INFO, to detect a cluster) while it is constructed, so an
         # unreachable server fails here already. The pool blocks (up to pool_wait_seconds) when every connection is
         # busy: redis' default pool raised "Too many connections" at the 33rd concurrent call, read as an outage.
+        # A reply is awaited however long its statement runs (socket_timeout None): redis-py 8 cuts reads at 5 s by
+        # default, and a cut batch write on a big graph read as an outage while the server went on writing it.
         try:
             if unix_socket_path:
                 pool = BlockingConnectionPool(
                     connection_class=UnixDomainSocketConnection, path=unix_socket_path, password=password or None,
-                    max_connections=max_connections, timeout=pool_wait_seconds, decode_responses=True)
+                    max_connections=max_connections, timeout=pool_wait_seconds, decode_responses=True,
+                    socket_timeout=None)
             elif url:
                 if url.startswith(("falkor://", "falkors://")):
                     url = "redis" + url[len("falkor"):]
-                pool = BlockingConnectionPool.from_url(url, max_connections=max_connections,
-                                                       timeout=pool_wait_seconds, decode_responses=True)
+                pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=pool_wait_seconds,
+                                                       decode_responses=True, socket_timeout=None)
             else:
                 raise ValueError("FalkorGraphStore needs url or unix_socket_path")
             self._db = FalkorDB(connection_pool=pool)
