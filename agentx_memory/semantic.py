@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
+from .fact_slots import slot_key
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
 from .reinforcement import AccessCounts, ReinforcementBuffer
@@ -289,7 +290,8 @@ class SemanticMemory:
         try:
             written = await self.ctx.graph.write(cypher.STORE_FACT, {
                 "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
-                "confidence": fact.confidence, "source": fact.source, "source_turn_id": fact.source_turn_id,
+                "slot_key": slot_key(fact.user_id, fact.claim), "confidence": fact.confidence, "source": fact.source,
+                "source_turn_id": fact.source_turn_id,
                 "conversation_id": fact.conversation_id, "temporal": fact.temporal, "certainty": fact.certainty,
                 "metadata": metadata, "agent_id": fact.agent_id, "scope": fact.scope,
                 "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),

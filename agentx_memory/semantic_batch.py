@@ -44,6 +44,7 @@ from pydantic import BaseModel
 from .audit import WriteEntry
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
+from .fact_slots import slot_key
 from .graph import cypher
 from .models import Entity, Fact, Relationship
 from .rows import entity_from_row, fact_from_row
@@ -317,6 +318,7 @@ class SemanticBatch:
         first, last = items[0], items[-1]
         return {
             "id": first.id, "user_id": first.user_id, "channel": first.channel, "claim": last.claim,
+            "slot_key": slot_key(first.user_id, last.claim),
             "confidence": max(f.confidence for f in items), "source": last.source,
             "source_turn_id": next((f.source_turn_id for f in items if f.source_turn_id), None),
             "conversation_id": next((f.conversation_id for f in items if f.conversation_id), None),

@@ -32,6 +32,7 @@ from typing import IO, Any, Final, cast
 
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
+from .fact_slots import slot_key
 from .graph import cypher
 from .sql.snapshots import AGENT_TABLES, SNAPSHOT_TABLES
 from .wipe import wipe_user
@@ -281,8 +282,7 @@ async def _load_nodes(ctx: MemoryContext, user_id: str, nodes: dict[str, list[di
         found = nodes.get(label, [])
         for start in range(0, len(found), PAGE):
             page = found[start:start + PAGE]
-            rows = [{"id": r["id"], "props": {**r["props"], **({"id": user_id} if label == "User" else
-                                                                  {"user_id": user_id})}} for r in page]
+            rows = [{"id": r["id"], "props": _restored_props(label, r["props"], user_id)} for r in page]
             await ctx.graph.write(cypher.SNAPSHOT_RESTORE_NODES[label], {"rows": rows, "user_id": user_id})
             vectors = [{"id": r["id"], "embedding": r["embedding"]} for r in page if r.get("embedding")]
             if vectors and label in cypher.SNAPSHOT_RESTORE_VECTORS:
@@ -290,6 +290,17 @@ async def _load_nodes(ctx: MemoryContext, user_id: str, nodes: dict[str, list[di
             done += len(page)
             progress("graph nodes", done)
     return done
+
+
+def _restored_props(label: str, props: dict[str, Any], user_id: str) -> dict[str, Any]:
+    """A node's snapshot properties as they are written back for ``user_id``: its user, and a fact's slot key made
+    for that user (a snapshot taken before facts had one, or of another user, holds none or another user's)."""
+    if label == "User":
+        return {**props, "id": user_id}
+    restored = {**props, "user_id": user_id}
+    if label == "Fact":
+        restored["slot_key"] = slot_key(user_id, str(props.get("claim") or ""))
+    return restored
 
 
 async def _load_edges(ctx: MemoryContext, user_id: str, edges: dict[tuple[str, str, str], list[dict[str, Any]]],

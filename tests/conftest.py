@@ -461,6 +461,11 @@ def gread(memory, query: str, params: dict | None = None) -> list[dict]:
     return memory._portal.run(memory.core.ctx.graph.read(query, params or {}))
 
 
+def gwrite(memory, query: str, params: dict | None = None) -> list[dict]:
+    """An ad-hoc write query on a sync memory's own graph connection (run on its event loop)."""
+    return memory._portal.run(memory.core.ctx.graph.write(query, params or {}))
+
+
 def sql(memory, query: str, params=None) -> list[dict]:
     """An ad-hoc SQL query in a sync memory's own PostgreSQL schema."""
     return memory._portal.run(memory.core.ctx.postgres.fetch(query, params))

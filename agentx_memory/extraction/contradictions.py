@@ -1,8 +1,9 @@
 """Contradictions and corrections between a newly extracted fact and the user's stored facts.
 
-Candidates: the user's active facts in the fact's channel that are ABOUT one of its entities, every fact of the
-last ``extraction.contradiction_window_days``, and every fact that opens with the same slot words at any age (the
-offline rules' "the user lives in …" is about no entity the two claims share). Two facts **contradict** when they
+Candidates: the user's active facts in the fact's channel of the same slot (the same first three words: a
+lookup of :func:`~agentx_memory.fact_slots.slot_key` in its index, at any age, whatever entities the claims name —
+the offline rules' "the user lives in …" names none), and for a correction also those ABOUT one of its entities or of
+the last ``extraction.contradiction_window_days``. Two facts **contradict** when they
 state the same single-valued thing with different values (:func:`same_slot`: the same first three words or more,
 articles not counted, then a short, different remainder — "Sam lives in Porto." / "Sam lives in Lisbon."), and
 neither is an event (tagged past or future: events accumulate, they do not replace each other). A new fact extracted
@@ -23,24 +24,19 @@ paraphrases; docs/extraction.md says so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import timedelta
 from itertools import pairwise
 from typing import Any, Final
 
+from ..fact_slots import SLOT_WORDS, claim_words, slot_key
 from ..graph import cypher
 from ..models import Fact
 from ..semantic import SemanticMemory
 from ..timeutil import now_ms, to_ms
 
-__all__ = ["Resolution", "resolve_contradictions", "same_slot", "slot_opening"]
+__all__ = ["Resolution", "resolve_contradictions", "same_slot"]
 
-_DATE_NOTE: Final = re.compile(r"\((?:on|in|around) [^)]*\)")
-_WORD: Final = re.compile(r"[\w'’-]+")
-#: Articles are no words of a slot: "the user loves …" is a subject and a verb, as "Sam loves …" is, and "Sam has a
-#: dog." / "Sam has a cat." or "Sam is a nurse." / "Sam is a mother." add to each other, as "Sam loves …" claims do.
-_ARTICLES: Final = frozenset({"the", "a", "an"})
 #: Verbs of liking, wanting or needing: what they take adds up ("Sam prefers using YOLOv5." / "… using TensorRT."),
 #: however many words the two claims share.
 _ATTITUDES: Final = frozenset({"like", "likes", "love", "loves", "enjoy", "enjoys", "prefer", "prefers", "hate",
@@ -52,8 +48,7 @@ _COPULAS: Final = frozenset({"is", "are", "was", "were"})
 _DESCRIBING_ENDINGS: Final = ("ed", "ing", "able", "ible", "ive", "ous", "ful", "ent", "ant", "less", "ly")
 _DESCRIBING: Final = frozenset({"secure", "correct", "ready", "done", "good", "fine", "robust", "stable", "safe",
                                 "fast", "slow", "clean", "complete", "accurate", "optimal", "valid", "broken", "set"})
-#: Leading words two claims must share to state the same thing, and the longest remainder that is still "a value".
-SLOT_WORDS: Final = 3
+#: The longest remainder after the slot words that is still "a value".
 VALUE_WORDS: Final = 6
 
 
@@ -65,26 +60,6 @@ class Resolution:
     fact_ids: tuple[str, str]
     kept: str | None
     reason: str
-
-
-def _words(claim: str) -> list[str]:
-    return [w for w in (w.casefold() for w in _WORD.findall(_DATE_NOTE.sub(" ", claim))) if w not in _ARTICLES]
-
-
-def slot_opening(claim: str) -> str:
-    """The lower-cased text of ``claim`` up to the end of its :data:`SLOT_WORDS` slot words (articles among them
-    included), which the other claims of its slot start with when written alike; "" when the claim is too short to
-    state a value or a date note ("(on 2026-11-08)") falls among those words.
-
-    >>> slot_opening("The user lives in Porto.")
-    'the user lives in'
-    """
-    text = claim.strip()
-    words = [w for w in _WORD.finditer(text) if w.group().casefold() not in _ARTICLES]
-    if len(words) <= SLOT_WORDS:
-        return ""
-    opening = text[:words[SLOT_WORDS - 1].end()]
-    return "" if "(" in opening else opening.lower()
 
 
 def same_slot(a: str, b: str) -> bool:
@@ -100,7 +75,7 @@ def same_slot(a: str, b: str) -> bool:
     >>> same_slot("the user loves hiking.", "the user loves cooking.")
     False
     """
-    wa, wb = _words(a), _words(b)
+    wa, wb = claim_words(a), claim_words(b)
     common = 0
     while common < min(len(wa), len(wb)) and wa[common] == wb[common]:
         common += 1
@@ -126,7 +101,7 @@ def _purpose(words: list[str]) -> bool:
 
 
 def _overlap(a: str, b: str) -> float:
-    sa, sb = set(_words(a)), set(_words(b))
+    sa, sb = set(claim_words(a)), set(claim_words(b))
     return len(sa & sb) / max(1, len(sa | sb))
 
 
@@ -139,12 +114,7 @@ async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], po
     for fact in facts:
         if fact.status in ("superseded", "rejected", "duplicate", "expired") or fact.id in hidden:
             continue
-        rows = await semantic.ctx.graph.read(cypher.CONTRADICTION_CANDIDATES, {
-            "user_id": fact.user_id, "channels": [fact.channel], "exclude": [fact.id], "entity_ids": fact.entity_ids,
-            "since": to_ms(fact.created_at - timedelta(days=window_days)), "k": 200,
-            "slot": slot_opening(fact.claim),
-            # only facts with the same readers: a resolution hides one of the two from whoever read it
-            "private_to": (fact.agent_id or "") if fact.scope == "agent" else ""})
+        rows = await _candidates(semantic, fact, window_days)
         corrects = str(fact.metadata.get("corrects") or "")
         for row in rows:
             other = row["fact"]
@@ -159,6 +129,27 @@ async def resolve_contradictions(semantic: SemanticMemory, facts: list[Fact], po
             if resolution.kept is not None:
                 hidden.update(set(resolution.fact_ids) - {resolution.kept})
     return out
+
+
+async def _candidates(semantic: SemanticMemory, fact: Fact, window_days: float) -> list[dict[str, Any]]:
+    """The stored facts ``fact`` may replace: those of its slot, read by the slot key's index (none when no claim can
+    be of the same slot as it: too short, a verb of liking or wanting among the slot words, or an event that corrects
+    nothing); for a correction also those about its entities or of the last ``window_days``."""
+    corrects = bool(fact.metadata.get("corrects"))
+    key = slot_key(fact.user_id, fact.claim)
+    scope = {"user_id": fact.user_id, "channels": [fact.channel], "exclude": [fact.id], "k": 200,
+             # only facts with the same readers: a resolution hides one of the two from whoever read it
+             "private_to": (fact.agent_id or "") if fact.scope == "agent" else ""}
+    rows: list[dict[str, Any]] = []
+    if key is not None and (corrects or fact.temporal not in ("past", "future")) and not _ATTITUDES.intersection(
+            claim_words(fact.claim)[:SLOT_WORDS]):
+        rows = await semantic.ctx.graph.read(cypher.SLOT_CANDIDATES, {**scope, "slot_key": key})
+    if corrects:
+        seen = {row["fact"]["id"] for row in rows}
+        rows += [row for row in await semantic.ctx.graph.read(cypher.CORRECTION_CANDIDATES, {
+            **scope, "entity_ids": fact.entity_ids, "since": to_ms(fact.created_at - timedelta(days=window_days))})
+            if row["fact"]["id"] not in seen]
+    return rows
 
 
 def _conflict(fact: Fact, other: dict[str, Any], corrects: str) -> str | None:

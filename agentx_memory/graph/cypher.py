@@ -389,7 +389,7 @@ ON CREATE SET f.created_at = $created_at, f.access_count = 0, f.channel = $chann
               f.confidence_base = $confidence, f.agent_id = $agent_id, f.scope = $scope
 WITH f WHERE f.channel = $channel
 REMOVE f.embedding
-SET f.claim = $claim, f.source = $source,
+SET f.claim = $claim, f.slot_key = $slot_key, f.source = $source,
     f.confidence = CASE WHEN f.confidence >= $confidence THEN f.confidence ELSE $confidence END,
     f.confidence_base = CASE WHEN coalesce(f.confidence_base, f.confidence) >= $confidence
                              THEN coalesce(f.confidence_base, f.confidence) ELSE $confidence END,
@@ -435,7 +435,7 @@ ON CREATE SET f.created_at = row.created_at, f.access_count = 0, f.channel = row
               f.confidence_base = row.confidence, f.agent_id = row.agent_id, f.scope = row.scope
 WITH f, row WHERE f.channel = row.channel
 REMOVE f.embedding
-SET f.claim = row.claim, f.source = row.source,
+SET f.claim = row.claim, f.slot_key = row.slot_key, f.source = row.source,
     f.confidence = CASE WHEN f.confidence >= row.confidence THEN f.confidence ELSE row.confidence END,
     f.confidence_base = CASE WHEN coalesce(f.confidence_base, f.confidence) >= row.confidence
                              THEN coalesce(f.confidence_base, f.confidence) ELSE row.confidence END,
@@ -483,19 +483,50 @@ def _private_to(var: LiteralString) -> LiteralString:
     return "coalesce(CASE WHEN " + var + ".scope = 'agent' THEN " + var + ".agent_id END, '')"
 
 
-#: The user's active facts in these channels created since ``$since``, ABOUT one of ``$entity_ids`` or opening with
-#: the lower-cased slot words ``$slot`` (the candidates a new fact may contradict): those of the slot first (however
-#: many recent facts the limit also holds), then newest first.
-CONTRADICTION_CANDIDATES: Final[LiteralString] = """
+#: The user's active facts in these channels of the slot ``$slot_key`` (``fact_slots.slot_key``: the candidates a new
+#: fact may contradict), newest first: read through the slot key's index, whatever the number of the user's facts.
+SLOT_CANDIDATES: Final[LiteralString] = """
+MATCH (f:Fact {slot_key: $slot_key})
+WHERE f.user_id = $user_id AND f.channel IN $channels AND coalesce(f.superseded, false) = false
+  AND NOT f.id IN $exclude AND """ + _private_to("f") + """ = $private_to
+RETURN f {.id, .claim, .temporal, .created_at, .status} AS fact
+ORDER BY f.created_at DESC, f.id LIMIT $k
+"""
+
+#: The user's active facts in these channels created since ``$since`` or ABOUT one of ``$entity_ids``, newest first:
+#: what a correction may correct besides its slot (it names the corrected claim, not always in the same words). It
+#: reads the user's facts; corrections are the rare facts the extractor marks as one.
+CORRECTION_CANDIDATES: Final[LiteralString] = """
 MATCH (f:Fact {user_id: $user_id})
 WHERE f.channel IN $channels AND coalesce(f.superseded, false) = false AND NOT f.id IN $exclude
   AND """ + _private_to("f") + """ = $private_to
 OPTIONAL MATCH (f)-[:ABOUT]->(e:Entity)
-WITH f, collect(e.id) AS about, $slot <> '' AND toLower(f.claim) STARTS WITH $slot AS same_slot
-WHERE same_slot OR f.created_at >= $since OR any(x IN about WHERE x IN $entity_ids)
+WITH f, collect(e.id) AS about
+WHERE f.created_at >= $since OR any(x IN about WHERE x IN $entity_ids)
 RETURN f {.id, .claim, .temporal, .created_at, .status} AS fact
-ORDER BY CASE WHEN same_slot THEN 0 ELSE 1 END, f.created_at DESC, f.id LIMIT $k
+ORDER BY f.created_at DESC, f.id LIMIT $k
 """
+
+#: Facts written before facts had a slot key (``fact_slots.backfill_slot_keys``), by id after ``$after``; a fact
+#: whose claim has no slot keeps none and is read again by a later pass, never by the same one.
+FACTS_WITHOUT_SLOT_KEY: Final[LiteralString] = """
+MATCH (f:Fact) WHERE f.id > $after AND f.slot_key IS NULL
+RETURN f.id AS id, f.user_id AS user_id, f.claim AS claim ORDER BY f.id LIMIT $limit
+"""
+
+#: Each ``$rows`` fact (id) gets its slot key, unless its claim changed since it was read.
+SET_SLOT_KEYS: Final[LiteralString] = """
+UNWIND $rows AS row
+MATCH (f:Fact {id: row.id})
+WHERE f.claim = row.claim AND f.slot_key IS NULL
+SET f.slot_key = row.slot_key
+RETURN count(f) AS updated
+"""
+
+#: Whether every fact of the graph was given its slot key (set once, by the first process that finished the pass).
+SLOT_KEYS_DONE: Final[LiteralString] = "MATCH (m:AgentxMeta {key: 'fact_slot_keys'}) RETURN m.done AS done"
+MARK_SLOT_KEYS_DONE: Final[LiteralString] = (
+    "MERGE (m:AgentxMeta {key: 'fact_slot_keys'}) SET m.done = true, m.at = $now RETURN m.done AS done")
 
 #: ``$old_id`` is replaced by ``$new_id`` (prefer_new, a correction): hidden from recall, linked, kept.
 SUPERSEDE_FACT: Final[LiteralString] = """
@@ -576,7 +607,7 @@ RETURN g.id AS id ORDER BY g.created_at, g.id LIMIT 1
 PROMOTE_FACT: Final[LiteralString] = """
 MATCH (src:Fact {id: $source_id, user_id: $user_id})
 MERGE (g:Fact {id: $global_id, user_id: $user_id})
-ON CREATE SET g.channel = '_global', g.claim = src.claim, g.confidence = src.confidence,
+ON CREATE SET g.channel = '_global', g.claim = src.claim, g.slot_key = src.slot_key, g.confidence = src.confidence,
               g.agent_id = src.agent_id, g.scope = src.scope,
               g.source = 'promotion', g.source_turn_id = src.source_turn_id, g.conversation_id = src.conversation_id,
               g.temporal = src.temporal, g.metadata = src.metadata, g.embedding = src.embedding,

@@ -112,6 +112,7 @@ RANGE_INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Goal", ("user_id",)),
     ("Control", ("user_id",)),
     ("Fact", ("source_turn_id",)),
+    ("Fact", ("slot_key",)),
     ("Goal", ("status",)),
 )
 

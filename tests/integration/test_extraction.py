@@ -14,7 +14,7 @@ from agentx_memory import AgentMemory, Turn
 from agentx_memory.bench.wire import Reply, WireServer, openai_completion
 from agentx_memory.errors import NotFoundError
 from agentx_memory.extraction.writer import fact_id
-from tests.conftest import cli_env, gread
+from tests.conftest import cli_env, gread, gwrite
 from tests.integration.test_recall_cli import agentx
 
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -229,10 +229,11 @@ def test_the_extract_command_dry_runs_then_writes(settings):
 SEPT, NOV = datetime(2026, 9, 7, 18, tzinfo=UTC), datetime(2026, 11, 15, 8, tzinfo=UTC)
 
 
-def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: str, speaker: str | None = "Sam") -> None:
+def _say(memory: AgentMemory, conversation: str, when: datetime, *lines: str, speaker: str | None = "Sam",
+         user_id: str = "alice") -> None:
     """The user's turns, said by ``speaker``; None is a user–assistant chat's turn, with no speaker name, which the
     offline rules call "the user"."""
-    memory.store_turns([Turn(conversation_id=conversation, user_id="alice", role="user", content=line,
+    memory.store_turns([Turn(conversation_id=conversation, user_id=user_id, role="user", content=line,
                              timestamp=when + timedelta(seconds=i), metadata={"speaker": speaker} if speaker else {})
                         for i, line in enumerate(lines)])
 
@@ -345,6 +346,29 @@ def test_a_nameless_user_moving_months_later_replaces_the_old_city(settings):
         assert lisbon.status == "active" and claims["the user works at Lumen Labs."].status == "active"
         recalled = [f.item.claim for f in memory.remember("Where do I live?", top_k=10).facts]
         assert "the user lives in Lisbon." in recalled and "the user lives in Porto." not in recalled
+
+
+def test_a_fact_stored_before_facts_had_slot_keys_is_still_replaced(settings):
+    """A graph written before facts carried their slot key gets the keys when it is opened (once): the move said
+    afterwards still replaces the old city, found through the key's index. Another user's same claim stays."""
+    s = settings(extraction={"extractor": "offline"})
+    with AgentMemory(s, user_id="alice") as memory:
+        _say(memory, "s1", SEPT, "I just moved to Porto for a new job at Lumen Labs.", speaker=None)
+        _say(memory, "b1", SEPT, "I just moved to Porto for a new job at Lumen Labs.", speaker=None, user_id="bob")
+        memory.extract_conversation("s1")
+        memory.extract_conversation("b1", user_id="bob")
+        # as a graph of an earlier version left them: no key on any fact, no record of the pass
+        gwrite(memory, "MATCH (f:Fact) REMOVE f.slot_key")
+        gwrite(memory, "MATCH (m:AgentxMeta {key: 'fact_slot_keys'}) DELETE m")
+    with AgentMemory(s, user_id="alice") as memory:
+        _say(memory, "s5", NOV, "Big news: I moved from Porto to Lisbon last week.", speaker=None)
+        memory.extract_conversation("s5")
+        statuses = {(r["user"], r["claim"]): r["status"] for r in gread(
+            memory, "MATCH (f:Fact) WHERE f.claim CONTAINS 'lives in' "
+                    "RETURN f.user_id AS user, f.claim AS claim, coalesce(f.status, 'active') AS status")}
+        assert statuses == {("alice", "the user lives in Porto."): "superseded",
+                            ("alice", "the user lives in Lisbon."): "active",
+                            ("bob", "the user lives in Porto."): "active"}
 
 
 def test_two_things_a_nameless_user_loves_both_stay(settings):

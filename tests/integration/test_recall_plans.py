@@ -199,6 +199,9 @@ def test_graph_lookups_of_retrieval_use_an_index(loaded, backend, name):
 ANCHORED_LOOKUPS = {
     "FACTS_ABOUT": ("e:Entity", GRAPH_LOOKUPS["FACTS_ABOUT"]),
     "REPLACED_FACT_SOURCES": ("f:Fact", {"user_id": "alice", "ids": ["f1"]}),
+    # the contradiction check's candidates: the facts of one slot, not every fact of the user
+    "SLOT_CANDIDATES": ("f:Fact", {"slot_key": "alice\x1fuser lives in", "user_id": "alice", "channels": ["_global"],
+                                   "exclude": [], "private_to": "", "k": 200}),
 }
 
 

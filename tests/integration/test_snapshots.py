@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from agentx_memory import AgentMemory, ConflictError, ControlMemory, Fact, NotFoundError, Turn, ValidationError
+from agentx_memory.fact_slots import slot_key
 from agentx_memory.sql.snapshots import SNAPSHOT_TABLES
-from tests.conftest import cli_env, gread
+from tests.conftest import cli_env, gread, gwrite
 from tests.integration.test_forget import _fill
 from tests.integration.test_recall_cli import agentx
 
@@ -81,6 +82,18 @@ def test_a_snapshot_restores_every_store_as_it_was(settings):
             memory.restore_from_snapshot("no-such-snapshot")
         receipt = memory.forget_user("alice")
         assert receipt.snapshots == 1 and memory.list_snapshots() == []
+
+
+def test_a_fact_restored_from_a_snapshot_of_an_earlier_version_gets_its_slot_key(settings):
+    """A snapshot taken before facts carried a slot key restores them with one: the contradiction check finds a
+    fact by that key only, so a restored fact without it would never be replaced by a newer value."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        fact = memory.learn_fact(Fact(user_id="alice", claim="alice lives in Porto"))
+        gwrite(memory, "MATCH (f:Fact) REMOVE f.slot_key")  # as a graph of an earlier version held it
+        snapshot = memory.create_snapshot()
+        memory.restore_from_snapshot(snapshot.snapshot_id)
+        assert gread(memory, "MATCH (f:Fact {id: $id}) RETURN f.slot_key AS key", {"id": fact.id}) == [
+            {"key": slot_key("alice", "alice lives in Porto")}]
 
 
 def test_an_exported_file_loads_into_another_installation_equal(settings, tmp_path):

@@ -1,11 +1,12 @@
-"""When two extracted claims state the same single-valued thing (``same_slot``), and the opening by which the stored
-claims of that slot are found at any age (``slot_opening``)."""
+"""When two extracted claims state the same single-valued thing (``same_slot``), and the key by which the stored
+claims of that slot are found at any age (``slot_key``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentx_memory.extraction.contradictions import same_slot, slot_opening
+from agentx_memory.extraction.contradictions import same_slot
+from agentx_memory.fact_slots import slot_key
 
 
 @pytest.mark.parametrize(("a", "b", "same"), [
@@ -36,27 +37,32 @@ from agentx_memory.extraction.contradictions import same_slot, slot_opening
     ("the user's database is PostgreSQL 15.", "the user's database is MySQL 8.", True),
     ("Sam lives in Porto.", "Sam lives in Porto.", False),  # the same value
     ("Sam lives in Porto.", "Sam lives in a small flat near the river in the old town of Lisbon.", False),
+    ("Sam moved (on 2026-11-08) to Lisbon.", "Sam moved to Porto.", True),  # a date note is no word of the slot
+    ("Sam's  manager is Maya.", "sam's manager is Bob.", True),  # case and spacing are no part of it either
 ])
 def test_same_slot(a, b, same):
     assert same_slot(a, b) is same
     assert same_slot(b, a) is same
+    if same:  # the check reads its candidates by the slot key alone: a pair it accepts must share the key
+        assert slot_key("sam", a) == slot_key("sam", b) is not None
 
 
-@pytest.mark.parametrize(("claim", "opening"), [
-    ("The user lives in Porto.", "the user lives in"),
+@pytest.mark.parametrize(("claim", "slot"), [
+    ("The user lives in Porto.", "user lives in"),
     ("Sam lives in Porto.", "sam lives in"),
     ("Sam's manager is Maya Costa.", "sam's manager is"),
-    ("Sam moved (on 2026-11-08) to Lisbon.", ""),  # a date note among the slot words: found by the other routes
-    ("Sam lives in", ""),  # no value after the slot: nothing to contradict
-    ("the user loves", ""),
-    ("Sam is a nurse.", ""),  # "sam is nurse": no value after three slot words
-    ("Sam is a nurse at the clinic.", "sam is a nurse"),
+    ("Sam moved (on 2026-11-08) to Lisbon.", "sam moved to"),
+    ("Sam lives in", None),  # no value after the slot: nothing to contradict
+    ("the user loves", None),
+    ("Sam is a nurse.", None),  # "sam is nurse": no value after three slot words
+    ("Sam is a nurse at the clinic.", "sam is nurse"),
 ])
-def test_slot_opening(claim, opening):
-    assert slot_opening(claim) == opening
+def test_slot_key_is_the_user_and_the_slot_words(claim, slot):
+    assert slot_key("sam", claim) == (None if slot is None else "sam\x1f" + slot)
 
 
-def test_every_claim_of_a_slot_starts_with_the_opening_of_any_other():
+def test_claims_of_one_slot_share_a_key_and_other_users_never_do():
     claims = ["the user lives in Porto.", "The user lives in Lisbon, in Alfama.", "the user lives in Berlin"]
-    for claim in claims:
-        assert all(other.lower().startswith(slot_opening(claim)) for other in claims)
+    assert len({slot_key("sam", claim) for claim in claims}) == 1
+    assert slot_key("sam", claims[0]) != slot_key("sam lives", "in Porto.")  # the separator is no character of a name
+    assert slot_key("sam", claims[0]) != slot_key("maya", claims[0])
