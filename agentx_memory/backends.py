@@ -16,8 +16,8 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from .errors import ConfigurationError, StorageError, StorageUnavailableError
-from .fact_slots import backfill_slot_keys
 from .graph.port import GraphStore
+from .graph_backfills import backfill_keys
 from .settings import GraphSettings, Settings
 from .sql.postgres import PostgresStore, migrate
 from .working import WorkingStore
@@ -88,12 +88,12 @@ async def locate_stores(settings: Settings) -> StoreLocations:
 
 async def migrate_namespace(settings: Settings, stores: StoreLocations, graph: GraphStore) -> list[int]:
     """Bring the namespace's schema up to date: pending PostgreSQL migrations, then the graph's constraints and
-    indexes (both idempotent), then the slot keys of facts written before they existed (once per graph). Returns the
-    migration versions applied now."""
+    indexes (both idempotent), then the lookup keys of nodes written before they existed (``graph_backfills``, once
+    per graph). Returns the migration versions applied now."""
     dimension, model = settings.embedding.dimension, settings.embedding.model
     applied = await migrate(stores.postgres_dsn, settings.postgres.db_schema, dimension=dimension, model=model)
     await graph.apply_schema(dimension=dimension, model=model)
-    await backfill_slot_keys(graph)
+    await backfill_keys(graph)
     return applied
 
 

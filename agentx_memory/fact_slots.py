@@ -10,15 +10,9 @@ instead of by scanning the user's facts.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from .graph import cypher
-from .timeutil import now_ms
-
-if TYPE_CHECKING:
-    from .graph.port import GraphStore
-
-__all__ = ["SLOT_WORDS", "backfill_slot_keys", "claim_words", "slot_key"]
+__all__ = ["SLOT_WORDS", "claim_words", "slot_key"]
 
 _DATE_NOTE: Final = re.compile(r"\((?:on|in|around) [^)]*\)")
 _WORD: Final = re.compile(r"[\w'’-]+")
@@ -52,18 +46,3 @@ def slot_key(user_id: str, claim: str) -> str | None:
     words = claim_words(claim)
     return user_id + _SEPARATOR + " ".join(words[:SLOT_WORDS]) if len(words) > SLOT_WORDS else None
 
-
-async def backfill_slot_keys(graph: GraphStore, *, page: int = 2000) -> int:
-    """Give every fact stored without a slot key its key (facts written before keys existed), once per graph: a
-    marker on the graph records that the pass finished, so later opens read one node. Returns the facts updated."""
-    if (await graph.read(cypher.SLOT_KEYS_DONE))[:1] == [{"done": True}]:
-        return 0
-    updated, after = 0, ""
-    while rows := await graph.read(cypher.FACTS_WITHOUT_SLOT_KEY, {"after": after, "limit": page}):
-        after = rows[-1]["id"]
-        keyed = [{"id": r["id"], "claim": r["claim"], "slot_key": key} for r in rows
-                 if (key := slot_key(r["user_id"], str(r["claim"] or ""))) is not None]
-        if keyed:
-            updated += (await graph.write(cypher.SET_SLOT_KEYS, {"rows": keyed}))[0]["updated"]
-    await graph.write(cypher.MARK_SLOT_KEYS_DONE, {"now": now_ms()})
-    return updated

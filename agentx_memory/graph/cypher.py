@@ -145,6 +145,17 @@ COUNT_FACTS: Final[LiteralString] = "MATCH (n:Fact) RETURN count(n) AS n"
 # again and retries). ``SET e._lock`` first takes the node's write lock on Neo4j, so the version is compared after
 # any concurrent writer committed (Neo4j's documented idiom against lost updates; FalkorDB runs writes one at a time).
 
+def _name_keys(var: LiteralString, carry: LiteralString = "") -> LiteralString:
+    # The keys an entity is found by its names (RESOLVE_ENTITIES): its user and each of its normalized name and
+    # lower-cased aliases, under an index (FalkorDB: a range index over the list; Neo4j: a keyword full-text index).
+    # Every statement that writes a name or an alias sets them again, after a WITH (``carry``: the other variables the
+    # statement goes on with): FalkorDB reads a property SET earlier in the same query part as it was before. The
+    # lookup still filters on user_id, so a user id that holds the separator can only add candidates, never return
+    # another user's entity.
+    return ("WITH " + var + carry + "\nSET " + var + ".name_keys = [k IN [" + var + ".normalized_name] + "
+            "[a IN coalesce(" + var + ".aliases, []) | toLower(a)] | " + var + ".user_id + '|' + k]")
+
+
 UPSERT_ENTITY: Final[LiteralString] = """
 MERGE (e:Entity {key: $key})
 ON CREATE SET e.id = $id, e.user_id = $user_id, e.channel = $channel, e.type = $type, e.name = $name,
@@ -163,6 +174,7 @@ SET e.aliases = e.aliases + [a IN $aliases WHERE NOT a IN e.aliases],
                            ELSE coalesce(e.salience_base, e.salience) END,
     e.properties = $properties,
     e.embedding = @vec($embedding), e.updated_at = $now, e.version = coalesce(e.version, 0) + 1
+""" + _name_keys("e") + """
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
           .access_count, .properties} AS entity
 """
@@ -212,6 +224,7 @@ SET e.aliases = e.aliases + [a IN row.aliases WHERE NOT a IN e.aliases],
                            ELSE coalesce(e.salience_base, e.salience) END,
     e.properties = row.properties,
     e.embedding = @vec(row.embedding), e.updated_at = $now, e.version = coalesce(e.version, 0) + 1
+""" + _name_keys("e", ", row") + """
 RETURN row.key AS key, e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen,
                           .last_accessed, .access_count, .properties} AS entity
 """
@@ -507,7 +520,7 @@ RETURN f {.id, .claim, .temporal, .created_at, .status} AS fact
 ORDER BY f.created_at DESC, f.id LIMIT $k
 """
 
-#: Facts written before facts had a slot key (``fact_slots.backfill_slot_keys``), by id after ``$after``; a fact
+#: Facts written before facts had a slot key (``graph_backfills.backfill_slot_keys``), by id after ``$after``; a fact
 #: whose claim has no slot keeps none and is read again by a later pass, never by the same one.
 FACTS_WITHOUT_SLOT_KEY: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id > $after AND f.slot_key IS NULL
@@ -523,10 +536,10 @@ SET f.slot_key = row.slot_key
 RETURN count(f) AS updated
 """
 
-#: Whether every fact of the graph was given its slot key (set once, by the first process that finished the pass).
-SLOT_KEYS_DONE: Final[LiteralString] = "MATCH (m:AgentxMeta {key: 'fact_slot_keys'}) RETURN m.done AS done"
-MARK_SLOT_KEYS_DONE: Final[LiteralString] = (
-    "MERGE (m:AgentxMeta {key: 'fact_slot_keys'}) SET m.done = true, m.at = $now RETURN m.done AS done")
+#: Whether the backfill ``$key`` finished on this graph (``graph_backfills``), and recording that it did.
+BACKFILL_DONE: Final[LiteralString] = "MATCH (m:AgentxMeta {key: $key}) RETURN m.done AS done"
+MARK_BACKFILL_DONE: Final[LiteralString] = (
+    "MERGE (m:AgentxMeta {key: $key}) SET m.done = true, m.at = $now RETURN m.done AS done")
 
 #: ``$old_id`` is replaced by ``$new_id`` (prefer_new, a correction): hidden from recall, linked, kept.
 SUPERSEDE_FACT: Final[LiteralString] = """
@@ -1129,10 +1142,19 @@ MERGE (c)-[:MENTIONS]->(e)
 RETURN count(e) AS linked
 """
 
+#: Up to ``$limit`` entities written before entities had name keys, given them.
+FILL_NAME_KEYS: Final[LiteralString] = """
+MATCH (e:Entity) WHERE e.name_keys IS NULL
+WITH e LIMIT $limit
+""" + _name_keys("e") + """
+RETURN count(e) AS updated
+"""
+
+#: The user's entities with one of ``$names`` (normalized) as their normalized name or a lower-cased alias, read
+#: through their name keys' index (``_name_keys``), not by scanning the user's entities.
 RESOLVE_ENTITIES: Final[LiteralString] = """
-MATCH (e:Entity {user_id: $user_id})
-WHERE e.channel IN $channels AND coalesce(e.archived, false) = false
-  AND (e.normalized_name IN $names OR any(alias IN e.aliases WHERE toLower(alias) IN $names))
+@entities_named(e, [n IN $names | $user_id + '|' + n])
+WITH e WHERE e.user_id = $user_id AND e.channel IN $channels AND coalesce(e.archived, false) = false
 RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salience, .first_seen, .last_accessed,
           .access_count, .properties} AS entity
 LIMIT $k
@@ -1192,6 +1214,7 @@ RETURN e {.id, .name, .aliases, .description, .salience, .salience_base, .access
 UPDATE_SURVIVOR: Final[LiteralString] = """
 MATCH (s:Entity {id: $id, user_id: $user_id})
 SET s += $values, s.version = coalesce(s.version, 0) + 1
+""" + _name_keys("s") + """
 RETURN s.id AS id
 """
 
@@ -1215,6 +1238,7 @@ ENTITY_EXISTS: Final[LiteralString] = "MATCH (e:Entity {id: $id}) RETURN count(e
 RECREATE_ENTITY: Final[LiteralString] = """
 CREATE (e:Entity)
 SET e += $node, e.embedding = @vec($embedding)
+""" + _name_keys("e") + """
 RETURN e.id AS id
 """
 
@@ -1595,8 +1619,10 @@ def _snapshot_edges(label: LiteralString, where: LiteralString = "") -> LiteralS
 
 
 def _snapshot_restore_nodes(label: LiteralString) -> LiteralString:
+    # An entity's name keys are made again for the user it is restored to (a snapshot of an earlier version has none).
+    keys: LiteralString = (_name_keys("n") + " ") if label == "Entity" else ""
     return ("UNWIND $rows AS row MERGE (n:" + label + " " + _snapshot_key(label, "row.id") + ") SET n += row.props "
-            "RETURN count(n) AS restored")
+            + keys + "RETURN count(n) AS restored")
 
 
 def _snapshot_restore_vectors(label: LiteralString) -> LiteralString:

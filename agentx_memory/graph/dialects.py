@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .port import FULLTEXT_LABELS, RANGE_INDEXES, UNIQUE_CONSTRAINTS, VECTOR_LABELS, Dialect
+from .port import FULLTEXT_LABELS, NAME_KEY_INDEXES, RANGE_INDEXES, UNIQUE_CONSTRAINTS, VECTOR_LABELS, Dialect
 
 __all__ = ["VECTOR_FILTER_PROPERTIES", "FalkorDialect", "IndexSpec", "Neo4jDialect", "index_name"]
 
@@ -34,7 +34,7 @@ def index_name(label: str, props: Sequence[str], kind: str) -> str:
 class IndexSpec:
     """One index or constraint of the schema, independent of the database."""
 
-    kind: str  # "unique" | "range" | "vector" | "fulltext"
+    kind: str  # "unique" | "range" | "vector" | "fulltext" | "names" (exact lookups of a list's elements)
     label: str
     props: tuple[str, ...]
 
@@ -45,6 +45,7 @@ def schema_specs() -> list[IndexSpec]:
     specs += [IndexSpec("range", label, props) for label, props in RANGE_INDEXES]
     specs += [IndexSpec("vector", label, ("embedding",)) for label in VECTOR_LABELS]
     specs += [IndexSpec("fulltext", label, props) for label, props in FULLTEXT_LABELS.items()]
+    specs += [IndexSpec("names", label, (prop,)) for label, prop in NAME_KEY_INDEXES]
     return specs
 
 
@@ -101,6 +102,13 @@ class Neo4jDialect(Dialect):
     def fulltext_search(self, label: str, query: str) -> str:
         return f"CALL db.index.fulltext.queryNodes('{index_name(label, (), 'fulltext')}', {query}) YIELD node, score"
 
+    def entities_named(self, var: str, keys: str) -> str:
+        # One quoted term per key (the keyword analyzer keeps a list element whole), backslashes and quotes escaped.
+        lucene = (f"reduce(_q = '', _k IN {keys} | _q + CASE WHEN _q = '' THEN '' ELSE ' OR ' END + '\"' + "
+                  "replace(replace(_k, '\\\\', '\\\\\\\\'), '\"', '\\\\\"') + '\"')")
+        name = index_name("Entity", ("name_keys",), "names")
+        return f"CALL db.index.fulltext.queryNodes('{name}', {lucene}) YIELD node AS {var}"
+
     def fulltext_query(self, words: Sequence[str]) -> str:
         # Lucene syntax: strip everything but word characters so no operator can be injected, and lowercase, because
         # the classic query parser reads upper-case AND / OR / NOT as operators (the index analyzer lowercases anyway).
@@ -145,6 +153,9 @@ class Neo4jDialect(Dialect):
                 statement = (
                     f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON (n.embedding) {vector_options}"
                 )
+            elif spec.kind == "names":
+                statement = (f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}] "
+                             "OPTIONS {indexConfig: {`fulltext.analyzer`: 'keyword'}}")
             else:
                 statement = f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (n:{spec.label}) ON EACH [{on}]"
             out.append((name, statement))
@@ -174,6 +185,9 @@ class FalkorDialect(Dialect):
     def fulltext_search(self, label: str, query: str) -> str:
         return f"CALL db.idx.fulltext.queryNodes('{label}', {query}) YIELD node, score"
 
+    def entities_named(self, var: str, keys: str) -> str:
+        return f"UNWIND {keys} AS _name_key MATCH ({var}:Entity) WHERE _name_key IN {var}.name_keys WITH DISTINCT {var}"
+
     def fulltext_query(self, words: Sequence[str]) -> str:
         # RediSearch syntax: '|' is OR; strip everything but word characters so no operator can be injected.
         cleaned = [re.sub(r"[^\w]", "", w) for w in words]
@@ -187,7 +201,7 @@ class FalkorDialect(Dialect):
         plan: list[tuple[str, str, str, str]] = []
         seen: set[tuple[str, str, str]] = set()
         for spec in schema_specs():
-            kind = "range" if spec.kind == "unique" else spec.kind
+            kind = "range" if spec.kind in ("unique", "names") else spec.kind  # a range index holds a list's elements
             for prop in spec.props:
                 if (spec.label, prop, kind) in seen:
                     continue

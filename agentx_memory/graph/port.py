@@ -47,6 +47,7 @@ from .tenant_index import TenantSizes, index_fetch
 
 __all__ = [
     "FULLTEXT_LABELS",
+    "NAME_KEY_INDEXES",
     "RANGE_INDEXES",
     "UNIQUE_CONSTRAINTS",
     "VECTOR_LABELS",
@@ -116,6 +117,11 @@ RANGE_INDEXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Goal", ("status",)),
 )
 
+#: List properties whose elements are looked up exactly (``@entities_named``): a range index over the list on
+#: FalkorDB, a full-text index with the keyword analyzer (each element one term) on Neo4j, whose range indexes do not
+#: index the elements of a list.
+NAME_KEY_INDEXES: tuple[tuple[str, str], ...] = (("Entity", "name_keys"),)
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -143,8 +149,9 @@ class VectorIndexUsage:
         return (self.entries - self.live) / self.entries if self.entries > 0 else 0.0
 
 
-_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2, "tenant_match": 3}
-_MARKER = re.compile(r"@(vec|cosine|vector_search|fulltext_search|tenant_match)\(((?:[^()]|\([^()]*\))*)\)")
+_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2, "tenant_match": 3, "entities_named": 2}
+_MARKER = re.compile(
+    r"@(vec|cosine|vector_search|fulltext_search|tenant_match|entities_named)\(((?:[^()]|\([^()]*\))*)\)")
 
 
 class Dialect(ABC):
@@ -180,6 +187,11 @@ class Dialect(ABC):
                         raise ValueError(f"@tenant_match vector must be a variable to search an index, got {vector!r}")
                     return self.tenant_index_match(label, var, vector)
                 return self.tenant_match(label, var, vector)
+            if kind == "entities_named":
+                var, keys = args
+                if not var.isidentifier():
+                    raise ValueError(f"@entities_named variable must be an identifier, got {var!r}")
+                return self.entities_named(var, keys)
             label, query = args
             _check_label(label, tuple(FULLTEXT_LABELS))
             return self.fulltext_search(label, query)
@@ -225,6 +237,11 @@ class Dialect(ABC):
     @abstractmethod
     def fulltext_search(self, label: str, query: str) -> str:
         """A CALL clause yielding ``node`` and ``score`` from the label's full-text index."""
+
+    @abstractmethod
+    def entities_named(self, var: str, keys: str) -> str:
+        """Clauses binding ``var`` to each Entity (once) with one of ``keys`` (a list expression) among its
+        ``name_keys``, read through the index of :data:`NAME_KEY_INDEXES`."""
 
     @abstractmethod
     def schema_statements(self, dimension: int) -> list[str]:

@@ -108,6 +108,8 @@ class FalkorBackend:
             if spec.kind == "unique":
                 out.add(("unique", spec.label, spec.props, "OPERATIONAL"))
                 out.add(("range", spec.label, spec.props))
+            elif spec.kind == "names":  # a range index over a list property
+                out.add(("range", spec.label, spec.props))
             else:
                 out |= {(spec.kind, spec.label, (prop,)) for prop in spec.props}
         return out
@@ -176,6 +178,8 @@ class Neo4jBackend:
                 out.add(("unique", spec.label, spec.props, name))
             elif spec.kind == "vector" and filtered:
                 out.add((spec.kind, spec.label, spec.props + VECTOR_FILTER_PROPERTIES, name, "ONLINE"))
+            elif spec.kind == "names":  # a full-text index with the keyword analyzer
+                out.add(("fulltext", spec.label, spec.props, name, "ONLINE"))
             else:
                 out.add((spec.kind, spec.label, spec.props, name, "ONLINE"))
         return out

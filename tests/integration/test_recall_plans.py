@@ -189,8 +189,13 @@ def test_graph_lookups_of_retrieval_use_an_index(loaded, backend, name):
                           else 10 if param in ("k", "limit") else "alice" if param == "user_id" else None)
     plan = loaded._portal.run(loaded.core.ctx.graph.explain(statement, params))
     index_seek, scans = PLAN_OPERATORS[backend]
-    assert index_seek in plan, plan
+    assert INDEX_CALLS.get((backend, name), index_seek) in plan, plan
     assert not any(scan in plan for scan in scans), plan
+
+
+#: Lookups that a backend answers from an index it reads through a procedure: Neo4j's range indexes do not hold a
+#: list's elements, so an entity's name keys are a keyword full-text index there.
+INDEX_CALLS = {("neo4j", "RESOLVE_ENTITIES"): "db.index.fulltext.queryNodes"}
 
 
 #: Statements handed node ids, by the node their plan must start from (its id index): FalkorDB started FACTS_ABOUT at
