@@ -611,9 +611,12 @@ RETURN count(DISTINCT conversation) AS conversations
 
 # A promotion is found again through its PROMOTED_FROM link (never by id alone), and the copy is merged on
 # (id, user_id): a fact of another user that holds the copy's id is never linked (the unique constraint refuses it).
+# From the source fact by its id (FalkorDB started at the user's global facts when the pattern began with them).
 FIND_PROMOTION: Final[LiteralString] = """
-MATCH (g:Fact {user_id: $user_id})-[:PROMOTED_FROM]->(src:Fact {id: $source_id, user_id: $user_id})
-WHERE g.channel = '_global'
+MATCH (src:Fact {id: $source_id}) WHERE src.user_id = $user_id
+WITH src
+MATCH (g:Fact)-[:PROMOTED_FROM]->(src)
+WHERE g.user_id = $user_id AND g.channel = '_global'
 RETURN g.id AS id ORDER BY g.created_at, g.id LIMIT 1
 """
 
@@ -1530,10 +1533,13 @@ WHERE c.id IN $ids
 RETURN t.id AS id, t.conversation_id AS conversation_id, t.channel AS channel
 """
 
-#: Facts derived from the turns in ``$ids`` and from no other turn (derived knowledge goes with its source).
+#: Facts derived from the turns in ``$ids`` and from no other turn (derived knowledge goes with its source), found from
+#: the turns by their ids (starting at the user's facts read all of them: 17 ms for 4,000).
 FORGET_DERIVED_FACTS: Final[LiteralString] = """
-MATCH (f:Fact {user_id: $user_id})-[:DERIVED_FROM]->(t:Turn)
-WHERE t.id IN $ids
+MATCH (t:Turn) WHERE t.id IN $ids AND t.user_id = $user_id
+WITH t
+MATCH (f:Fact)-[:DERIVED_FROM]->(t)
+WHERE f.user_id = $user_id
 WITH DISTINCT f
 OPTIONAL MATCH (f)-[:DERIVED_FROM]->(o:Turn)
 WITH f, collect(o.id) AS sources
