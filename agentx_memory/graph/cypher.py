@@ -1547,10 +1547,13 @@ WHERE all(s IN sources WHERE s IN $ids)
 RETURN f.id AS id, f.conversation_id AS conversation_id, f.channel AS channel
 """
 
-#: The redirects (dedup's merged names) that lead to the entities in ``$ids``.
+#: The redirects (dedup's merged names) that lead to the entities in ``$ids``, found from those entities (starting at
+#: the redirects read every user's: the label has no index but its key).
 FORGET_REDIRECTS: Final[LiteralString] = """
-MATCH (r:EntityRedirect {user_id: $user_id})-[:REDIRECTS_TO]->(e:Entity)
-WHERE e.id IN $ids
+MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+WITH e
+MATCH (r:EntityRedirect)-[:REDIRECTS_TO]->(e)
+WHERE r.user_id = $user_id
 DETACH DELETE r
 RETURN count(*) AS deleted
 """

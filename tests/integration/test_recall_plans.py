@@ -207,6 +207,7 @@ ANCHORED_LOOKUPS = {
     # a promotion's global copy, and the facts derived from forgotten turns: from the given ids, not the user's facts
     "FIND_PROMOTION": ("src:Fact", {"user_id": "alice", "source_id": "f1"}),
     "FORGET_DERIVED_FACTS": ("t:Turn", {"user_id": "alice", "ids": ["t1"]}),
+    "FORGET_REDIRECTS": ("e:Entity", {"user_id": "alice", "ids": ["e1"]}),
     # the contradiction check's candidates: the facts of one slot, not every fact of the user
     "SLOT_CANDIDATES": ("f:Fact", {"slot_key": "alice\x1fuser lives in", "user_id": "alice", "channels": ["_global"],
                                    "exclude": [], "private_to": "", "k": 200}),
