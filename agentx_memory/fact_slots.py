@@ -45,4 +45,3 @@ def slot_key(user_id: str, claim: str) -> str | None:
     """
     words = claim_words(claim)
     return user_id + _SEPARATOR + " ".join(words[:SLOT_WORDS]) if len(words) > SLOT_WORDS else None
-

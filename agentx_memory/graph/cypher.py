@@ -153,7 +153,8 @@ def _name_keys(var: LiteralString, carry: LiteralString = "") -> LiteralString:
     # lookup still filters on user_id, so a user id that holds the separator can only add candidates, never return
     # another user's entity.
     return ("WITH " + var + carry + "\nSET " + var + ".name_keys = [k IN [" + var + ".normalized_name] + "
-            "[a IN coalesce(" + var + ".aliases, []) | toLower(a)] | " + var + ".user_id + '|' + k]")
+            "[a IN coalesce(" + var + ".aliases, []) | toLower(a)] WHERE k IS NOT NULL | "
+            + var + ".user_id + '|' + k]")
 
 
 UPSERT_ENTITY: Final[LiteralString] = """

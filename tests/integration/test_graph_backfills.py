@@ -23,3 +23,15 @@ def test_an_entity_stored_before_name_keys_is_resolved_by_its_name_and_alias_aft
             assert entities[0].id == lisbon.id and "resolved" in entities[0].signals, question
         assert gread(memory, "MATCH (m:AgentxMeta {key: 'entity_name_keys'}) RETURN m.done AS done") == [
             {"done": True}]
+
+
+def test_an_entity_without_a_name_does_not_stop_the_backfill(settings):
+    """An entity node without a normalized name (written by hand, or by a tool) gets no key for it, and the graph
+    still opens; the backfill does not stop at it or come back to it."""
+    s = settings()
+    with AgentMemory(s, user_id="alice") as memory:
+        gwrite(memory, "CREATE (:Entity {id: 'hand-made', user_id: 'alice', channel: '_global', aliases: ['Handy']})")
+        gwrite(memory, "MATCH (m:AgentxMeta {key: 'entity_name_keys'}) DELETE m")
+    with AgentMemory(s, user_id="alice") as memory:
+        assert gread(memory, "MATCH (e:Entity {id: 'hand-made'}) RETURN e.name_keys AS keys") == [
+            {"keys": ["alice|handy"]}]
