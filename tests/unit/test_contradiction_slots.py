@@ -64,5 +64,4 @@ def test_slot_key_is_the_user_and_the_slot_words(claim, slot):
 def test_claims_of_one_slot_share_a_key_and_other_users_never_do():
     claims = ["the user lives in Porto.", "The user lives in Lisbon, in Alfama.", "the user lives in Berlin"]
     assert len({slot_key("sam", claim) for claim in claims}) == 1
-    assert slot_key("sam", claims[0]) != slot_key("sam lives", "in Porto.")  # the separator is no character of a name
     assert slot_key("sam", claims[0]) != slot_key("maya", claims[0])
