@@ -291,8 +291,8 @@ class SemanticMemory:
             written = await self.ctx.graph.write(cypher.STORE_FACT, {
                 "id": fact.id, "user_id": fact.user_id, "channel": fact.channel, "claim": fact.claim,
                 "slot_key": slot_key(fact.user_id, fact.claim), "confidence": fact.confidence, "source": fact.source,
-                "source_turn_id": fact.source_turn_id,
-                "conversation_id": fact.conversation_id, "temporal": fact.temporal, "certainty": fact.certainty,
+                "source_turn_id": fact.source_turn_id, "conversation_id": fact.conversation_id,
+                "temporal": fact.temporal, "certainty": fact.certainty,
                 "metadata": metadata, "agent_id": fact.agent_id, "scope": fact.scope,
                 "embedding": fact.embedding, "entity_ids": list(fact.entity_ids), "created_at": to_ms(fact.created_at),
             })
