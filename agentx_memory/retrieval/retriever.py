@@ -94,17 +94,20 @@ class MemoryRetriever:
 
         Two pipelines run at once and meet for the turns' scoring, which needs both: the turn candidates, then the
         turns around the best of them; and the fact, entity and strategy legs, then the graph around the entity
-        seeds. So the graph's second reads run while PostgreSQL still ranks a large user's turns, not after."""
+        seeds, then (newest wins) what the best facts replaced. So the graph's second and third reads run while
+        PostgreSQL still ranks a large user's turns, not after."""
         recall = plan.recall or self.ctx.settings.recall
         legs = [leg for leg in LEGS if leg.wanted(plan, recall)]
         found = Candidates()
 
-        async def semantic() -> tuple[list[ScoredEntity], dict[str, tuple[Any, float]]]:
+        async def semantic() -> tuple[list[ScoredEntity], list[ScoredFact], _FactSources]:
             await self._search(plan, recall, [leg for leg in legs if leg.name != "turns"], found, metrics)
             if any(found.unloaded()):
                 await self.graph_or_skip("semantic:lexical", self._fill_lexical_only(plan, found), None, metrics)
             found.drop_unloaded()
-            return await self._rank_entities(plan, found, recall, metrics)
+            entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
+            facts = self._rank_facts(plan, found, recall, graph_facts)
+            return entities, facts, await self._fact_sources(plan, facts, found, recall, metrics)
 
         async def episodic() -> _TurnContext:
             await self._search(plan, recall, [leg for leg in legs if leg.name == "turns"], found, metrics)
@@ -114,9 +117,8 @@ class MemoryRetriever:
 
         # the turn search goes out first: it is the slower pipeline's first step, and each leg's task sends its
         # statement in the order the tasks were created
-        context, (entities, graph_facts) = await asyncio.gather(episodic(), semantic())
-        facts = self._rank_facts(plan, found, recall, graph_facts)
-        turns = await self._rank_turns(plan, found, recall, facts, context, metrics) if plan.include_episodic else []
+        context, (entities, facts, sources) = await asyncio.gather(episodic(), semantic())
+        turns = await self._rank_turns(plan, recall, sources, context, metrics) if plan.include_episodic else []
         strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
 
@@ -287,25 +289,22 @@ class MemoryRetriever:
             named = await self._named_speakers(plan, recall)
         return _TurnContext(rows, relevance, named)
 
-    async def _rank_turns(self, plan: SearchPlan, found: Candidates, recall: RecallSettings,
-                          facts: list[ScoredFact], context: _TurnContext, metrics: RecallMetrics) -> list[ScoredTurn]:
-        """Score the turn candidates (and the turns around the best, ``context``), then order, diversify and cap
-        them."""
+    async def _rank_turns(self, plan: SearchPlan, recall: RecallSettings, sources: _FactSources,
+                          context: _TurnContext, metrics: RecallMetrics) -> list[ScoredTurn]:
+        """Score the turn candidates (and the turns around the best, ``context``; the facts' source turns,
+        ``sources``), then order, diversify and cap them."""
         s = self.settings
         rows, relevance, named = context
         # Score with plain tuples; only the turns that make the list become pydantic models (hundreds of candidates
         # per query, a handful returned).
         drafts = rerank.TurnSignals(rows, relevance, recall, s.episodic_weight, named, plan.time_ranges,
                                     plan.speaker_role, standing=plan.standing).drafts()
-        said_by = await self._lend_fact_scores(plan, drafts, facts, found, recall)
+        await self._lend_fact_scores(plan, drafts, sources, recall)
         w = s.episodic_weight
         for draft in drafts.values():
             rerank.add_recency(draft, draft.score / max(w, 1e-9), w, draft.row["timestamp"], plan.reference_time, s)
-        if plan.newest_wins and said_by:
-            started = time.perf_counter()
-            replaced = await self.semantic.replaced_sources(plan.user_id, list(said_by))
-            rerank.outrank_replaced(drafts, said_by, replaced, plan.reference_time)
-            _record(metrics, "newest_wins", started, sum(len(turns) for turns in replaced.values()))
+        if sources.replaced:
+            rerank.outrank_replaced(drafts, sources.said_by, sources.replaced, plan.reference_time)
         ranked = rerank.unique_by_content(rerank.best_first(drafts.values()))
         ranked = await self._diversify(plan, ranked, metrics)
         return [_scored_turn(d) for d in rerank.cap_per_conversation(ranked, s.max_per_conversation, plan.top_k)]
@@ -334,26 +333,40 @@ class MemoryRetriever:
             return []
         return [n.casefold() for n in await self.turn_search.speakers_among(plan.user_id, plan.entity_names)]
 
-    async def _lend_fact_scores(self, plan: SearchPlan, drafts: dict[str, rerank.TurnDraft],
-                                facts: list[ScoredFact], found: Candidates, recall: RecallSettings
-                                ) -> dict[str, str]:
-        """The facts that best match the question (their own legs, :func:`~.fusion.query_match`) lift their source
-        turns (read when they were no candidates); returns those facts' source turns (fact id → turn id), which
-        newest wins needs even when lending is off."""
+    async def _fact_sources(self, plan: SearchPlan, facts: list[ScoredFact], found: Candidates,
+                            recall: RecallSettings, metrics: RecallMetrics) -> _FactSources:
+        """The facts that best match the question (their own legs, :func:`~.fusion.query_match`) with the turns they
+        were derived from, which they lift, and for newest wins the turns of the facts they replaced (one graph read,
+        made here so it runs while PostgreSQL still ranks the turns)."""
         share = self.settings.fact_lending
-        if not facts or (share <= 0 and not plan.newest_wins):
-            return {}
+        if not plan.include_episodic or not facts or (share <= 0 and not plan.newest_wins):
+            return _FactSources({}, {}, {})
         match = fusion.query_match(found.fact_lexical, found.fact_cosine, recall)
         best = rerank.best_matching_facts(facts, match, plan.top_k)
-        sources = rerank.fact_sources(best, match, plan.top_k)  # best is ranked already: this keeps one per turn
-        missing = [turn_id for turn_id in sources if turn_id not in drafts]
+        said_by = {f.id: str(f.item.source_turn_id) for f in best}
+        replaced: dict[str, list[str]] = {}
+        if plan.newest_wins and said_by:
+            started = time.perf_counter()
+            replaced = await self.graph_or_skip(
+                "newest_wins", self.semantic.replaced_sources(plan.user_id, list(said_by)), {}, metrics)
+            _record(metrics, "newest_wins", started, sum(len(turns) for turns in replaced.values()))
+        # best is ranked already: this keeps one fact per turn
+        return _FactSources(rerank.fact_sources(best, match, plan.top_k), said_by, replaced)
+
+    async def _lend_fact_scores(self, plan: SearchPlan, drafts: dict[str, rerank.TurnDraft], sources: _FactSources,
+                                recall: RecallSettings) -> None:
+        """The facts' source turns join the drafts (read when they were no candidates), lifted by their facts'
+        match when ``fact_lending`` is on."""
+        if not sources.lend:
+            return
+        missing = [turn_id for turn_id in sources.lend if turn_id not in drafts]
         if missing:
             for row in await self.turn_search.turns_by_ids(plan.scope(), missing):
                 drafts[row["turn_id"]] = rerank.TurnDraft(row)
+        share = self.settings.fact_lending
         if share > 0:
             full = (recall.lexical_weight if recall.hybrid else 0.0) + recall.vector_weight
-            rerank.lend_fact_scores(drafts, sources, share, full, self.settings.episodic_weight)
-        return {f.id: str(f.item.source_turn_id) for f in best}
+            rerank.lend_fact_scores(drafts, sources.lend, share, full, self.settings.episodic_weight)
 
     async def _diversify(self, plan: SearchPlan, ranked: list[rerank.TurnDraft], metrics: RecallMetrics
                          ) -> list[rerank.TurnDraft]:
@@ -367,6 +380,16 @@ class MemoryRetriever:
         diversified = rerank.mmr(ranked, vectors, lam, pool)
         _record(metrics, "mmr", started, min(pool, len(ranked)))
         return diversified
+
+
+class _FactSources(NamedTuple):
+    """The facts that best match the question, for the turns' scoring: their source turns (turn id → the fact and
+    its match), the facts' own source turn (fact id → turn id) and, for newest wins, the source turns of the facts
+    each replaced (fact id → turn ids)."""
+
+    lend: dict[str, tuple[str, float]]
+    said_by: dict[str, str]
+    replaced: dict[str, list[str]]
 
 
 class _TurnContext(NamedTuple):
