@@ -758,10 +758,11 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     """Run the background worker; ``--once`` runs each job once (exit 1 when a job failed); ``run JOB`` runs one job
     now (``--dry-run``, ``--user``); ``undo RUN_ID`` reverses a recorded run; ``status`` shows each job's last run."""
-    from workers.logs import configure
     from workers.scheduler import run_once, run_worker
 
-    configure(json_lines=args.json_logs)
+    from .logs import configure
+
+    configure(json_lines=args.json_logs, level=args.library_log_level or "info")
     if args.action is None and (args.target or args.dry_run or args.user):
         raise ValidationError("worker", "JOB, --dry-run and --user go with 'worker run JOB'")
     if args.action == "run":
@@ -957,7 +958,13 @@ COMMANDS: dict[str, tuple[Handler, str, ArgumentAdder]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
+    from .logs import LEVELS
+
     parser = argparse.ArgumentParser(prog="agentx-memory", description="Graph-centric cognitive memory for AI agents.")
+    # its own dest: `serve --log-level` is uvicorn's
+    parser.add_argument("--log-level", choices=LEVELS, default=None, dest="library_log_level",
+                        help="print log records of this level and above to stderr (default: warnings only; the "
+                        "worker: info)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (_, help_text, add_args) in COMMANDS.items():
         add_args(sub.add_parser(name, help=help_text))
@@ -967,6 +974,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agentx-memory`` console script."""
     args = build_parser().parse_args(argv)
+    if args.library_log_level and args.command != "worker":  # the worker sets its own format (--json-logs)
+        from .logs import configure
+
+        configure(level=args.library_log_level)
     try:
         from .settings import load_settings
 

@@ -224,6 +224,25 @@ def test_the_extract_command_dry_runs_then_writes(settings):
     assert missing.returncode == 2 and "conversation 'nope' not found" in missing.stdout
 
 
+def test_the_log_level_option_prints_why_extract_used_the_offline_extractor(settings):
+    """``--log-level info`` shows the library's INFO records on stderr (here: why ``auto`` fell back to the rules);
+    without it the command prints only warnings, as before."""
+    s = settings()
+    with AgentMemory(s, user_id="alice") as memory:
+        _store_chat(memory)
+    env = cli_env(s, COLUMNS="200", AGENTX_LLM__EXTRACTION_MODEL="nowhere:model-x")
+    args = ("extract", "--conversation", "chat-1", "--user", "alice", "--dry-run")
+    quiet = agentx(*args, env=env)
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    assert "offline extractor" not in quiet.stderr
+    told = agentx("--log-level", "info", *args, env=env)
+    assert told.returncode == 0, told.stdout + told.stderr
+    assert ("INFO agentx_memory.extraction.pipeline: extraction: using the offline extractor (setting llm model "
+            "'nowhere:model-x': unknown provider 'nowhere'") in told.stderr
+    refused = agentx("--log-level", "loud", *args, env=env)
+    assert refused.returncode == 2 and "invalid choice: 'loud'" in refused.stderr
+
+
 # --- contradictions and corrections ---------------------------------------------------------------------------------
 
 SEPT, NOV = datetime(2026, 9, 7, 18, tzinfo=UTC), datetime(2026, 11, 15, 8, tzinfo=UTC)

@@ -1,4 +1,5 @@
-"""The worker's log format: plain lines for a terminal, or one JSON object per line for a log pipeline."""
+"""Where the command line's log records go: stderr, as plain lines for a terminal or one JSON object per line for a
+log pipeline, from a level on (``agentx-memory --log-level``; the worker logs INFO unless told otherwise)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import json
 import logging
 from datetime import UTC, datetime
 
-__all__ = ["JsonLines", "configure"]
+__all__ = ["LEVELS", "JsonLines", "configure"]
+
+#: The levels ``--log-level`` takes, lowest first.
+LEVELS = ("debug", "info", "warning", "error")
 
 #: Record attributes every LogRecord has; anything else was passed with ``extra=`` and goes into the JSON object.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
@@ -26,9 +30,11 @@ class JsonLines(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-def configure(*, json_lines: bool) -> None:
-    """Log INFO and above to stderr, as JSON lines or as plain text."""
+def configure(*, json_lines: bool = False, level: str = "info") -> None:
+    """Log records of ``level`` (one of :data:`LEVELS`) and above to stderr, as JSON lines or as plain text."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLines() if json_lines else logging.Formatter(
         "%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
