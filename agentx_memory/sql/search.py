@@ -17,7 +17,9 @@ their words' inverse document frequencies) that the turn's own words say, since 
 entities in ``memory_timeline`` keep ``ts_rank`` (over the same ``search_words()``). The vector leg is pgvector cosine
 distance: an exact scan of the user's rows while they are few (tenant-correct by construction), and the HNSW index with
 iterative scans (``hnsw.iterative_scan = relaxed_order``) for users with more rows than
-``retrieval.exact_scan_max_vectors``, so a user filter never starves the result.
+``retrieval.exact_scan_max_vectors``, so a user filter never starves the result. An iterative scan still ends after
+pgvector's ``hnsw.max_scan_tuples`` index entries (20,000): when other users' vectors fill them and fewer of the scope's
+turns than asked for come back, the exact scan answers the search instead.
 
 Every ranking that is cut at a LIMIT has a tie-breaker (``turn_id``, ``node_id``), so equal scores never leave the
 choice of the tail to physical row order: a query gives the same answer on every run and store. (The HNSW path is the
@@ -212,6 +214,7 @@ SELECT {_columns("t")},
        {_phrase("t")} AS phrase,
        {_on_first("(SELECT 1 - max(distance) FROM den)")} AS cosine_floor,
        {_on_first("(SELECT count(*) FROM matched)")} AS lexical_hits,
+       {_on_first("(SELECT count(*) FROM den)")} AS dense_hits,
        {_on_first("(SELECT array_agg(lexeme ORDER BY lexeme) FROM w)")} AS term_lexemes,
        {_on_first("(SELECT array_agg(idf ORDER BY lexeme) FROM w)")} AS term_weights,
        {_on_first("(SELECT avgdl FROM docs)")} AS average_length
@@ -413,27 +416,32 @@ class TurnSearch:
         share of the question's word pairs, weighted by their words' inverse document frequencies, that the turn's
         own words say in the question's order and spacing), ``cosine``, ``speaker`` and ``metadata_json`` (the
         metadata as JSON text). The first row (rows come by id) also carries the statement's own values, NULL on
-        the others: ``cosine_floor`` (cosine of the last dense candidate), ``lexical_hits`` and, for
+        the others: ``cosine_floor`` (cosine of the last dense candidate), ``lexical_hits``, ``dense_hits`` and, for
         :meth:`turns_around`, the terms' inverse document frequencies (``term_lexemes``, ``term_weights``) and the
-        scope's ``average_length``. ``exact`` scans the user's vectors exactly instead of using HNSW."""
+        scope's ``average_length``. ``exact`` scans the user's vectors exactly instead of using HNSW; so does a
+        search whose HNSW scan returned fewer than ``limit`` turns."""
         boost_start, boost_end = boost if boost else (None, None)
         docs, avgdl = await self.turn_stats(scope, bm25) if lexical else (0, 0.0)
-        return await self.store.read(
-            TURN_CANDIDATES_EXACT if exact else TURN_CANDIDATES_INDEX,
-            what="searching turns",
-            params={
-                **scope.params(),
-                "limit": limit,
-                "text": text,
-                "embedding": embedding,
-                "lexical": lexical,
-                "boost_start": boost_start,
-                "boost_end": boost_end,
-                "docs": docs,
-                "avgdl": avgdl,
-                **bm25.params(),
-            },
-        )
+        params = {
+            **scope.params(),
+            "limit": limit,
+            "text": text,
+            "embedding": embedding,
+            "lexical": lexical,
+            "boost_start": boost_start,
+            "boost_end": boost_end,
+            "docs": docs,
+            "avgdl": avgdl,
+            **bm25.params(),
+        }
+        if exact:
+            return await self.store.read(TURN_CANDIDATES_EXACT, params, what="searching turns")
+        rows = await self.store.read(TURN_CANDIDATES_INDEX, params, what="searching turns")
+        if not rows or rows[0]["dense_hits"] < limit:  # the first row (by id) holds the statement's own values
+            # The index scan ended (hnsw.max_scan_tuples) before it found `limit` of the scope's turns, or the scope
+            # holds fewer: the exact scan finds every one of them.
+            rows = await self.store.read(TURN_CANDIDATES_EXACT, params, what="searching turns")
+        return rows
 
     async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,
                            exclude: Sequence[str], terms: Mapping[str, float], average_length: float,
