@@ -9,7 +9,7 @@ import psycopg
 
 from agentx_memory import AgentMemory, Turn
 from agentx_memory.bench.scale.config import VECTOR_ONLY
-from tests.conftest import run
+from tests.conftest import run, sql
 
 REF = datetime(2024, 3, 20, 12, 0, tzinfo=UTC)
 WORDS = ["apple", "river", "engine", "violin", "garden", "rocket", "pillow", "market", "canyon", "lantern"]
@@ -18,11 +18,6 @@ USERS = {**{f"user{n:02d}": 50 for n in range(10)}, "zoe": 30}
 QUESTION = "violin lessons by the river"
 #: The role the probe memory connects as: its sessions take the HNSW plan and stop that scan early.
 ROLE = "agentx_hnsw_probe"
-
-
-def _admin(memory: AgentMemory, *statements: str) -> None:
-    for statement in statements:
-        run(memory.core.ctx.postgres.execute(statement))
 
 
 def _recall(settings, question: str) -> list[tuple[str, float]]:
@@ -50,22 +45,22 @@ def test_a_turn_search_the_vector_index_cut_short_is_answered_by_the_exact_scan(
         exact = _recall(s.model_copy(update={"retrieval": s.retrieval.model_copy(
             update={"exact_scan_max_vectors": 20_000})}), QUESTION)
         assert len(exact) == 10
-        _admin(memory, "DROP INDEX idx_logs_user_channel_time", "DROP INDEX idx_logs_channel",
-               f"DROP ROLE IF EXISTS {ROLE}", f"CREATE ROLE {ROLE} LOGIN SUPERUSER",
-               f"ALTER ROLE {ROLE} SET enable_seqscan = off", f"ALTER ROLE {ROLE} SET hnsw.ef_search = 1",
-               f"ALTER ROLE {ROLE} SET hnsw.max_scan_tuples = 10")
+        for statement in ("DROP INDEX idx_logs_user_channel_time", "DROP INDEX idx_logs_channel",
+                          f"DROP ROLE IF EXISTS {ROLE}", f"CREATE ROLE {ROLE} LOGIN SUPERUSER",
+                          f"ALTER ROLE {ROLE} SET enable_seqscan = off", f"ALTER ROLE {ROLE} SET hnsw.ef_search = 1",
+                          f"ALTER ROLE {ROLE} SET hnsw.max_scan_tuples = 10"):
+            sql(memory, statement)
         probe = s.model_copy(update={"postgres": s.postgres.model_copy(
             update={"dsn": psycopg.conninfo.make_conninfo(memory.core.ctx.postgres.dsn, user=ROLE)})})
         try:
             with AgentMemory(probe) as seen:  # the probe's sessions do take the HNSW plan, and it is cut short
-                vector = run(seen.core.ctx.embedder.embed([QUESTION], is_query=True))[0]
-                rows = run(seen.core.ctx.postgres.fetch(
-                    "SELECT count(*) AS n FROM (SELECT id FROM conversation_logs WHERE user_id = 'zoe' "
-                    "ORDER BY embedding <=> %(v)s LIMIT 10) AS nearest", {"v": vector}))
+                vector = seen._portal.run(seen.core.ctx.embedder.embed([QUESTION], is_query=True))[0]
+                rows = sql(seen, "SELECT count(*) AS n FROM (SELECT id FROM conversation_logs WHERE user_id = 'zoe' "
+                                 "ORDER BY embedding <=> %(v)s LIMIT 10) AS nearest", {"v": vector})
                 assert rows[0]["n"] < 10
             assert _recall(probe, QUESTION) == exact
         finally:
-            _admin(memory, f"DROP ROLE IF EXISTS {ROLE}")
+            sql(memory, f"DROP ROLE IF EXISTS {ROLE}")
     finally:
         memory.close()
         run(namespaces.drop(s))
