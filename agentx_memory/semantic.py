@@ -372,6 +372,14 @@ class SemanticMemory:
             out.setdefault(str(row["fact_id"]), []).append(str(row["turn_id"]))
         return out
 
+    async def entities_of_facts(self, user_id: str, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The ids of the entities each of ``fact_ids`` (the user's) is ABOUT: fact id → entity ids (facts about no
+        entity are left out)."""
+        if not fact_ids:
+            return {}
+        rows = await self.ctx.graph.read(cypher.FACT_ENTITY_IDS, {"user_id": user_id, "ids": list(fact_ids)})
+        return {str(row["fact_id"]): [str(e) for e in row["entity_ids"]] for row in rows}
+
     async def facts_for_review(self, user_id: str, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """The user's facts that contradict another and wait for review (``extraction.contradiction_policy =
         flag_review``), oldest first, each with the ids of the facts it conflicts with."""

@@ -563,6 +563,13 @@ WHERE old.user_id = $user_id AND old.status IN ['superseded', 'rejected'] AND ol
 RETURN DISTINCT f.id AS fact_id, old.source_turn_id AS turn_id
 """
 
+#: The entities each of these facts (the user's) is ABOUT: one row per fact that is about any.
+FACT_ENTITY_IDS: Final[LiteralString] = """
+MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id
+MATCH (f)-[:ABOUT]->(e:Entity)
+RETURN f.id AS fact_id, collect(e.id) AS entity_ids
+"""
+
 #: The user's facts as they stood at ``$at``: said by then and not yet replaced (a superseded fact holds until the
 #: fact that replaced it was said; a rejected one never held), optionally only those ABOUT ``$entity_ids``.
 FACTS_AS_OF: Final[LiteralString] = """

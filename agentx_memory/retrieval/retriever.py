@@ -107,7 +107,9 @@ class MemoryRetriever:
             found.drop_unloaded()
             entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
             facts = self._rank_facts(plan, found, recall, graph_facts)
-            return entities, facts, await self._fact_sources(plan, facts, found, recall, metrics)
+            sources, _ = await asyncio.gather(self._fact_sources(plan, facts, found, recall, metrics),
+                                              self._name_entities_of(plan, facts[: plan.top_k], metrics))
+            return entities, facts, sources
 
         async def episodic() -> _TurnContext:
             await self._search(plan, recall, [leg for leg in legs if leg.name == "turns"], found, metrics)
@@ -236,6 +238,8 @@ class MemoryRetriever:
         for fact_id, (fact, entity_relevance) in graph_facts.items():
             if rerank.in_window(fact.created_at, plan.window):
                 item = scored.get(fact_id) or ScoredFact(item=fact)
+                if not item.item.entity_ids:  # a leg's row does not name the fact's entities; the graph's does
+                    item.item.entity_ids = fact.entity_ids
                 item.add("graph", entity_relevance, s.facts_weight, "about an entity the question matched")
                 scored[fact_id] = item
         return rerank.finish_facts(scored.values(), s, plan.reference_time)
@@ -332,6 +336,18 @@ class MemoryRetriever:
         if not (recall.entity_centric and recall.speaker_weight):
             return []
         return [n.casefold() for n in await self.turn_search.speakers_among(plan.user_id, plan.entity_names)]
+
+    async def _name_entities_of(self, plan: SearchPlan, facts: list[ScoredFact], metrics: RecallMetrics) -> None:
+        """Fill in the entities the returned ``facts`` are about where their legs' rows did not name them (the graph
+        around the question's entities does): a fact found by its words or its vector alone is returned with its
+        ``entity_ids`` as stored, not empty."""
+        unnamed = [f for f in facts if not f.item.entity_ids]
+        if not unnamed:
+            return
+        about = await self.graph_or_skip(
+            "fact_entities", self.semantic.entities_of_facts(plan.user_id, [f.id for f in unnamed]), {}, metrics)
+        for fact in unnamed:
+            fact.item.entity_ids = about.get(fact.id, [])
 
     async def _fact_sources(self, plan: SearchPlan, facts: list[ScoredFact], found: Candidates,
                             recall: RecallSettings, metrics: RecallMetrics) -> _FactSources:

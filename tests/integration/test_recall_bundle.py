@@ -124,6 +124,21 @@ def test_metadata_and_channel_round_trip(memory):
     assert metadata == {i: t.metadata for i, t in stored.items()}
 
 
+@pytest.mark.parametrize("entity_centric", [True, False], ids=["graph around the question", "legs alone"])
+def test_a_returned_fact_names_the_entities_it_is_about(memory, world, entity_centric):
+    """However a recall found a fact (its words or vector, or the graph around an entity the question names), the
+    fact it returns names the entities it is about, as stored: before, a fact any leg found came back with no
+    ``entity_ids`` at all."""
+    stored = {r.fact.claim: sorted(r.fact.entity_ids) for r in memory.list_facts()}
+    assert sorted(map(len, stored.values())) == [0, 1, 1]
+    for question in ("Where is Alice moving in May?", "Who is Clara?", "Where did Alice live?"):
+        bundle = memory.remember(question, reference_time=REF, recall={"entity_centric": entity_centric})
+        assert bundle.facts and not bundle.metrics.skipped
+        assert {f.item.claim: sorted(f.item.entity_ids) for f in bundle.facts} == {
+            f.item.claim: stored[f.item.claim] for f in bundle.facts}
+    assert {f.item.claim for f in bundle.facts} >= {"Alice lived in Porto"}
+
+
 # --- the prompt block -------------------------------------------------------------------------------------------
 
 BUDGETS = [0, 1, 5, 12, 13, 20, 30, 50, 80, 120, 200, 400, 800, 5000]
