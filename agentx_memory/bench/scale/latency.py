@@ -42,12 +42,13 @@ async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, r
                         kwargs: dict[str, Any], label: str, *,
                         warmup: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
     """remember() latency over the queries, after the ``warmup`` questions (untimed): wall time, wall time minus
-    metrics.embed_ms, per technique, and how the graph's vector searches were answered
-    (``GraphStore.vector_routes``, counted over the timed queries)."""
+    metrics.embed_ms, per technique, how the graph's vector searches were answered (``GraphStore.vector_routes``,
+    counted over the timed queries), and the questions answered with fewer than 10 turns (``short_questions``)."""
     for question, channel in warmup:
         await memory.remember(question, user_id=user, channel=channel, top_k=10, reference_time=reference, **kwargs)
         await memory.drain()
     wall, excl, embed, turns = [], [], [], []
+    short: list[dict[str, Any]] = []  # questions answered with fewer than top_k turns, to look into
     techniques: dict[str, list[float]] = defaultdict(list)
     routes_before = Counter(memory.ctx.graph.vector_routes)
     for question, channel in track(queries, label, unit="q"):
@@ -60,10 +61,13 @@ async def time_remember(memory, queries: Sequence[tuple[str, str]], user: str, r
         excl.append(ms - bundle.metrics.embed_ms)
         embed.append(bundle.metrics.embed_ms)
         turns.append(len(bundle.turns))
+        if len(bundle.turns) < 10:
+            short.append({"question": question, "channel": channel, "turns": len(bundle.turns)})
         for name, metric in bundle.metrics.techniques.items():
             techniques[name].append(metric.latency_ms)
     return {"ms": percentiles(excl), "wall_ms": percentiles(wall), "embed_ms": percentiles(embed),
             "turns_returned_mean": round(float(np.mean(turns)), 2) if turns else 0,
+            "short_questions": short,
             "techniques_mean_ms": {k: round(float(np.mean(v)), 3) for k, v in sorted(techniques.items())},
             "vector_routes": dict(sorted((memory.ctx.graph.vector_routes - routes_before).items()))}
 

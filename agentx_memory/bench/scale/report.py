@@ -149,6 +149,11 @@ def _latency(report: dict[str, Any]) -> list[str]:
             lines.append(f"| {_k(int(size))} | {name} | {user['turns']:,} | **{v['ms']['p50']}** | "
                          f"{v['ms']['p95']} | {v['ms']['p99']} | {v['wall_ms']['p50']} [{v['wall_ms']['p95']}] | "
                          f"{v['embed_ms']['mean']} | {v['turns_returned_mean']} |")
+    short = [f"{_k(int(size))} {name}: {q['question']!r} ({q['channel']}, {q['turns']} turns)"
+             for size, step in report["sizes"].items() for name, v in step["latency"].items()
+             for q in v.get("short_questions", [])]
+    if short:
+        lines += ["", "Questions answered with fewer than 10 turns: " + "; ".join(short) + "."]
     lines += ["", "Floors on the same store and the same query vectors (ms):", "",
               "| turns | floor | vectors | p50 | p95 | p99 |", "|---|---|---|---|---|---|"]
     for size, step in report["sizes"].items():
