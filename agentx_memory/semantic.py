@@ -444,7 +444,8 @@ class SemanticMemory:
 
         The facts' vector leg of recall (``SEARCH_FACTS``). It over-fetches twice ``top_k`` (spec 003) and, when
         ``min_confidence`` filtered too many out, asks again for more until ``top_k`` are found or none are left.
-        With ``agent_id``, only the facts that agent may read."""
+        With ``agent_id``, only the facts that agent may read. Each fact names the entities it is about (one more
+        read)."""
         vector = self.ctx.embedder.check(query_embedding, "query_embedding")
         check_int(top_k, "top_k", low=1, high=1000)
         check_id(user_id, "user_id")
@@ -459,7 +460,10 @@ class SemanticMemory:
             if len(kept) >= top_k or len(rows) < k or k >= _MAX_FETCH:
                 break
             k = min(k * 4, _MAX_FETCH)
-        return [{"fact": fact_from_row(r["fact"]), "similarity": float(r["similarity"])} for r in kept[:top_k]]
+        kept = kept[:top_k]
+        about = await self.entities_of_facts(user_id, [r["fact"]["id"] for r in kept])
+        return [{"fact": fact_from_row(r["fact"], about.get(r["fact"]["id"], ())), "similarity": float(r["similarity"])}
+                for r in kept]
 
     async def vector_search_entities(self, query_embedding: Sequence[float], top_k: int, user_id: str,
                                      channels: Sequence[str] | str | None = None) -> list[dict[str, Any]]:

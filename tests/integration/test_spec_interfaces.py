@@ -87,6 +87,11 @@ def test_semantic_vector_searches_filter_by_confidence_and_channels(memory):
     assert refused.value.field == "min_confidence"
 
     lisbon = memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="place"))
+    # a fact found comes with the entities it is about, as stored (it came with none before)
+    about = memory.learn_fact(Fact(user_id="alice", claim="Sam moved to Lisbon in May", entity_ids=[lisbon.id]))
+    moved = memory._portal.run(semantic.vector_search_facts(_vector(memory, "Sam moved to Lisbon in May"), 5, "alice"))
+    assert moved[0]["fact"].id == about.id and moved[0]["fact"].entity_ids == [lisbon.id]
+    assert all(f["fact"].entity_ids == [] for f in moved[1:])
     memory.upsert_entity(Entity(user_id="alice", name="Tax office", type="organization"))
     porto = memory.upsert_entity(Entity(user_id="alice", name="Lisbon", type="place"), "proj")
     entities = memory._portal.run(semantic.vector_search_entities(_vector(memory, "Lisbon"), 1, "alice"))
