@@ -271,7 +271,9 @@ class Neo4jGraphStore(GraphStore):
         rendered = self.dialect.render(query)
         try:
             async with self._session() as session:
-                result = await session.run("EXPLAIN " + rendered, dict(params or {}))
+                # replan=force: the plan the planner picks from today's statistics, not one cached when the
+                # label held a handful of nodes (a range scan then, an index seek now)
+                result = await session.run("EXPLAIN CYPHER replan=force " + rendered, dict(params or {}))
                 summary = await result.consume()
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:
             raise _wrap(exc, rendered) from exc
