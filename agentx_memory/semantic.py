@@ -372,14 +372,6 @@ class SemanticMemory:
             out.setdefault(str(row["fact_id"]), []).append(str(row["turn_id"]))
         return out
 
-    async def entities_of_facts(self, user_id: str, fact_ids: Sequence[str]) -> dict[str, list[str]]:
-        """The ids of the entities each of ``fact_ids`` (the user's) is ABOUT: fact id → entity ids (facts about no
-        entity are left out)."""
-        if not fact_ids:
-            return {}
-        rows = await self.ctx.graph.read(cypher.FACT_ENTITY_IDS, {"user_id": user_id, "ids": list(fact_ids)})
-        return {str(row["fact_id"]): [str(e) for e in row["entity_ids"]] for row in rows}
-
     async def facts_for_review(self, user_id: str, limit: int = 100) -> list[tuple[Fact, list[str]]]:
         """The user's facts that contradict another and wait for review (``extraction.contradiction_policy =
         flag_review``), oldest first, each with the ids of the facts it conflicts with."""
@@ -444,8 +436,7 @@ class SemanticMemory:
 
         The facts' vector leg of recall (``SEARCH_FACTS``). It over-fetches twice ``top_k`` (spec 003) and, when
         ``min_confidence`` filtered too many out, asks again for more until ``top_k`` are found or none are left.
-        With ``agent_id``, only the facts that agent may read. Each fact names the entities it is about (one more
-        read)."""
+        With ``agent_id``, only the facts that agent may read. Each fact names the entities it is about."""
         vector = self.ctx.embedder.check(query_embedding, "query_embedding")
         check_int(top_k, "top_k", low=1, high=1000)
         check_id(user_id, "user_id")
@@ -460,10 +451,8 @@ class SemanticMemory:
             if len(kept) >= top_k or len(rows) < k or k >= _MAX_FETCH:
                 break
             k = min(k * 4, _MAX_FETCH)
-        kept = kept[:top_k]
-        about = await self.entities_of_facts(user_id, [r["fact"]["id"] for r in kept])
-        return [{"fact": fact_from_row(r["fact"], about.get(r["fact"]["id"], ())), "similarity": float(r["similarity"])}
-                for r in kept]
+        return [{"fact": fact_from_row(r["fact"], r["entity_ids"]), "similarity": float(r["similarity"])}
+                for r in kept[:top_k]]
 
     async def vector_search_entities(self, query_embedding: Sequence[float], top_k: int, user_id: str,
                                      channels: Sequence[str] | str | None = None) -> list[dict[str, Any]]:

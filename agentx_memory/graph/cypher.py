@@ -563,13 +563,6 @@ WHERE old.user_id = $user_id AND old.status IN ['superseded', 'rejected'] AND ol
 RETURN DISTINCT f.id AS fact_id, old.source_turn_id AS turn_id
 """
 
-#: The entities each of these facts (the user's) is ABOUT: one row per fact that is about any.
-FACT_ENTITY_IDS: Final[LiteralString] = """
-MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id
-MATCH (f)-[:ABOUT]->(e:Entity)
-RETURN f.id AS fact_id, collect(e.id) AS entity_ids
-"""
-
 #: The user's facts as they stood at ``$at``: said by then and not yet replaced (a superseded fact holds until the
 #: fact that replaced it was said; a rejected one never held), optionally only those ABOUT ``$entity_ids``.
 FACTS_AS_OF: Final[LiteralString] = """
@@ -1036,6 +1029,8 @@ COUNT_TENANT_NODES: Final[dict[str, LiteralString]] = {
 INDEX_PROBE: Final[dict[str, LiteralString]] = {
     label: "@vector_search(" + label + ", $k, $embedding) RETURN count(node) AS n" for label in VECTOR_LABELS}
 
+#: The user's ``$k`` kept facts nearest ``$embedding`` in the window, best first, each with the ids of the entities
+#: it is ABOUT (read for the ``$k`` only).
 SEARCH_FACTS: Final[LiteralString] = """
 WITH @vec($embedding) AS query_vector
 @tenant_match(Fact, f, query_vector)
@@ -1046,9 +1041,12 @@ WHERE coalesce(f.superseded, false) = false AND f.embedding IS NOT NULL
 WITH f, @cosine(f.embedding, query_vector) AS similarity
 WHERE similarity IS NOT NULL AND similarity = similarity
 WITH f, similarity ORDER BY similarity DESC, f.id LIMIT $k
+OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
+WITH f, similarity, collect(x.id) AS entity_ids
+ORDER BY similarity DESC, f.id
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
           .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count,
-          .metadata} AS fact, similarity
+          .metadata} AS fact, similarity, entity_ids
 """
 
 SEARCH_ENTITIES: Final[LiteralString] = """
@@ -1171,12 +1169,17 @@ RETURN e {.id, .user_id, .channel, .name, .type, .aliases, .description, .salien
 LIMIT $k
 """
 
+#: The user's kept facts ``$ids`` that are visible in ``$channels`` (to ``$agent_id``), each with the ids of the
+#: entities it is ABOUT.
 GET_FACTS: Final[LiteralString] = """
 MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id AND f.channel IN $channels
   AND coalesce(f.superseded, false) = false
   AND """ + _seen_by_agent("f") + """
+OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
+WITH f, collect(x.id) AS entity_ids
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
-          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact
+          .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count, .metadata} AS fact,
+       entity_ids
 """
 
 

@@ -157,10 +157,10 @@ def collect_turns(found: Candidates, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def collect_fact_vectors(found: Candidates, rows: Sequence[dict[str, Any]]) -> None:
-    """The vector leg of facts, their rows and cosines."""
+    """The vector leg of facts, their rows (each with the entities the fact is about) and cosines."""
     found.fact_legs["vector"] = [r["fact"]["id"] for r in rows]
     for r in rows:
-        found.fact_rows[r["fact"]["id"]] = r["fact"]
+        found.fact_rows[r["fact"]["id"]] = r
         found.fact_cosine[r["fact"]["id"]] = float(r["similarity"])
 
 

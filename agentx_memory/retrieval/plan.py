@@ -72,7 +72,7 @@ class Candidates:
     cosine_floor: float = 0.0  # cosine of the last dense candidate: D is measured above it
     term_weights: dict[str, float] = field(default_factory=dict)  # lexeme → its idf in the turns' lexical leg
     average_length: float = 0.0  # of the searched turns, in distinct words (BM25's avgdl)
-    fact_rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fact_rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # fact id → {"fact": …, "entity_ids": […]}
     fact_legs: dict[str, list[str]] = field(default_factory=dict)
     fact_cosine: dict[str, float] = field(default_factory=dict)
     fact_lexical: dict[str, float] = field(default_factory=dict)  # fact id → ts_rank of its words in the question

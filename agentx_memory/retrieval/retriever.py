@@ -107,9 +107,7 @@ class MemoryRetriever:
             found.drop_unloaded()
             entities, graph_facts = await self._rank_entities(plan, found, recall, metrics)
             facts = self._rank_facts(plan, found, recall, graph_facts)
-            sources, _ = await asyncio.gather(self._fact_sources(plan, facts, found, recall, metrics),
-                                              self._name_entities_of(plan, facts[: plan.top_k], metrics))
-            return entities, facts, sources
+            return entities, facts, await self._fact_sources(plan, facts, found, recall, metrics)
 
         async def episodic() -> _TurnContext:
             await self._search(plan, recall, [leg for leg in legs if leg.name == "turns"], found, metrics)
@@ -216,7 +214,7 @@ class MemoryRetriever:
             params = {"ids": missing_facts, "user_id": plan.user_id, "channels": plan.channels,
                       "agent_id": plan.agent_id}
             for r in await self.graph.read(cypher.GET_FACTS, params):
-                found.fact_rows[r["fact"]["id"]] = r["fact"]
+                found.fact_rows[r["fact"]["id"]] = r
         if missing_entities:
             for r in await self.graph.read(cypher.GET_ENTITIES, {"ids": missing_entities, "user_id": plan.user_id}):
                 if r["entity"]["channel"] in plan.channels:
@@ -232,14 +230,13 @@ class MemoryRetriever:
         totals, parts = fusion.fuse(found.fact_legs, fusion.leg_weights(found.fact_legs, recall), recall.rrf_k)
         scored: dict[str, ScoredFact] = {}
         for fact_id in totals:
-            item = ScoredFact(item=fact_from_row(found.fact_rows[fact_id]), cosine=found.fact_cosine.get(fact_id))
+            row = found.fact_rows[fact_id]
+            item = ScoredFact(item=fact_from_row(row["fact"], row["entity_ids"]), cosine=found.fact_cosine.get(fact_id))
             rerank.add_rrf_signals(item, parts[fact_id], s.facts_weight)
             scored[fact_id] = item
         for fact_id, (fact, entity_relevance) in graph_facts.items():
             if rerank.in_window(fact.created_at, plan.window):
                 item = scored.get(fact_id) or ScoredFact(item=fact)
-                if not item.item.entity_ids:  # a leg's row does not name the fact's entities; the graph's does
-                    item.item.entity_ids = fact.entity_ids
                 item.add("graph", entity_relevance, s.facts_weight, "about an entity the question matched")
                 scored[fact_id] = item
         return rerank.finish_facts(scored.values(), s, plan.reference_time)
@@ -336,18 +333,6 @@ class MemoryRetriever:
         if not (recall.entity_centric and recall.speaker_weight):
             return []
         return [n.casefold() for n in await self.turn_search.speakers_among(plan.user_id, plan.entity_names)]
-
-    async def _name_entities_of(self, plan: SearchPlan, facts: list[ScoredFact], metrics: RecallMetrics) -> None:
-        """Fill in the entities the returned ``facts`` are about where their legs' rows did not name them (the graph
-        around the question's entities does): a fact found by its words or its vector alone is returned with its
-        ``entity_ids`` as stored, not empty."""
-        unnamed = [f for f in facts if not f.item.entity_ids]
-        if not unnamed:
-            return
-        about = await self.graph_or_skip(
-            "fact_entities", self.semantic.entities_of_facts(plan.user_id, [f.id for f in unnamed]), {}, metrics)
-        for fact in unnamed:
-            fact.item.entity_ids = about.get(fact.id, [])
 
     async def _fact_sources(self, plan: SearchPlan, facts: list[ScoredFact], found: Candidates,
                             recall: RecallSettings, metrics: RecallMetrics) -> _FactSources:
