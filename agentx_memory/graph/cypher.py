@@ -376,7 +376,7 @@ LIMIT $limit
 # every filter in one MATCH, it started at the user's facts (their user_id index) and traversed all of them, 16 times
 # slower for a user with 4k facts. (Neo4j's planner chooses the start from its statistics either way.)
 FACTS_ABOUT: Final[LiteralString] = """
-MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+MATCH (e:Entity) @start_at(e, Entity, id) WHERE e.id IN $ids AND e.user_id = $user_id
 WITH e
 MATCH (f:Fact)-[:ABOUT]->(e)
 WITH f WHERE f.user_id = $user_id AND coalesce(f.superseded, false) = false
@@ -500,7 +500,7 @@ def _private_to(var: LiteralString) -> LiteralString:
 #: The user's active facts in these channels of the slot ``$slot_key`` (``fact_slots.slot_key``: the candidates a new
 #: fact may contradict), newest first: read through the slot key's index, whatever the number of the user's facts.
 SLOT_CANDIDATES: Final[LiteralString] = """
-MATCH (f:Fact {slot_key: $slot_key})
+MATCH (f:Fact {slot_key: $slot_key}) @start_at(f, Fact, slot_key)
 WHERE f.user_id = $user_id AND f.channel IN $channels AND coalesce(f.superseded, false) = false
   AND NOT f.id IN $exclude AND """ + _private_to("f") + """ = $private_to
 RETURN f {.id, .claim, .temporal, .created_at, .status} AS fact
@@ -556,7 +556,7 @@ RETURN old.id AS id
 #: directly or down a chain of replacements (superseded under prefer_new or a correction, rejected under prefer_old;
 #: a merged duplicate is no replacement).
 REPLACED_FACT_SOURCES: Final[LiteralString] = """
-MATCH (f:Fact) WHERE f.id IN $ids AND f.user_id = $user_id
+MATCH (f:Fact) @start_at(f, Fact, id) WHERE f.id IN $ids AND f.user_id = $user_id
 WITH f
 MATCH (f)-[:SUPERSEDES*1..5]->(old:Fact)
 WHERE old.user_id = $user_id AND old.status IN ['superseded', 'rejected'] AND old.source_turn_id IS NOT NULL
@@ -614,7 +614,7 @@ RETURN count(DISTINCT conversation) AS conversations
 # (id, user_id): a fact of another user that holds the copy's id is never linked (the unique constraint refuses it).
 # From the source fact by its id (FalkorDB started at the user's global facts when the pattern began with them).
 FIND_PROMOTION: Final[LiteralString] = """
-MATCH (src:Fact {id: $source_id}) WHERE src.user_id = $user_id
+MATCH (src:Fact {id: $source_id}) @start_at(src, Fact, id) WHERE src.user_id = $user_id
 WITH src
 MATCH (g:Fact)-[:PROMOTED_FROM]->(src)
 WHERE g.user_id = $user_id AND g.channel = '_global'
@@ -1547,7 +1547,7 @@ RETURN t.id AS id, t.conversation_id AS conversation_id, t.channel AS channel
 #: Facts derived from the turns in ``$ids`` and from no other turn (derived knowledge goes with its source), found from
 #: the turns by their ids (starting at the user's facts read all of them: 17 ms for 4,000).
 FORGET_DERIVED_FACTS: Final[LiteralString] = """
-MATCH (t:Turn) WHERE t.id IN $ids AND t.user_id = $user_id
+MATCH (t:Turn) @start_at(t, Turn, id) WHERE t.id IN $ids AND t.user_id = $user_id
 WITH t
 MATCH (f:Fact)-[:DERIVED_FROM]->(t)
 WHERE f.user_id = $user_id
@@ -1561,7 +1561,7 @@ RETURN f.id AS id, f.conversation_id AS conversation_id, f.channel AS channel
 #: The redirects (dedup's merged names) that lead to the entities in ``$ids``, found from those entities (starting at
 #: the redirects read every user's: the label has no index but its key).
 FORGET_REDIRECTS: Final[LiteralString] = """
-MATCH (e:Entity) WHERE e.id IN $ids AND e.user_id = $user_id
+MATCH (e:Entity) @start_at(e, Entity, id) WHERE e.id IN $ids AND e.user_id = $user_id
 WITH e
 MATCH (r:EntityRedirect)-[:REDIRECTS_TO]->(e)
 WHERE r.user_id = $user_id

@@ -271,8 +271,7 @@ class Neo4jGraphStore(GraphStore):
         rendered = self.dialect.render(query)
         try:
             async with self._session() as session:
-                # replan=force: the plan the planner picks from today's statistics, not one cached when the
-                # label held a handful of nodes (a range scan then, an index seek now)
+                # replan=force: the plan the planner picks from the statistics of now, not one cached earlier
                 result = await session.run("EXPLAIN CYPHER replan=force " + rendered, dict(params or {}))
                 summary = await result.consume()
         except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError) as exc:

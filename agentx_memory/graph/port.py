@@ -152,9 +152,10 @@ class VectorIndexUsage:
 #: How many rendered statements a dialect keeps (the engine's statements are a few hundred constants).
 RENDERED_CACHE = 1024
 
-_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2, "tenant_match": 3, "entities_named": 2}
+_ARITY = {"vec": 1, "cosine": 2, "vector_search": 3, "fulltext_search": 2, "tenant_match": 3, "entities_named": 2,
+          "start_at": 3}
 _MARKER = re.compile(
-    r"@(vec|cosine|vector_search|fulltext_search|tenant_match|entities_named)\(((?:[^()]|\([^()]*\))*)\)")
+    r"@(vec|cosine|vector_search|fulltext_search|tenant_match|entities_named|start_at)\(((?:[^()]|\([^()]*\))*)\)")
 
 
 class Dialect(ABC):
@@ -201,6 +202,13 @@ class Dialect(ABC):
                         raise ValueError(f"@tenant_match vector must be a variable to search an index, got {vector!r}")
                     return self.tenant_index_match(label, var, vector)
                 return self.tenant_match(label, var, vector)
+            if kind == "start_at":
+                var, label, prop = args
+                if not (var.isidentifier() and prop.isidentifier()):
+                    raise ValueError(f"@start_at takes a variable and a property name, got {match.group(0)!r}")
+                if (label, prop) not in UNIQUE_CONSTRAINTS and (label, (prop,)) not in RANGE_INDEXES:
+                    raise ValueError(f"@start_at: {label}.{prop} has no index of its own")
+                return self.start_at(var, label, prop)
             if kind == "entities_named":
                 var, keys = args
                 if not var.isidentifier():
@@ -218,6 +226,12 @@ class Dialect(ABC):
     #: Text put before a statement that uses ``@tenant_match`` or ``@vector_search`` (a Cypher version clause where
     #: the dialect renders them with syntax of a newer language version).
     statement_prefix: str = ""
+
+    def start_at(self, var: str, label: str, prop: str) -> str:
+        """Put right after a MATCH pattern (before its WHERE) whose ``var`` is looked up by ``prop`` (``IN $ids``, an
+        equality): the plan starts there, through that property's index. Default: nothing (a planner that starts
+        where the statement says)."""
+        return ""
 
     def tenant_match(self, label: str, var: str, vector: str) -> str:
         """A MATCH binding ``var`` to the tenant's candidate nodes (default: all of them, an exact scan)."""

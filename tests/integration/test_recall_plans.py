@@ -200,7 +200,10 @@ INDEX_CALLS = {("neo4j", "RESOLVE_ENTITIES"): "db.index.fulltext.queryNodes"}
 
 #: Statements handed node ids, by the node their plan must start from (its id index): FalkorDB started FACTS_ABOUT at
 #: the user's facts and REPLACED_FACT_SOURCES at every replaced fact of the user, reading all of them per recall.
-#: (Neo4j's cost-based planner chooses the start from its statistics; there the start must be an index seek.)
+#: Neo4j's cost-based planner chose the start from its statistics: a rehearsal read a range scan of every Turn id for
+#: FORGET_DERIVED_FACTS right after the module's turns were written, and with settled statistics it started at the
+#: user's facts (a seek, but of every fact of the user). ``@start_at`` makes it seek the given ids; where it believes
+#: the other side holds few nodes it may seek those too and join the two.
 ANCHORED_LOOKUPS = {
     "FACTS_ABOUT": ("e:Entity", GRAPH_LOOKUPS["FACTS_ABOUT"]),
     "REPLACED_FACT_SOURCES": ("f:Fact", {"user_id": "alice", "ids": ["f1"]}),
@@ -218,10 +221,14 @@ ANCHORED_LOOKUPS = {
 def test_lookups_from_given_ids_start_at_those_nodes(loaded, backend, name):
     anchor, params = ANCHORED_LOOKUPS[name]
     plan = loaded._portal.run(loaded.core.ctx.graph.explain(getattr(cypher, name), params))
-    leaf = plan.strip().splitlines()[-1]  # the plans are linear: the last line is where the match starts
-    assert PLAN_OPERATORS[backend][0] in leaf, plan
-    if backend == "falkordb":  # its planner starts where the statement says; Neo4j's picks the start by statistics
-        assert anchor in leaf, plan
+    lines = plan.strip().splitlines()
+    seek = PLAN_OPERATORS[backend][0]
+    assert seek in lines[-1], plan  # the last line is where the match starts
+    if backend == "falkordb":  # its plans are linear, from where the statement starts
+        assert anchor in lines[-1], plan
+    else:
+        assert any(seek in line and anchor in line for line in lines), plan
+        assert "NodeIndexScan" not in plan, plan
 
 
 def test_vector_index_search_is_a_procedure_call(loaded):

@@ -287,3 +287,22 @@ def test_reembedding_visits_every_vector_indexed_label_and_drops_only_their_inde
     assert FalkorDialect().drop_vector_index_statement("Fact") == "DROP VECTOR INDEX FOR (n:Fact) ON (n.embedding)"
     with pytest.raises(ValueError, match="no vector index"):
         FalkorDialect().drop_vector_index_statement("User")
+
+
+# --- @start_at -----------------------------------------------------------------------------------------------------
+
+def test_start_at_makes_neo4j_seek_the_given_nodes_and_leaves_falkordb_as_written():
+    template = "MATCH (t:Turn) @start_at(t, Turn, id) WHERE t.id IN $ids"
+    assert NEO4J.render(template) == "MATCH (t:Turn) USING INDEX SEEK t:Turn(id) WHERE t.id IN $ids"
+    assert FALKOR.render(template) == "MATCH (t:Turn)  WHERE t.id IN $ids"  # its planner starts where it says
+    assert NEO4J.render("MATCH (f:Fact {slot_key: $k}) @start_at(f, Fact, slot_key)").endswith(
+        "USING INDEX SEEK f:Fact(slot_key)")
+
+
+@DIALECTS
+@pytest.mark.parametrize("bad", ["@start_at(t, Turn, content)", "@start_at(t, Nope, id)", "@start_at(t x, Turn, id)",
+                                 "@start_at(t, Turn)"])
+def test_start_at_refuses_properties_without_an_index_of_their_own(dialect, bad):
+    """A hint on a property with no index of its own would make Neo4j refuse the statement at run time."""
+    with pytest.raises(ValueError):
+        dialect.render(bad)
