@@ -58,25 +58,40 @@ class Neo4jDialect(Dialect):
     filter included), ``@vector_search`` asks the index through ``SEARCH`` and the schema gives vector indexes the
     tenant keys as filter properties; with ``tenant_filters`` too (the indexes have them: the schema was applied),
     ``@tenant_match`` searches them. The two differ while a store's schema is not applied yet: an unfiltered search
-    needs no filter properties."""
+    needs no filter properties. With ``exhaustive`` as well, ``@tenant_match`` is every node of the tenant, in the
+    index's exact order (see :meth:`tenant_match`)."""
 
     name = "neo4j"
 
-    def __init__(self, *, search_clause: bool = False, tenant_filters: bool = False):
+    def __init__(self, *, search_clause: bool = False, tenant_filters: bool = False, exhaustive: bool = False):
         if tenant_filters and not search_clause:
             raise ValueError("tenant_filters needs search_clause: filtered vector indexes are searched with SEARCH")
+        if exhaustive and not tenant_filters:
+            raise ValueError("exhaustive needs tenant_filters: it searches the tenant-filtered vector indexes")
         self.search_clause = search_clause
         self.tenant_filters = tenant_filters
+        self.exhaustive = exhaustive
         # SEARCH is Cypher 25; a server whose default language is Cypher 5 needs the version clause.
         self.statement_prefix = "CYPHER 25 " if search_clause else ""
 
     def tenant_match(self, label: str, var: str, vector: str) -> str:
         if not self.tenant_filters:
             return super().tenant_match(label, var, vector)
-        return (
+        search = (
             f"MATCH ({var}:{label}) SEARCH {var} IN (VECTOR INDEX {index_name(label, (), 'vector')} FOR {vector} "
-            f"WHERE {var}.user_id = $user_id AND {var}.channel IN $channels LIMIT $fetch) SCORE AS _index_score"
+            f"WHERE {var}.user_id = $user_id AND {var}.channel IN $channels LIMIT "
         )
+        if not self.exhaustive:
+            return search + "$fetch) SCORE AS _index_score"
+        if not vector.isidentifier():
+            raise ValueError(f"@tenant_match vector must be a variable to search exhaustively, got {vector!r}")
+        # Every node of the tenant (up to $fetch_all): asked for at least as many nodes as its filter matches, the
+        # index compares the query with each of them (Lucene's exact path), at ~1 µs a node, where reading each
+        # node's vector in Cypher costs ~15 µs. Its score (cosine, quantization off) cuts them to the nearest $fetch,
+        # the only ones whose properties the statement then reads (nodes of one score straddling the cut, duplicates,
+        # keep whichever the index returned first; the scan would break that tie by id).
+        return (search + f"$fetch_all) SCORE AS _index_score "
+                f"WITH {var}, {vector}, _index_score ORDER BY _index_score DESC LIMIT $fetch")
 
     def start_at(self, var: str, label: str, prop: str) -> str:
         # Neo4j picks a plan's start from its statistics, and while they catch up after a bulk write (seconds) it

@@ -11,7 +11,9 @@ On first use the store asks the server its version (``dbms.components()``) and r
 :meth:`Neo4jGraphStore.read_vectors` searches them with ``SEARCH`` for a tenant with :data:`SEARCH_MIN_NODES` nodes of
 the label or more (measured in docs/benchmarks.md: flat ~5-10 ms where the exact scan costs ~10 µs per vector of the
 tenant; they cross at ~200-300 vectors; the tenant's count is read once a minute), with the exact scan as the fallback
-whenever the index yields fewer than k rows, and as the route of a smaller tenant.
+whenever the index yields fewer than k rows, and as the route of a smaller tenant. An exact search (recall's, for a
+user whose turns are scanned exactly) asks ``SEARCH`` for every node of the tenant, which the index compares with the
+query exactly at ~1 µs a node (:data:`EXHAUSTIVE_LIMIT`), and reads the properties of the nearest few times k only.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ SEARCH_OVERFETCH = 4
 #: Neo4j"). A tenant with no node of the label (most users have no strategy or rule) costs one empty scan, not an
 #: empty SEARCH and then the scan.
 SEARCH_MIN_NODES = 250
+#: How many nodes an exact search (``read_vectors(exact=True)``) asks ``SEARCH`` for: a tenant with fewer nodes of the
+#: label gets all of them, compared exactly by the index (asked for more nodes than its filter matches, Lucene
+#: compares the query with every match), so the search is exact for any tenant below it. The figure costs nothing:
+#: 1,000,000 took the same time as 5,000 for a tenant of 4,266 facts (docs/benchmarks.md, "Exact searches of a
+#: Neo4j tenant through its index").
+EXHAUSTIVE_LIMIT = 1_000_000
 
 _VECTOR_INDEX_NAMES = frozenset(index_name(label, (), "vector") for label in VECTOR_LABELS)
 
@@ -143,6 +151,8 @@ class Neo4jGraphStore(GraphStore):
         #: The dialect whose @tenant_match searches the tenant-filtered vector indexes (set by apply_schema on
         #: servers that have the SEARCH clause); None means every @tenant_match is an exact scan.
         self._search_dialect: Neo4jDialect | None = None
+        #: The same for exact searches: every node of the tenant, compared exactly by the index.
+        self._exhaustive_dialect: Neo4jDialect | None = None
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS):
         return self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
@@ -204,20 +214,28 @@ class Neo4jGraphStore(GraphStore):
         return self._search_dialect is not None
 
     async def read_vectors(self, query, params, *, exact=False):
-        if self._search_dialect is None or exact:
+        if self._search_dialect is None or self._exhaustive_dialect is None:
             return await super().read_vectors(query, params, exact=exact)
         k = int(params["k"])
         own = await self._tenant_count(tenant_label(query), str(params["user_id"]), list(params["channels"]))
-        if own < max(k, SEARCH_MIN_NODES):
+        if own < max(k, SEARCH_MIN_NODES) or (exact and own >= EXHAUSTIVE_LIMIT):
             self.vector_routes["scan"] += 1
             return await self._read_rendered(self.dialect.render(query), params)
         # The index's nearest few times k, filtered by tenant inside the index, then the statement's own filters and
         # exact ranking; too few rows left (a small tenant, many superseded facts, a time window) means the index
-        # cannot be trusted to hold the k best: the exact scan answers instead.
-        rows = await self._read_rendered(self._search_dialect.render(query),
-                                         {**params, "fetch": max(k * SEARCH_OVERFETCH, k + 20)})
+        # cannot be trusted to hold the k best: the exact scan answers instead. An exact search takes them from every
+        # node of the tenant in the index's exact order (the exhaustive dialect): then the k best of the filtered
+        # rows are the k best of the tenant whenever k rows are left.
+        fetch = max(k * SEARCH_OVERFETCH, k + 20)
+        if exact:
+            route, rendered = "exhaustive", self._exhaustive_dialect.render(query)
+            params = {**params, "fetch": fetch, "fetch_all": EXHAUSTIVE_LIMIT}
+        else:
+            route, rendered = "search", self._search_dialect.render(query)
+            params = {**params, "fetch": fetch}
+        rows = await self._read_rendered(rendered, params)
         if len(rows) >= k:
-            self.vector_routes["search"] += 1
+            self.vector_routes[route] += 1
             return rows
         self.vector_routes["fallback"] += 1
         return await self._read_rendered(self.dialect.render(query), params)
@@ -317,6 +335,7 @@ class Neo4jGraphStore(GraphStore):
         await cypher.check_embedding_meta(self, dimension=dimension, model=model)
         if self._search_capable:  # vector searches may use the filtered indexes from now on
             self._search_dialect = Neo4jDialect(search_clause=True, tenant_filters=True)
+            self._exhaustive_dialect = Neo4jDialect(search_clause=True, tenant_filters=True, exhaustive=True)
 
     async def _schema_object_names(self) -> set[str]:
         rows = await self.read(cypher.SHOW_CONSTRAINT_NAMES) + await self.read(cypher.SHOW_ALL_INDEX_NAMES)

@@ -344,10 +344,11 @@ class GraphStore(ABC):
         """Run a read statement built on ``@tenant_match`` that returns at most ``params["k"]`` ranked rows.
 
         ``exact`` (or a tenant whose scan costs less, :func:`~.tenant_index.index_fetch`) scans the tenant's nodes
-        (:meth:`read`). Otherwise the label's vector index answers: its nearest nodes deep enough for the tenant's
-        share, kept when they are the tenant's (:meth:`read_index`), and the exact scan answers instead when fewer
-        than ``k`` rows survive the statement's filters, so other tenants never crowd a user's rows out. How each
-        call was answered is counted in :attr:`vector_routes`."""
+        (:meth:`read`; a database whose index can compare the query with every node of the tenant exactly may answer
+        an exact search that way, as Neo4j's ``SEARCH`` does). Otherwise the label's vector index answers: its nearest
+        nodes deep enough for the tenant's share, kept when they are the tenant's (:meth:`read_index`), and the exact
+        scan answers instead when fewer than ``k`` rows survive the statement's filters, so other tenants never crowd
+        a user's rows out. How each call was answered is counted in :attr:`vector_routes`."""
         k = int(params["k"])
         fetch = None if exact else await self._index_fetch(tenant_label(query), str(params["user_id"]),
                                                            list(params["channels"]), k)

@@ -253,6 +253,23 @@ def test_tenant_match_with_the_search_clause_filters_by_tenant_inside_the_index(
            "WITH [n.user_id, n.channel]" in ddl
 
 
+def test_an_exhaustive_tenant_match_asks_for_every_node_of_the_tenant_and_keeps_the_nearest_by_the_index():
+    """An exact search on Neo4j: SEARCH up to $fetch_all (more than the tenant holds, so the index compares the query
+    with every node of the tenant), cut to the $fetch nearest by the index's own score before any property is read."""
+    exhaustive = Neo4jDialect(search_clause=True, tenant_filters=True, exhaustive=True)
+    rendered = exhaustive.render("WITH @vec($embedding) AS query_vector @tenant_match(Fact, f, query_vector) "
+                                 "WITH f, query_vector RETURN f")
+    assert rendered == (
+        "CYPHER 25 WITH $embedding AS query_vector MATCH (f:Fact) SEARCH f IN (VECTOR INDEX fact_embeddings "
+        "FOR query_vector WHERE f.user_id = $user_id AND f.channel IN $channels LIMIT $fetch_all) SCORE AS "
+        "_index_score WITH f, query_vector, _index_score ORDER BY _index_score DESC LIMIT $fetch "
+        "WITH f, query_vector RETURN f")
+    with pytest.raises(ValueError, match="exhaustive needs tenant_filters"):
+        Neo4jDialect(search_clause=True, exhaustive=True)
+    with pytest.raises(ValueError, match="must be a variable"):
+        exhaustive.render("@tenant_match(Fact, f, $embedding) RETURN f")
+
+
 def test_vector_search_uses_the_search_clause_where_the_server_has_it():
     template = "@vector_search(Turn, $k, $embedding) RETURN node.id AS id, similarity"
     assert Neo4jDialect(search_clause=True).render(template) == (
