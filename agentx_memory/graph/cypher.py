@@ -1879,3 +1879,12 @@ MATCH (c:Conversation)
 WHERE coalesce(c.consolidated_upto, -1) < c.last_turn_at AND coalesce(c.archived, false) = false
 RETURN count(c) AS pending, min(c.last_turn_at) AS oldest_last_turn_at
 """
+
+
+#: The reads every recall makes whose rows are few -- bounded by ``$k``, ``$limit`` or the ids given. A database whose
+#: client pays for every record it reads may have their rows sent as one record (the Neo4j adapter does: 100 rows cost
+#: its driver 8.8 ms of client CPU as records and about 1 ms as one list, docs/benchmarks.md).
+FEW_ROW_READS: Final[frozenset[str]] = frozenset({
+    SEARCH_FACTS, SEARCH_ENTITIES, SEARCH_STRATEGIES, SEARCH_CONTROLS, RESOLVE_ENTITIES, GET_FACTS, GET_ENTITIES,
+    FACTS_ABOUT, *ENTITY_NEIGHBOURS.values(), ENTITY_EDGES, REPLACED_FACT_SOURCES, LIST_GOALS, LIST_CONTROLS,
+})

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -115,6 +116,20 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_VERSION_CLAUSE = re.compile(r"\s*(CYPHER\s+\d+\s+)?")
+
+
+def _collected_form(rendered: str, keys: Sequence[str]) -> str | None:
+    """``rendered`` as a subquery whose rows come back as one list of ``[column values]`` (None for a statement with
+    a ``CYPHER`` clause other than a language version, or without columns)."""
+    clause = _VERSION_CLAUSE.match(rendered)
+    version, body = (clause.group(1) or "") if clause else "", rendered[clause.end():] if clause else rendered
+    if not keys or body.lstrip().upper().startswith("CYPHER"):
+        return None
+    columns = ", ".join("`" + key.replace("`", "``") + "`" for key in keys)
+    return f"{version}CALL () {{\n{body}\n}}\nRETURN collect([{columns}]) AS rows"
+
+
 def _plan_text(plan: Mapping[str, Any] | None, depth: int = 0) -> str:
     if not plan:
         return ""
@@ -153,6 +168,9 @@ class Neo4jGraphStore(GraphStore):
         self._search_dialect: Neo4jDialect | None = None
         #: The same for exact searches: every node of the tenant, compared exactly by the index.
         self._exhaustive_dialect: Neo4jDialect | None = None
+        #: Each rendered statement of cypher.FEW_ROW_READS read so far: its columns and its one-record form (None:
+        #: read it as rows).
+        self._row_keys: dict[str, tuple[tuple[str, ...], str] | None] = {}
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS):
         return self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
@@ -207,7 +225,7 @@ class Neo4jGraphStore(GraphStore):
 
     async def read(self, query, params=None):
         await self._connect()
-        return await self._read_rendered(self.dialect.render(query), params)
+        return await self._read_rendered(self.dialect.render(query), params, few_rows=query in cypher.FEW_ROW_READS)
 
     @property
     def tenant_vector_index(self) -> bool:
@@ -217,10 +235,11 @@ class Neo4jGraphStore(GraphStore):
         if self._search_dialect is None or self._exhaustive_dialect is None:
             return await super().read_vectors(query, params, exact=exact)
         k = int(params["k"])
+        few_rows = query in cypher.FEW_ROW_READS
         own = await self._tenant_count(tenant_label(query), str(params["user_id"]), list(params["channels"]))
         if own < max(k, SEARCH_MIN_NODES) or (exact and own >= EXHAUSTIVE_LIMIT):
             self.vector_routes["scan"] += 1
-            return await self._read_rendered(self.dialect.render(query), params)
+            return await self._read_rendered(self.dialect.render(query), params, few_rows=few_rows)
         # The index's nearest few times k, filtered by tenant inside the index, then the statement's own filters and
         # exact ranking; too few rows left (a small tenant, many superseded facts, a time window) means the index
         # cannot be trusted to hold the k best: the exact scan answers instead. An exact search takes them from every
@@ -233,28 +252,40 @@ class Neo4jGraphStore(GraphStore):
         else:
             route, rendered = "search", self._search_dialect.render(query)
             params = {**params, "fetch": fetch}
-        rows = await self._read_rendered(rendered, params)
+        rows = await self._read_rendered(rendered, params, few_rows=few_rows)
         if len(rows) >= k:
             self.vector_routes[route] += 1
             return rows
         self.vector_routes["fallback"] += 1
-        return await self._read_rendered(self.dialect.render(query), params)
+        return await self._read_rendered(self.dialect.render(query), params, few_rows=few_rows)
 
     async def read_index(self, query, params):
         await self._connect()
-        return await self._read_rendered(self.dialect.render(query, tenant_index=True), params)
+        return await self._read_rendered(self.dialect.render(query, tenant_index=True), params,
+                                         few_rows=query in cypher.FEW_ROW_READS)
 
-    async def _read_rendered(self, rendered: str, params: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    async def _read_rendered(self, rendered: str, params: Mapping[str, Any] | None, *,
+                             few_rows: bool = False) -> list[dict[str, Any]]:
         # Auto-commit, not execute_read: no BEGIN/COMMIT exchange, 0.65 against 0.95 ms p50 per read on loopback
         # (warm 5.26 server), and one recall makes several graph reads. A read is idempotent, so it is retried here
         # on the errors the driver marks retryable, within max_transaction_retry_time; READ access mode routes it to
-        # a reader in a cluster, and the bookmark manager still gives read-your-writes.
+        # a reader in a cluster, and the bookmark manager still gives read-your-writes. A statement of
+        # cypher.FEW_ROW_READS has its rows sent as one record once its columns are known (see _collected_rows).
         deadline = time.monotonic() + self._retry_seconds
         delay = 0.05
         while True:
             try:
+                collected = self._row_keys.get(rendered) if few_rows else None
+                if collected is not None:
+                    rows = await self._collected_rows(rendered, params, *collected)
+                    if rows is not None:
+                        return rows
                 async with self._session(neo4j.READ_ACCESS) as session:
                     result = await session.run(rendered, dict(params or {}))
+                    if few_rows and rendered not in self._row_keys:
+                        keys = tuple(result.keys())
+                        form = _collected_form(rendered, keys)
+                        self._row_keys[rendered] = None if form is None else (keys, form)
                     return [{key: _plain(value) for key, value in record.items()} async for record in result]
             except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
                 if not exc.is_retryable() or time.monotonic() + delay > deadline:
@@ -263,6 +294,23 @@ class Neo4jGraphStore(GraphStore):
                 raise _wrap(exc, rendered) from exc
             await asyncio.sleep(delay * random.uniform(0.8, 1.2))
             delay = min(delay * 2, 1.0)
+
+    async def _collected_rows(self, rendered: str, params: Mapping[str, Any] | None, keys: tuple[str, ...],
+                              collected: str) -> list[dict[str, Any]] | None:
+        """The statement's rows, sent by the server as one record: ``CALL () { statement } RETURN collect([columns])``.
+        The driver spends ~0.08 ms of client CPU on each record it reads (a task and a timer per socket read on
+        Python 3.11), so 100 rows cost 8.8 ms as records and 0.9-1.4 ms as one list (docs/benchmarks.md). None when
+        the server refuses the form (the statement is then read as rows from now on)."""
+        try:
+            async with self._session(neo4j.READ_ACCESS) as session:
+                result = await session.run(collected, dict(params or {}))
+                record = await result.single(strict=True)
+        except neo4j.exceptions.ClientError as exc:
+            if not str(exc.code or "").startswith("Neo.ClientError.Statement."):
+                raise
+            self._row_keys[rendered] = None
+            return None
+        return [{key: _plain(value) for key, value in zip(keys, row, strict=True)} for row in record[0]]
 
     async def write(self, query, params=None):
         return await self._managed_write(query, params)

@@ -914,3 +914,71 @@ def test_when_the_index_keeps_too_few_of_the_tenants_rows_the_scan_answers(graph
                 assert all(int(r["fact"]["id"].split("-")[1]) % 10 == 0 for r in got)  # live facts only
 
     run(body())
+
+
+# --- recall's few-row reads ----------------------------------------------------------------------------------------
+
+async def _store_neighbourhood(store: GraphStore, user_id: str = "u") -> None:
+    """60 entities in a ring (RELATED_TO the next), each with two facts about it; vectors from a seeded generator."""
+    rng = np.random.default_rng(3)
+    entities = [{"id": f"e{i:02d}", "name": f"entity {i}", "embedding": [float(x) for x in rng.normal(size=DIM)],
+                 "next": f"e{(i + 1) % 60:02d}"} for i in range(60)]
+    facts = [{"id": f"f{i:03d}", "about": f"e{i % 60:02d}", "claim": f"claim {i}",
+              "embedding": [float(x) for x in rng.normal(size=DIM)]} for i in range(120)]
+    await store.write(
+        "UNWIND $rows AS row CREATE (e:Entity {id: row.id, user_id: $user_id, channel: '_global', name: row.name, "
+        "salience: 0.5, embedding: @vec(row.embedding)})", {"rows": entities, "user_id": user_id})
+    await store.write(
+        "UNWIND $rows AS row MATCH (a:Entity {id: row.id}), (b:Entity {id: row.next}) CREATE (a)-[:RELATED_TO]->(b)",
+        {"rows": entities})
+    await store.write(
+        "UNWIND $rows AS row MATCH (e:Entity {id: row.about}) CREATE (f:Fact {id: row.id, user_id: $user_id, "
+        "channel: '_global', claim: row.claim, created_at: 0, embedding: @vec(row.embedding)})-[:ABOUT]->(e)",
+        {"rows": facts, "user_id": user_id})
+
+
+def test_recalls_few_row_reads_give_the_same_rows_in_the_same_order_every_time(graph_backend):
+    """Neo4j reads the statements of cypher.FEW_ROW_READS as one record of rows from their second run on (its driver
+    pays per record); the rows, their order and their values must be what the statement itself returns."""
+    from agentx_memory.graph import cypher
+
+    async def body():
+        async with graph_backend.store() as store:
+            await _store_neighbourhood(store)
+            query = [float(x) for x in np.random.default_rng(11).normal(size=DIM)]
+            ids = [f"e{i:02d}" for i in range(0, 60, 7)]
+            cases = {
+                "SEARCH_FACTS": {"user_id": "u", "channels": ["_global"], "embedding": query, "k": 40, "start": None,
+                                 "end": None, "agent_id": None},
+                "SEARCH_ENTITIES": {"user_id": "u", "channels": ["_global"], "embedding": query, "k": 25},
+                "GET_ENTITIES": {"user_id": "u", "ids": ids},
+                "GET_FACTS": {"user_id": "u", "ids": ["f001", "f061", "f119", "nope"], "channels": ["_global"],
+                              "agent_id": None},
+                "FACTS_ABOUT": {"user_id": "u", "ids": ids, "limit": 50, "agent_id": None},
+                "ENTITY_NEIGHBOURS_2": {"user_id": "u", "ids": ids[:3], "limit": 30},
+                "ENTITY_EDGES": {"user_id": "u", "ids": [*ids, "e01", "e08"], "limit": 100},
+            }
+            expected = {}
+            for name, params in cases.items():
+                statement = getattr(cypher, name)
+                assert statement in cypher.FEW_ROW_READS, name
+                first = await store.read(statement, params)
+                again = await store.read(statement, params)  # on Neo4j: the collected form
+                assert first, name
+                assert again == first, name
+                assert_plain(again, name)
+                expected[name] = first
+            similarities = [r["similarity"] for r in await store.read(cypher.SEARCH_FACTS, cases["SEARCH_FACTS"])]
+            assert len(similarities) == 40 and similarities == sorted(similarities, reverse=True)
+            assert await store.read(cypher.GET_ENTITIES, {"user_id": "u", "ids": ["none"]}) == []
+            if graph_backend.name == "neo4j":  # the second runs took the one-record form
+                rendered = {store.dialect.render(getattr(cypher, name)) for name in cases}
+                assert all(store._row_keys.get(text, None) is not None for text in rendered), store._row_keys
+                # a one-record form the server refuses: the rows are read as rows, and from then on
+                text = store.dialect.render(cypher.GET_ENTITIES)
+                keys, _ = store._row_keys[text]
+                store._row_keys[text] = (keys, "CALL () { RETURN 1 AS x } RETURN no_such_variable AS rows")
+                assert await store.read(cypher.GET_ENTITIES, cases["GET_ENTITIES"]) == expected["GET_ENTITIES"]
+                assert store._row_keys[text] is None
+
+    run(body())

@@ -224,9 +224,9 @@ def test_a_tenant_below_the_crossover_is_scanned_in_one_statement(with_store):
         statements = []
         read = store._read_rendered
 
-        async def counted(rendered, params):
+        async def counted(rendered, params, **kwargs):
             statements.append(rendered)
-            return await read(rendered, params)
+            return await read(rendered, params, **kwargs)
 
         store._read_rendered = counted
         for query in _vectors(4, 11):
