@@ -116,14 +116,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_VERSION_CLAUSE = re.compile(r"\s*(CYPHER\s+\d+\s+)?")
+_VERSION_CLAUSE = re.compile(r"\s*(CYPHER\s+\d+\s+)")
 
 
 def _collected_form(rendered: str, keys: Sequence[str]) -> str | None:
     """``rendered`` as a subquery whose rows come back as one list of ``[column values]`` (None for a statement with
     a ``CYPHER`` clause other than a language version, or without columns)."""
     clause = _VERSION_CLAUSE.match(rendered)
-    version, body = (clause.group(1) or "") if clause else "", rendered[clause.end():] if clause else rendered
+    version, body = (clause.group(1), rendered[clause.end():]) if clause else ("", rendered)
     if not keys or body.lstrip().upper().startswith("CYPHER"):
         return None
     columns = ", ".join("`" + key.replace("`", "``") + "`" for key in keys)
@@ -170,7 +170,7 @@ class Neo4jGraphStore(GraphStore):
         self._exhaustive_dialect: Neo4jDialect | None = None
         #: Each rendered statement of cypher.FEW_ROW_READS read so far: its columns and its one-record form (None:
         #: read it as rows).
-        self._row_keys: dict[str, tuple[tuple[str, ...], str] | None] = {}
+        self._one_record_forms: dict[str, tuple[tuple[str, ...], str] | None] = {}
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS):
         return self._driver.session(database=self._database, bookmark_manager=self._bookmarks,
@@ -275,17 +275,17 @@ class Neo4jGraphStore(GraphStore):
         delay = 0.05
         while True:
             try:
-                collected = self._row_keys.get(rendered) if few_rows else None
+                collected = self._one_record_forms.get(rendered) if few_rows else None
                 if collected is not None:
                     rows = await self._collected_rows(rendered, params, *collected)
                     if rows is not None:
                         return rows
                 async with self._session(neo4j.READ_ACCESS) as session:
                     result = await session.run(rendered, dict(params or {}))
-                    if few_rows and rendered not in self._row_keys:
+                    if few_rows and rendered not in self._one_record_forms:
                         keys = tuple(result.keys())
                         form = _collected_form(rendered, keys)
-                        self._row_keys[rendered] = None if form is None else (keys, form)
+                        self._one_record_forms[rendered] = None if form is None else (keys, form)
                     return [{key: _plain(value) for key, value in record.items()} async for record in result]
             except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
                 if not exc.is_retryable() or time.monotonic() + delay > deadline:
@@ -308,7 +308,7 @@ class Neo4jGraphStore(GraphStore):
         except neo4j.exceptions.ClientError as exc:
             if not str(exc.code or "").startswith("Neo.ClientError.Statement."):
                 raise
-            self._row_keys[rendered] = None
+            self._one_record_forms[rendered] = None
             return None
         return [{key: _plain(value) for key, value in zip(keys, row, strict=True)} for row in record[0]]
 

@@ -973,12 +973,13 @@ def test_recalls_few_row_reads_give_the_same_rows_in_the_same_order_every_time(g
             assert await store.read(cypher.GET_ENTITIES, {"user_id": "u", "ids": ["none"]}) == []
             if graph_backend.name == "neo4j":  # the second runs took the one-record form
                 rendered = {store.dialect.render(getattr(cypher, name)) for name in cases}
-                assert all(store._row_keys.get(text, None) is not None for text in rendered), store._row_keys
+                forms = store._one_record_forms
+                assert all(forms.get(text, None) is not None for text in rendered), forms
                 # a one-record form the server refuses: the rows are read as rows, and from then on
                 text = store.dialect.render(cypher.GET_ENTITIES)
-                keys, _ = store._row_keys[text]
-                store._row_keys[text] = (keys, "CALL () { RETURN 1 AS x } RETURN no_such_variable AS rows")
+                keys, _ = store._one_record_forms[text]
+                store._one_record_forms[text] = (keys, "CALL () { RETURN 1 AS x } RETURN no_such_variable AS rows")
                 assert await store.read(cypher.GET_ENTITIES, cases["GET_ENTITIES"]) == expected["GET_ENTITIES"]
-                assert store._row_keys[text] is None
+                assert store._one_record_forms[text] is None
 
     run(body())
