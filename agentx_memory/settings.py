@@ -22,9 +22,9 @@ import pydantic
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .errors import ConfigurationError
+from .settings_env import deep_update, environment_values
 
 __all__ = [
     "AuditSettings",
@@ -76,6 +76,9 @@ def planned_in(field: FieldInfo) -> str | None:
     extra = field.json_schema_extra
     return str(extra["not_used_yet"]) if isinstance(extra, dict) and "not_used_yet" in extra else None
 
+
+#: The environment variables of the settings begin with this (``AGENTX_GRAPH__URI``).
+ENV_PREFIX: Final = "AGENTX_"
 
 _GRAPH_SCHEMES = frozenset(
     {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc", "falkor", "falkors", "redis", "rediss", "unix"}
@@ -689,16 +692,16 @@ class ServerSettings(_Section):
     )
 
 
-class Settings(BaseSettings):
-    """All agentx-memory settings. See ``docs/configuration.md`` for every field and its environment name."""
+class Settings(BaseModel):
+    """All agentx-memory settings. See ``docs/configuration.md`` for every field and its environment name.
 
-    model_config = SettingsConfigDict(
-        env_prefix="AGENTX_",
-        env_nested_delimiter="__",
-        env_file=None,
-        extra="forbid",
-        validate_assignment=True,
-    )
+    ``Settings(**values)`` reads the ``AGENTX_*`` environment (:mod:`~agentx_memory.settings_env`) and lays
+    ``values`` over it, key by key within each section."""
+
+    model_config = {"extra": "forbid", "validate_assignment": True}
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**deep_update(environment_values(Settings, ENV_PREFIX), values))
 
     graph: GraphSettings = Field(default_factory=GraphSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
@@ -756,7 +759,7 @@ class Settings(BaseSettings):
 def _describe(error: ErrorDetails) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     dotted = ".".join(loc)
-    env = "AGENTX_" + "__".join(part.upper() for part in loc)
+    env = ENV_PREFIX + "__".join(part.upper() for part in loc)
     ctx = error.get("ctx") or {}
     bounds = ", ".join(
         f"{k} {v}"
@@ -777,7 +780,3 @@ def load_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except pydantic.ValidationError as exc:
         raise ConfigurationError("; ".join(_describe(e) for e in exc.errors())) from exc
-    except SettingsError as exc:  # e.g. AGENTX_RETRIEVAL='{not json'
-        field = re.search(r'field "(\w+)"', str(exc))
-        name = f"AGENTX_{field.group(1).upper()}" if field else "an AGENTX_* variable"
-        raise ConfigurationError(f"setting {name} could not be read (expected JSON for a section): {exc}") from exc

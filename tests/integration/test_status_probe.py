@@ -31,7 +31,7 @@ def test_status_of_running_servers_reports_versions_without_redis_py(embedded_st
     # The same command in a fresh interpreter: the servers answer, and neither client library nor the engine is
     # loaded (PostgreSQL's version and the schema version come from its own psql).
     assert loaded_after(RUN_CLI.format(argv=["status", "--json"]),
-                        ("redis", "falkordb", "psycopg", "psycopg_pool", "agentx_memory.graph", "numpy"),
+                        ("redis", "falkordb", "psycopg", "psycopg_pool", "agentx_memory.graph", "numpy", "asyncio"),
                         home=embedded_home) == []
     postgres = stack.status()["postgres"]
     assert postgres["running"] is True and postgres["version"] and postgres["version"][0].isdigit()

@@ -29,10 +29,12 @@ HEAVY = (
 )
 #: ``status`` reads the settings (pydantic) and prints a rich table; with its servers stopped it has nobody to talk
 #: to, so no database client (psycopg reads the schema version once PostgreSQL runs; FalkorDB is probed through
-#: agentx_memory.runtime.resp, see tests/integration/test_status_probe.py) and no engine.
+#: agentx_memory.runtime.resp, see tests/integration/test_status_probe.py) and no engine. The settings read the
+#: environment themselves (agentx_memory.settings_env): pydantic-settings and the asyncio it imports cost 60-110 ms.
 HEAVY_FOR_STATUS = (
     "agentx_memory.memory", "agentx_memory.bench", "agentx_memory.graph", "agentx_memory.retrieval",
     "agentx_memory.sql", "agentx_memory.models", "numpy", "neo4j", "falkordb", "redis", "psycopg", "psycopg_pool",
+    "pydantic_settings", "asyncio",
 )
 
 PROBE = """

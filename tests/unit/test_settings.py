@@ -146,6 +146,33 @@ def test_an_unparsable_section_value_is_a_configuration_error(monkeypatch):
         load_settings()
 
 
+def test_a_section_given_as_json_is_overridden_by_its_own_variables(monkeypatch):
+    monkeypatch.setenv("AGENTX_RETRIEVAL", '{"episodic_weight": 0.2, "facts_weight": 0.3}')
+    monkeypatch.setenv("AGENTX_RETRIEVAL__EPISODIC_WEIGHT", "0.4")
+    retrieval = load_settings().retrieval
+    assert (retrieval.episodic_weight, retrieval.facts_weight) == (0.4, 0.3)
+    # keyword overrides are laid over the environment key by key, not in place of the section
+    retrieval = load_settings(retrieval={"facts_weight": 0.1}).retrieval
+    assert (retrieval.episodic_weight, retrieval.facts_weight) == (0.4, 0.1)
+
+
+def test_a_setting_holding_a_dict_is_read_as_json_and_bad_json_names_its_variable(monkeypatch):
+    monkeypatch.setenv("AGENTX_LLM__PRICES", '{"openai:m": [1.5, 6.0]}')
+    assert load_settings().llm.prices["openai:m"] == (1.5, 6.0)
+    monkeypatch.setenv("AGENTX_LLM__PRICES", "{'openai:m': [1.5, 6.0]}")
+    with pytest.raises(ConfigurationError, match=r"AGENTX_LLM__PRICES could not be read \(expected JSON\)"):
+        load_settings()
+
+
+def test_variable_names_are_read_without_regard_to_case_and_unknown_ones_are_refused_by_name(monkeypatch):
+    monkeypatch.setenv("agentx_graph__name", "lower")
+    monkeypatch.setenv("AGENTX_TEST_NEO4J_HEAP", "2g")  # names no section: not a setting, left alone
+    assert load_settings().graph.name == "lower"
+    monkeypatch.setenv("AGENTX_RETRIEVAL__EPISODIC_WEIGTH", "0.4")
+    with pytest.raises(ConfigurationError, match=r"AGENTX_RETRIEVAL__EPISODIC_WEIGTH.*Extra inputs"):
+        load_settings()
+
+
 def test_nothing_is_read_from_a_dotenv_file(tmp_path):
     (tmp_path / ".env").write_text(
         "AGENTX_RETRIEVAL__EPISODIC_WEIGHT=0.9\nAGENTX_GRAPH__NAME=from_dotenv\nAGENTX_HOME=/from/dotenv\n"
