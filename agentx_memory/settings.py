@@ -511,6 +511,12 @@ class SnapshotSettings(_Section):
     dir: Path | None = Field(None, description="where snapshots are kept (empty: <embedded.home>/snapshots); each "
                              "namespace (PostgreSQL schema) and user gets its own directory")
 
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # AGENTX_SNAPSHOTS__DIR= (empty) means the default, not Path(""), the working directory
+        return None if isinstance(value, str) and not value.strip() else value
+
 
 class AuditSettings(_Section):
     """Audit log level: off, writes (default), reads, verbose."""

@@ -173,6 +173,13 @@ def test_variable_names_are_read_without_regard_to_case_and_unknown_ones_are_ref
         load_settings()
 
 
+def test_an_empty_snapshot_directory_is_the_default_not_the_working_directory(monkeypatch):
+    monkeypatch.setenv("AGENTX_SNAPSHOTS__DIR", "")
+    assert load_settings().snapshots.dir is None
+    monkeypatch.setenv("AGENTX_SNAPSHOTS__DIR", "/var/lib/agentx/snapshots")
+    assert load_settings().snapshots.dir == Path("/var/lib/agentx/snapshots")
+
+
 def test_nothing_is_read_from_a_dotenv_file(tmp_path):
     (tmp_path / ".env").write_text(
         "AGENTX_RETRIEVAL__EPISODIC_WEIGHT=0.9\nAGENTX_GRAPH__NAME=from_dotenv\nAGENTX_HOME=/from/dotenv\n"
