@@ -34,7 +34,7 @@ HEAVY = (
 HEAVY_FOR_STATUS = (
     "agentx_memory.memory", "agentx_memory.bench", "agentx_memory.graph", "agentx_memory.retrieval",
     "agentx_memory.sql", "agentx_memory.models", "numpy", "neo4j", "falkordb", "redis", "psycopg", "psycopg_pool",
-    "pydantic_settings", "asyncio",
+    "pydantic_settings", "asyncio", "filelock",
 )
 
 PROBE = """
