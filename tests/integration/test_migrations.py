@@ -156,6 +156,30 @@ def test_spec_tables_and_columns_exist(pg):
                                                     ("memory_timeline", "summary_tsv", "ALWAYS")}
 
 
+def test_a_short_turns_vector_stays_in_its_row(pg):
+    """Migration 0024: pgvector stores vectors EXTERNAL, and a row past 2 kB had its 1.5 kB vector moved to the TOAST
+    table, so every exact scan of a user's turns went through the TOAST index for each vector. Rows are now kept whole
+    up to 4 kB, and a long turn's text is what moves out."""
+    dsn, schema = pg
+    run(migrate(dsn, schema, dimension=384, model=MODEL))
+    vector = "[" + ",".join(["0.05"] * 384) + "]"
+    context = " ".join(f"word{i}" for i in range(40))  # the neighbours' words of a turn, as the log indexes them
+    with psycopg.connect(dsn, autocommit=True, options=f"-c search_path={schema},public") as conn:
+        for index, (turn_id, content) in enumerate((
+                ("short", "We hiked in the hills today, it was muddy but gorgeous. " * 2),
+                ("long", "a long answer with many words " * 2000))):
+            conn.execute(
+                "INSERT INTO conversation_logs (turn_id, user_id, conversation_id, turn_index, role, content, "
+                "metadata, embedding, context_tsv) VALUES (%s, 'u', 'c', %s, 'user', %s, %s, %s::vector, "
+                "setweight(to_tsvector('english', %s), 'A') || setweight(to_tsvector('english', %s), 'B'))",
+                (turn_id, index, content, json.dumps({"speaker": "sam", "dia_id": "D1:3"}), vector, content, context))
+        rows = dict(conn.execute(
+            "SELECT turn_id, pg_column_toast_chunk_id(embedding) IS NOT NULL FROM conversation_logs").fetchall())
+        sizes = dict(conn.execute("SELECT turn_id, pg_column_size(t.*) FROM conversation_logs t").fetchall())
+    assert sizes["short"] > 2032  # the row is past the size at which PostgreSQL starts moving values out
+    assert rows == {"short": False, "long": False}
+
+
 def test_audit_log_is_partitioned_by_day(pg):
     dsn, schema = pg
     run(migrate(dsn, schema, dimension=TEST_DIMENSION, model=MODEL))
