@@ -93,13 +93,29 @@ def _quoted_lexeme(lexeme: str) -> str:
     return "('''' || replace(replace(" + lexeme + r", '\', '\\'), '''', '''''') || '''')"
 
 
-#: The question's terms (its distinct stemmed content words, stopwords out) and their OR as a tsquery.
+def _user_prefix(user: str) -> str:
+    # What user_lexemes() (migration 0025) puts before each of a user's lexemes; the user is a statement parameter.
+    return f"length(%({user})s) || ':' || %({user})s"
+
+
+def user_or_query(user: str) -> str:
+    """The OR-tsquery of the question's (``%(text)s``) content words as the user's own lexemes, the user named by the
+    statement parameter ``user``: what the user-keyed full-text index (``user_lexemes()``, migration 0025) answers."""
+    prefixed = _quoted_lexeme(f"{_user_prefix(user)} || lexeme")
+    return (f"(SELECT string_agg({prefixed}, ' | ')::tsquery"
+            " FROM unnest(tsvector_to_array(to_tsvector('english', search_words(%(text)s)))) AS lexeme)")
+
+
+#: The question's terms (its distinct stemmed content words, stopwords out) and their OR as a tsquery of the user's
+#: own lexemes (each term prefixed as ``user_lexemes()`` prefixes a turn's, migration 0025), which the user-keyed
+#: full-text index answers with the posting lists of that user's turns alone.
 _TERMS: Final[str] = f"""
 terms AS (
   SELECT lexeme
   FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', search_words(%(text)s))) END)
        AS lexeme),
-q AS (SELECT string_agg({_quoted_lexeme("lexeme")}, ' | ')::tsquery AS query FROM terms)"""
+q AS (
+  SELECT string_agg({_quoted_lexeme(_user_prefix("user_id") + " || lexeme")}, ' | ')::tsquery AS query FROM terms)"""
 
 
 #: The question's word pairs as phrase queries (each two consecutive content words at their distance in the question,
@@ -178,7 +194,7 @@ def _turn_candidates(dense_order: str) -> str:
 WITH {_TERMS},
 matched AS (
   SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, {_length("t")} AS dl FROM conversation_logs t, q
-  WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.context_tsv @@ q.query
+  WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND user_lexemes(t.user_id, t.context_tsv) @@ q.query
     AND (%(include_archived)s OR NOT t.archived)
     AND {_SEEN_T}
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)

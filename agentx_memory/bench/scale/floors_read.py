@@ -28,15 +28,16 @@ GRAPH_VECTOR_TOP_K: Final[LiteralString] = "@vector_search(Turn, $k, $embedding)
 async def read_floors(memory, corpus: Corpus, n_turns: int, user: str, queries: Sequence[tuple[str, str]],
                       qvecs: np.ndarray, turn_vectors: np.ndarray) -> dict[str, Any]:
     """One raw index query per question on the same store, and exact numpy scans over the same vectors."""
-    from ...sql.search import OR_QUERY
+    from ...sql.search import OR_QUERY, user_or_query
 
     pg, graph = memory.ctx.postgres, memory.ctx.graph
     hnsw = "SELECT turn_id FROM conversation_logs ORDER BY embedding <=> %(v)s LIMIT 10"
     exact_user = ("SELECT turn_id FROM conversation_logs WHERE user_id = %(u)s AND channel = ANY(%(c)s)"
                   " ORDER BY (embedding <=> %(v)s) + 0 LIMIT 100")
-    fulltext_user = (f"WITH q AS (SELECT {OR_QUERY} AS query) SELECT t.turn_id FROM conversation_logs t, q"
-                     " WHERE t.user_id = %(u)s AND t.channel = ANY(%(c)s) AND t.context_tsv @@ q.query"
-                     " ORDER BY ts_rank(t.context_tsv, q.query) DESC LIMIT 100")
+    fulltext_user = (f"WITH q AS (SELECT {OR_QUERY} AS query, {user_or_query('u')} AS mine)"
+                     " SELECT t.turn_id FROM conversation_logs t, q"
+                     " WHERE t.user_id = %(u)s AND t.channel = ANY(%(c)s) AND user_lexemes(t.user_id, t.context_tsv)"
+                     " @@ q.mine ORDER BY ts_rank(t.context_tsv, q.query) DESC LIMIT 100")
     all_vectors = np.ascontiguousarray(turn_vectors[:n_turns])
     mine = np.array([i for i in range(n_turns) if corpus.turns[i].user_id == user], dtype=np.int64)
     user_vectors = np.ascontiguousarray(all_vectors[mine])
