@@ -93,16 +93,22 @@ def _quoted_lexeme(lexeme: str) -> str:
     return "('''' || replace(replace(" + lexeme + r", '\', '\\'), '''', '''''') || '''')"
 
 
-def _user_prefix(user: str) -> str:
-    # What user_lexemes() (migration 0025) puts before each of a user's lexemes; the user is a statement parameter.
-    return f"length(%({user})s) || ':' || %({user})s"
+def _user_lexeme(user: str) -> str:
+    # A lexeme as user_lexemes() (migration 0025) keys it for the user the statement parameter `user` names.
+    return f"user_key(%({user})s) || lexeme"
+
+
+def _user_terms(user: str) -> str:
+    # The OR of the question's lexemes (a `lexeme` column) keyed for the user, leaving out those user_lexemes() leaves
+    # out: a keyed lexeme past 2,046 bytes is no tsquery operand either.
+    return (f"(string_agg({_quoted_lexeme(_user_lexeme(user))}, ' | ')"
+            f" FILTER (WHERE octet_length({_user_lexeme(user)}) <= 2046))::tsquery")
 
 
 def user_or_query(user: str) -> str:
     """The OR-tsquery of the question's (``%(text)s``) content words as the user's own lexemes, the user named by the
     statement parameter ``user``: what the user-keyed full-text index (``user_lexemes()``, migration 0025) answers."""
-    prefixed = _quoted_lexeme(f"{_user_prefix(user)} || lexeme")
-    return (f"(SELECT string_agg({prefixed}, ' | ')::tsquery"
+    return (f"(SELECT {_user_terms(user)}"
             " FROM unnest(tsvector_to_array(to_tsvector('english', search_words(%(text)s)))) AS lexeme)")
 
 
@@ -114,8 +120,7 @@ terms AS (
   SELECT lexeme
   FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', search_words(%(text)s))) END)
        AS lexeme),
-q AS (
-  SELECT string_agg({_quoted_lexeme(_user_prefix("user_id") + " || lexeme")}, ' | ')::tsquery AS query FROM terms)"""
+q AS (SELECT {_user_terms("user_id")} AS query FROM terms)"""
 
 
 #: The question's word pairs as phrase queries (each two consecutive content words at their distance in the question,

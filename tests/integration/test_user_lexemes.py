@@ -63,3 +63,14 @@ def test_the_user_keyed_index_answers_the_searches_predicate(settings, user):
     assert found == 1
     assert "idx_logs_user_lexemes" in "\n".join(plan)
     assert "idx_logs_context_tsv" not in {row["indexname"] for row in indexes}
+
+
+def test_a_word_too_long_to_key_is_stored_and_asked_without_error(settings):
+    """PostgreSQL refuses a lexeme over 2,046 bytes; the user's key would take a 2,040-character word past it. The
+    turn is stored, the question that says the word is answered, and the turn is still found by its other words."""
+    word = "z" * 2040
+    with AgentMemory(settings(), user_id="alice") as memory:
+        memory.store_turns([Turn(conversation_id="c", user_id="alice", timestamp=REF,
+                                 content=f"The deploy key is {word} and the ridge trail is closed.")])
+        hits = _bm25_hits(memory, "alice", f"Which trail, and what about {word}?")
+    assert [content.startswith("The deploy key") for _, content in hits] == [True]
