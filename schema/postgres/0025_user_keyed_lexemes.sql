@@ -6,6 +6,7 @@
 -- does not lengthen every lexeme; not md5, which FIPS builds refuse), and the index of it hands a question's words
 -- (prefixed the same way, sql/search.py) the posting lists of that user's turns alone. Two users whose keys collide
 -- only share posting lists: the search still filters by user_id, so the key never keeps tenants apart.
+-- (convert_to is declared STABLE for its encoding lookup; with the encoding named, its result depends on the id alone.)
 CREATE OR REPLACE FUNCTION user_key(user_id text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN left(encode(sha256(convert_to(user_id, 'UTF8')), 'base64'), 8);

@@ -1,6 +1,6 @@
 """The lexical leg finds a user's turns through the full-text index keyed by user (migration 0025): each turn's
-lexemes prefixed with its user, so a search reads the posting lists of that user's turns alone, whatever characters
-the user id holds, and never another user's turns."""
+lexemes prefixed with a key of its user, so a search reads the posting lists of that user's turns alone, whatever
+characters the user id holds, and never another user's turns."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from agentx_memory.sql.search import user_or_query
 
 REF = datetime(2024, 5, 10, 12, 0, tzinfo=UTC)
 
-#: Ids with the characters a prefix could be confused by: the separator, a quote, a backslash, one id the start of
-#: another's prefix.
+#: Ids with the characters a key or a quoted query term could be confused by: a quote, a backslash, a colon, a space.
 USERS = ("alice", "o'brien\\x", "1:alice", "a:b c")
 
 
