@@ -18,9 +18,9 @@ CREATE OR REPLACE FUNCTION user_lexemes(user_id text, doc tsvector) RETURNS tsve
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN array_to_tsvector(ARRAY(
         SELECT keyed.lexeme FROM (
-            SELECT user_key(user_id) || lexeme AS lexeme,
+            SELECT k.key || lexeme AS lexeme,
                    sum(octet_length(lexeme) + 16) OVER (ORDER BY lexeme) AS bytes
-            FROM unnest(tsvector_to_array(doc)) AS lexeme) AS keyed
+            FROM (SELECT user_key(user_id) AS key) AS k, unnest(tsvector_to_array(doc)) AS lexeme) AS keyed
         WHERE octet_length(keyed.lexeme) <= 2046 AND keyed.bytes < 1000000));
 
 CREATE INDEX IF NOT EXISTS idx_logs_user_lexemes ON conversation_logs USING GIN (user_lexemes(user_id, context_tsv));
