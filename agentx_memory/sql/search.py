@@ -93,6 +93,10 @@ def _quoted_lexeme(lexeme: str) -> str:
     return "('''' || replace(replace(" + lexeme + r", '\', '\\'), '''', '''''') || '''')"
 
 
+#: The question's (``%(text)s``) distinct stemmed content words, stopwords out, as an array of lexemes.
+_QUESTION_LEXEMES: Final = "tsvector_to_array(to_tsvector('english', search_words(%(text)s)))"
+
+
 def _user_lexeme(user: str) -> str:
     # A lexeme as user_lexemes() (migration 0025) keys it for the user the statement parameter `user` names.
     return f"user_key(%({user})s) || lexeme"
@@ -108,8 +112,7 @@ def _user_terms(user: str) -> str:
 def user_or_query(user: str) -> str:
     """The OR-tsquery of the question's (``%(text)s``) content words as the user's own lexemes, the user named by the
     statement parameter ``user``: what the user-keyed full-text index (``user_lexemes()``, migration 0025) answers."""
-    return (f"(SELECT {_user_terms(user)}"
-            " FROM unnest(tsvector_to_array(to_tsvector('english', search_words(%(text)s)))) AS lexeme)")
+    return f"(SELECT {_user_terms(user)} FROM unnest({_QUESTION_LEXEMES}) AS lexeme)"
 
 
 #: The question's terms (its distinct stemmed content words, stopwords out) and their OR as a tsquery of the user's
@@ -118,8 +121,7 @@ def user_or_query(user: str) -> str:
 _TERMS: Final[str] = f"""
 terms AS (
   SELECT lexeme
-  FROM unnest(CASE WHEN %(lexical)s THEN tsvector_to_array(to_tsvector('english', search_words(%(text)s))) END)
-       AS lexeme),
+  FROM unnest(CASE WHEN %(lexical)s THEN {_QUESTION_LEXEMES} END) AS lexeme),
 q AS (SELECT {_user_terms("user_id")} AS query FROM terms)"""
 
 
