@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -15,7 +15,19 @@ from ..settings import RecallSettings
 from ..sql.search import SearchScope
 from .timeparse import TimeRange
 
-__all__ = ["Candidates", "SearchPlan", "combined_vector", "utc", "window_from_hours"]
+__all__ = ["LEXICAL_TEXT_BYTES", "Candidates", "SearchPlan", "combined_vector", "utc", "window_from_hours"]
+
+#: The lexical legs read a question's first 32 KB (UTF-8), the default ``limits.max_text_bytes``. PostgreSQL matches
+#: an OR of the question's words by recursing once per word: past some 20,000 distinct words (a question
+#: ``limits.max_text_bytes`` was raised for) a search failed with "stack depth limit exceeded".
+LEXICAL_TEXT_BYTES: Final = 32 * 1024
+
+
+def _first_bytes(text: str, size: int) -> str:
+    # The longest prefix of ``text`` of at most ``size`` UTF-8 bytes (a character is never cut).
+    if len(text) * 4 <= size:
+        return text
+    return text.encode()[:size].decode(errors="ignore")
 
 
 @dataclass
@@ -41,6 +53,9 @@ class SearchPlan:
     recall: RecallSettings | None = None
     archive_horizon: datetime | None = None  # turns older than this may be archived (retention.conversation_days)
     agent_id: str | None = None  # an agent's recall: global memories and its own private ones (agentx_memory.agents)
+
+    def __post_init__(self) -> None:
+        self.lexical_texts = [_first_bytes(text, LEXICAL_TEXT_BYTES) for text in self.lexical_texts]
 
     def scope(self) -> SearchScope:
         """Whose turns the plan reads: its user, channels and time window. Archived conversations count when the
