@@ -13,7 +13,6 @@ and :meth:`ControlStore.delete_system` write them; the facade calls those on an 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from typing import Final
@@ -22,6 +21,7 @@ from .admin import SYSTEM_SCOPE, SYSTEM_USER_ID
 from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, ValidationError
+from .gathering import gather
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, SEVERITIES, ControlMemory
 from .rows import control_from_row
@@ -158,7 +158,7 @@ class ControlStore:
                      agent_id: str | None = None) -> list[ControlMatch]:
         """The ``k`` rules closest to ``vector`` among the user's (those ``agent_id`` may read, when given) and the
         system rules: by cosine plus :data:`SEVERITY_WEIGHT`, best first."""
-        own, system = await asyncio.gather(self._search(user_id, list(channels), vector, k, agent_id),
+        own, system = await gather(self._search(user_id, list(channels), vector, k, agent_id),
                                            self._search(SYSTEM_USER_ID, [GLOBAL_CHANNEL], vector, k, None))
         found = own + system
         found.sort(key=lambda c: (-(c.similarity + SEVERITY_WEIGHT[c.severity]), c.id))

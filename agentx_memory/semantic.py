@@ -28,6 +28,7 @@ from .agents import resolve_scope
 from .context import MemoryContext
 from .errors import ConflictError, NotFoundError, StorageError, ValidationError
 from .fact_slots import slot_key
+from .gathering import gather
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
 from .reinforcement import AccessCounts, ReinforcementBuffer
@@ -208,7 +209,7 @@ class SemanticMemory:
                                                {"ids": ids, "user_id": user_id, "limit": limit})
         all_ids = ids + [r["id"] for r in neighbours]
         # the three reads depend on the ids only: one round trip's wait instead of three (recall waits for them)
-        entities, edges, facts = await asyncio.gather(
+        entities, edges, facts = await gather(
             self.get_entities(user_id, all_ids),
             self.ctx.graph.read(cypher.ENTITY_EDGES, {"ids": all_ids, "user_id": user_id, "limit": limit * 4}),
             self.ctx.graph.read(cypher.FACTS_ABOUT, {"ids": all_ids, "user_id": user_id, "limit": limit,

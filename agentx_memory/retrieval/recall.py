@@ -38,6 +38,7 @@ import numpy as np
 from ..context import MemoryContext
 from ..control import SEVERITY_WEIGHT, ControlStore
 from ..errors import StorageUnavailableError, ValidationError
+from ..gathering import gather
 from ..goals import GoalMemory
 from ..models import GLOBAL_CHANNEL, ControlMemory
 from ..procedural import ProceduralMemory
@@ -158,9 +159,9 @@ class RecallLayer:
             agent_id=agent_id,
         )
         # the rules, goals and profile depend on the plan only: they are read while the memories are searched
-        (turns, facts, entities, strategies), (controls, goals, profile) = await asyncio.gather(
+        (turns, facts, entities, strategies), (controls, goals, profile) = await gather(
             self.retriever.search_and_rank(plan, metrics),
-            asyncio.gather(
+            gather(
                 self._controls(plan, metrics) if kinds is None or "control" in kinds else _nothing(),
                 self.retriever.graph_or_skip("goals", self.goals.list_goals(user_id, "active", channels, limit=top_k),
                                              [], metrics),

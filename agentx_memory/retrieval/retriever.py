@@ -35,7 +35,6 @@ this class does the reading. Every score is a sum of named contributions (see
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -43,6 +42,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..context import MemoryContext
 from ..errors import StorageUnavailableError, ValidationError
+from ..gathering import gather
 from ..goals import GoalMemory
 from ..graph import cypher
 from ..graph.port import GraphStore
@@ -117,7 +117,7 @@ class MemoryRetriever:
 
         # the turn search goes out first: it is the slower pipeline's first step, and each leg's task sends its
         # statement in the order the tasks were created
-        context, (entities, facts, sources) = await asyncio.gather(episodic(), semantic())
+        context, (entities, facts, sources) = await gather(episodic(), semantic())
         turns = await self._rank_turns(plan, recall, sources, context, metrics) if plan.include_episodic else []
         strategies = rerank.rank_strategies(found.strategies, self.settings.procedural_weight)
         return turns, facts[: plan.top_k], entities[: plan.top_k], strategies[: plan.top_k]
@@ -185,7 +185,7 @@ class MemoryRetriever:
         in ``found``. The turn legs and the others file into separate parts of ``found``, so the two pipelines may
         each run theirs."""
         pool = self.settings.candidate_pool(plan.top_k)
-        results = await asyncio.gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool,
+        results = await gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool,
                                                                                       metrics))
                                          for leg in legs))
         for leg, rows in zip(legs, results, strict=True):
@@ -284,7 +284,7 @@ class MemoryRetriever:
         rows = dict(found.turn_rows)
         relevance = fusion.turn_relevance(rows, found.cosine_floor, recall)
         if recall.session_expansion and (recall.neighbours or recall.session_weight) and rows:
-            relevance, named = await asyncio.gather(self._read_around(plan, found, rows, relevance, recall, metrics),
+            relevance, named = await gather(self._read_around(plan, found, rows, relevance, recall, metrics),
                                                     self._named_speakers(plan, recall))
         else:
             named = await self._named_speakers(plan, recall)
