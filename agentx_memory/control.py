@@ -159,7 +159,7 @@ class ControlStore:
         """The ``k`` rules closest to ``vector`` among the user's (those ``agent_id`` may read, when given) and the
         system rules: by cosine plus :data:`SEVERITY_WEIGHT`, best first."""
         own, system = await gather(self._search(user_id, list(channels), vector, k, agent_id),
-                                           self._search(SYSTEM_USER_ID, [GLOBAL_CHANNEL], vector, k, None))
+                                   self._search(SYSTEM_USER_ID, [GLOBAL_CHANNEL], vector, k, None))
         found = own + system
         found.sort(key=lambda c: (-(c.similarity + SEVERITY_WEIGHT[c.severity]), c.id))
         return found[:k]

@@ -1,9 +1,10 @@
 """Reads run at once that leave nothing running when one of them fails.
 
 ``asyncio.gather`` raises the first error and lets the other awaitables run on: a recall whose timeline search failed
-returned its error while its turn search still held a PostgreSQL connection, and that orphaned task was later
-destroyed unfinished (its connection's rollback refused with "another command is already in progress"). :func:`gather`
-cancels the others and waits for them to end before the error reaches the caller.
+returned its error while its turn searches, waiting for a lock, held on to their PostgreSQL connections (and an
+orphan destroyed unfinished later logged "another command is already in progress" from its rollback).
+:func:`gather` cancels the others and waits for them to end before the error reaches the caller; psycopg cancels a
+cancelled statement on the server.
 """
 
 from __future__ import annotations

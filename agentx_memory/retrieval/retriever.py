@@ -185,9 +185,8 @@ class MemoryRetriever:
         in ``found``. The turn legs and the others file into separate parts of ``found``, so the two pipelines may
         each run theirs."""
         pool = self.settings.candidate_pool(plan.top_k)
-        results = await gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool,
-                                                                                      metrics))
-                                         for leg in legs))
+        results = await gather(*(_timed(metrics, leg.technique, self._run_leg(leg, plan, recall, pool, metrics))
+                                 for leg in legs))
         for leg, rows in zip(legs, results, strict=True):
             leg.collect(found, rows)
 
@@ -285,7 +284,7 @@ class MemoryRetriever:
         relevance = fusion.turn_relevance(rows, found.cosine_floor, recall)
         if recall.session_expansion and (recall.neighbours or recall.session_weight) and rows:
             relevance, named = await gather(self._read_around(plan, found, rows, relevance, recall, metrics),
-                                                    self._named_speakers(plan, recall))
+                                            self._named_speakers(plan, recall))
         else:
             named = await self._named_speakers(plan, recall)
         return _TurnContext(rows, relevance, named)
