@@ -11,6 +11,7 @@ psycopg error                                         agentx error
 ====================================================  ====================================================
 unique, exclusion or foreign-key violation            :class:`~agentx_memory.errors.ConflictError`
 serialization failure, deadlock (class 40 rollback)   :class:`~agentx_memory.errors.StorageError` (retryable)
+past one of the server's limits (class 54)            :class:`~agentx_memory.errors.StorageError` (not retryable)
 operational / interface error, pool timeout, OSError  :class:`~agentx_memory.errors.StorageUnavailableError`
 any other ``psycopg.Error``                           :class:`~agentx_memory.errors.StorageError`
 ====================================================  ====================================================
@@ -41,6 +42,12 @@ _CONFLICTS = (pg.UniqueViolation, pg.ExclusionViolation, pg.ForeignKeyViolation)
 _ROLLED_BACK = (pg.TransactionRollback, pg.SerializationFailure, pg.DeadlockDetected)
 
 
+# SQLSTATE class 54, "program limit exceeded": a value or statement past one of PostgreSQL's limits (a tsvector's 1 MB,
+# the stack depth of a deeply nested query). psycopg makes them OperationalErrors, which read as an unreachable server;
+# it is the input that no retry mends.
+_PAST_A_LIMIT = "54"
+
+
 def wrap_pg_error(exc: BaseException, what: str) -> AgentXMemoryError:
     """The agentx error for a psycopg error (or an ``OSError``) raised while doing ``what``."""
     if isinstance(exc, _CONFLICTS):
@@ -49,6 +56,9 @@ def wrap_pg_error(exc: BaseException, what: str) -> AgentXMemoryError:
         return StorageError(
             f"PostgreSQL rolled back a transaction that raced with others while {what} (retrying may succeed): {exc}"
         )
+    if isinstance(exc, psycopg.Error) and (exc.sqlstate or "").startswith(_PAST_A_LIMIT):
+        return StorageError(f"PostgreSQL refused a value or statement past one of its limits while {what} (retrying "
+                            f"cannot help): {exc}")
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError, OSError)):
         return StorageUnavailableError(f"PostgreSQL unavailable while {what}: {exc}")
     return StorageError(f"PostgreSQL failed while {what}: {exc}")

@@ -84,6 +84,10 @@ def test_the_store_itself_goes_through_the_seam(with_store):
     ("deadlock_detected", psycopg.errors.DeadlockDetected, StorageError),
     ("check_violation", psycopg.errors.CheckViolation, StorageError),
     ("undefined_table", psycopg.errors.UndefinedTable, StorageError),
+    # past one of PostgreSQL's limits ("string is too long for tsvector", "stack depth limit exceeded"): the input's
+    # doing, which no retry mends; it read as an unreachable server
+    ("program_limit_exceeded", psycopg.errors.ProgramLimitExceeded, StorageError),
+    ("statement_too_complex", psycopg.errors.StatementTooComplex, StorageError),
 ])
 def test_server_errors_map_to_the_error_tree(with_store, sqlstate, driver_error, ours):
     raise_it = f"DO $$ BEGIN RAISE EXCEPTION 'raised on purpose' USING ERRCODE = '{sqlstate}'; END $$"
