@@ -33,6 +33,7 @@ from .validation import (
     check_json,
     check_text,
     checked_copy,
+    first_bytes,
 )
 
 __all__ = ["MAX_PLAN_STEPS", "PLAN_STEP_FIELDS", "GoalMemory"]
@@ -227,8 +228,8 @@ class GoalMemory:
             raise ValidationError("plan_steps", "two steps have the same id")
         description = parent_description if parent_description is not None else (
             "Plan: " + "; ".join(g.description for g in steps))
-        if parent_description is None and len(description.encode()) > max_text:
-            description = description.encode()[:max_text].decode(errors="ignore")
+        if parent_description is None:
+            description = first_bytes(description, max_text)
         check_text(description, "parent_description", max_bytes=max_text)
         parent = Goal(user_id=user_id, description=description, metadata={_PLAN_KEY: [g.id for g in steps]})
         if parent.id in {g.id for g in steps}:

@@ -28,7 +28,7 @@ from typing import Any, Final
 from .context import MemoryContext
 from .errors import ValidationError
 from .models import SHORT_TERM_TYPES, Fact, ShortTermEntry
-from .validation import check_datetime, check_id, check_int, check_json
+from .validation import check_datetime, check_id, check_int, check_json, first_bytes
 
 __all__ = [
     "MAX_TTL_SECONDS",
@@ -75,9 +75,7 @@ def fact_id_for(user_id: str, session_id: str, key: str) -> str:
 
 def _claim(key: str, value: Any, max_bytes: int) -> str:
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    claim = f"{key}: {shown}"
-    encoded = claim.encode("utf-8")
-    return claim if len(encoded) <= max_bytes else encoded[:max_bytes].decode("utf-8", errors="ignore")
+    return first_bytes(f"{key}: {shown}", max_bytes)
 
 
 def promoted_fact(entry: ShortTermEntry, *, ctx: MemoryContext, run_id: str | None = None) -> Fact:

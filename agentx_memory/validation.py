@@ -19,7 +19,7 @@ M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "INT32_MAX", "MAX_JSON_DEPTH", "check_channel", "check_channels", "check_datetime", "check_depth", "check_id",
-    "check_ids", "check_int", "check_json", "check_range", "check_text", "checked_copy",
+    "check_ids", "check_int", "check_json", "check_range", "check_text", "checked_copy", "first_bytes",
 ]
 
 _CHANNEL = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?$")
@@ -118,6 +118,15 @@ def check_text(value: Any, field: str, *, max_bytes: int, limit_name: str = "") 
         hint = f" ({limit_name})" if limit_name else ""
         raise ValidationError(field, f"is {size} bytes; the limit is {max_bytes} bytes{hint}")
     return value
+
+
+def first_bytes(text: str, max_bytes: int) -> str:
+    """``text`` itself when it fits in ``max_bytes`` UTF-8 bytes, else its longest prefix that does (a character is
+    never cut): for text a limit bounds where the caller cuts rather than refuses."""
+    if len(text) * 4 <= max_bytes:  # no character takes more than 4 bytes: fits without encoding it
+        return text
+    encoded = text.encode("utf-8")
+    return text if len(encoded) <= max_bytes else encoded[:max_bytes].decode("utf-8", errors="ignore")
 
 
 def check_json(value: Any, field: str, *, max_bytes: int) -> str:

@@ -62,7 +62,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
 from ..errors import ConfigurationError, ValidationError
 from ..memory import AgentMemory, AsyncAgentMemory
 from ..models import StoredItem
-from ..validation import check_channel, check_id, check_int
+from ..validation import check_channel, check_id, check_int, first_bytes
 
 __all__ = ["AgentXStore"]
 
@@ -85,11 +85,6 @@ _Plan = Generator[_Call, Any, Result]
 
 def _matches(pattern: Sequence[str], labels: Sequence[str]) -> bool:
     return all(p in ("*", label) for p, label in zip(pattern, labels, strict=True))
-
-
-def _cut(text: str, max_bytes: int) -> str:
-    encoded = text.encode("utf-8")
-    return text if len(encoded) <= max_bytes else encoded[:max_bytes].decode("utf-8", errors="ignore")
 
 
 class AgentXStore(BaseStore):
@@ -236,7 +231,7 @@ class AgentXStore(BaseStore):
                 raise ValidationError("index", "must be False or a list of JSON paths, not one string")
             paths = [(p, tokenize_path(p) if p != "$" else p) for p in index]
         texts = [text for _, tokens in paths for text in get_text_at_path(value, tokens) if text.strip()]
-        return _cut("\n".join(texts), self._max_text) if texts else None
+        return first_bytes("\n".join(texts), self._max_text) if texts else None
 
     def _label(self, namespace: tuple[str, ...], level: int | None) -> str | None:
         return namespace[level] if level is not None and level < len(namespace) else None

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..settings import RecallSettings
 from ..sql.search import SearchScope
+from ..validation import first_bytes
 from .timeparse import TimeRange
 
 __all__ = ["LEXICAL_TEXT_BYTES", "Candidates", "SearchPlan", "combined_vector", "utc", "window_from_hours"]
@@ -21,13 +22,6 @@ __all__ = ["LEXICAL_TEXT_BYTES", "Candidates", "SearchPlan", "combined_vector", 
 #: an OR of the question's words by recursing once per word: past some 20,000 distinct words (a question
 #: ``limits.max_text_bytes`` was raised for) a search failed with "stack depth limit exceeded".
 LEXICAL_TEXT_BYTES: Final = 32 * 1024
-
-
-def _first_bytes(text: str, size: int) -> str:
-    # The longest prefix of ``text`` of at most ``size`` UTF-8 bytes (a character is never cut).
-    if len(text) * 4 <= size:
-        return text
-    return text.encode()[:size].decode(errors="ignore")
 
 
 @dataclass
@@ -55,7 +49,7 @@ class SearchPlan:
     agent_id: str | None = None  # an agent's recall: global memories and its own private ones (agentx_memory.agents)
 
     def __post_init__(self) -> None:
-        self.lexical_texts = [_first_bytes(text, LEXICAL_TEXT_BYTES) for text in self.lexical_texts]
+        self.lexical_texts = [first_bytes(text, LEXICAL_TEXT_BYTES) for text in self.lexical_texts]
 
     def scope(self) -> SearchScope:
         """Whose turns the plan reads: its user, channels and time window. Archived conversations count when the
