@@ -5,16 +5,22 @@
 -- neighbour's insert whose context took in those words. Now the text is stored whole and searched by its first words
 -- that fit (the vector leg reads its passages as before).
 
+-- The most bytes of text whose tsvector always fits: a lexeme costs its bytes, padded to two, plus two bytes of count
+-- and two a position, at most three times the text it came from (a one-letter word and its space). A function, so the
+-- three uses below name one value (PostgreSQL folds it into a constant where it is inlined).
+CREATE OR REPLACE FUNCTION tsvector_safe_text_bytes() RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN 349525;
+
 -- The words of a text past what a tsvector holds, cut to the longest prefix (in steps of a quarter) whose tsvector
--- PostgreSQL accepts. Only search_words() calls it, for texts over a third of a megabyte: below that a tsvector always
--- fits (a lexeme costs its bytes, padded to two, plus two bytes of count and two a position: at most three times the
--- text it came from, a one-letter word and its space).
-CREATE OR REPLACE FUNCTION words_that_fit(words text) RETURNS text
+-- PostgreSQL accepts. Only search_words() calls it, for texts over tsvector_safe_text_bytes(). (Given the bound, its
+-- body names nothing outside pg_catalog whatever the search_path.)
+CREATE OR REPLACE FUNCTION words_that_fit(words text, safe_bytes integer) RETURNS text
     LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 BEGIN
     LOOP
-        IF octet_length(words) <= 349525 THEN
+        IF octet_length(words) <= safe_bytes THEN
             RETURN words;
         END IF;
         BEGIN
@@ -27,6 +33,11 @@ BEGIN
 END
 $$;
 
+-- 0021's search_words() under its own name: a slash, and a dot between two letters or digits, split words.
+CREATE OR REPLACE FUNCTION split_search_words(text) RETURNS text
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN regexp_replace(translate($1, '/', ' '), '([[:alnum:]])\.(?=[[:alnum:]])', '\1 ', 'g');
+
 -- search_words() as in 0021, its result bounded by words_that_fit(). Every generated column and query that indexes
 -- text goes through it, so each is bounded the same way, and a question is cut exactly as a turn of the same text.
 -- Not STRICT any more: PostgreSQL inlines a STRICT SQL function only when its body is strict too, and a CASE is not
@@ -34,9 +45,8 @@ $$;
 CREATE OR REPLACE FUNCTION search_words(text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE
-        WHEN octet_length($1) <= 349525
-            THEN regexp_replace(translate($1, '/', ' '), '([[:alnum:]])\.(?=[[:alnum:]])', '\1 ', 'g')
-        ELSE words_that_fit(regexp_replace(translate($1, '/', ' '), '([[:alnum:]])\.(?=[[:alnum:]])', '\1 ', 'g'))
+        WHEN octet_length($1) <= tsvector_safe_text_bytes() THEN split_search_words($1)
+        ELSE words_that_fit(split_search_words($1), tsvector_safe_text_bytes())
     END;
 
 -- A turn's own words (weight A) and its neighbours' (weight B) may each fit and still pass 1 MB together: the
@@ -60,7 +70,7 @@ CREATE OR REPLACE FUNCTION turn_context_tsv(own text, before text, after text) R
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN CASE
         WHEN coalesce(octet_length(own), 0) + coalesce(octet_length(before), 0) + coalesce(octet_length(after), 0)
-             <= 349525
+             <= tsvector_safe_text_bytes()
             THEN setweight(to_tsvector('english', search_words(own)), 'A')
                  || setweight(to_tsvector('english', search_words(coalesce(before, '') || ' ' || coalesce(after, ''))), 'B')
         ELSE context_that_fits(setweight(to_tsvector('english', search_words(own)), 'A'),
