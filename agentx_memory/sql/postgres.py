@@ -13,7 +13,7 @@ import re
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Final, TypeAlias
@@ -284,7 +284,10 @@ class PostgresStore:
             except _ConnectionLost:
                 pass
             finally:
-                _trust_answered.reset(token)
+                # A read coroutine closed from another Context (one its task abandoned, closed by the GC) cannot reset
+                # the token there, and the Context that holds the flag is its own, gone with it.
+                with suppress(ValueError):
+                    _trust_answered.reset(token)
             return await self.fetch(query, params, what=what)
 
     async def _read_once(self, query: Query, params: Params | None) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@ answered moments ago does not (``PostgresStore.read``; a dead one is read again,
 
 from __future__ import annotations
 
+import contextvars
 import time
 
 from psycopg_pool import AsyncConnectionPool
@@ -33,3 +34,18 @@ def test_a_read_skips_the_pools_check_on_a_connection_just_returned_and_a_write_
         time.sleep(postgres.TRUST_ANSWERED_SECONDS + 0.2)
         run(store.read("SELECT 5 AS five"))
         assert checks == ["check", "check", "check"]
+
+
+def test_a_read_closed_from_another_context_closes_quietly_and_the_store_reads_on(settings):
+    """A read coroutine its task abandoned is closed by the GC in whatever Context it runs: resetting the read's
+    Context variable there raised ValueError ("was created in a different Context") out of ``close()``."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        store = memory.core.ctx.postgres
+
+        async def scenario() -> list[dict[str, object]]:
+            read = store.read("SELECT pg_sleep(0.3) AS slept")
+            contextvars.copy_context().run(read.send, None)  # started in a Context of its own, as a task's
+            read.close()  # closed from this one, as the GC closes an abandoned coroutine
+            return await store.read("SELECT 1 AS one")
+
+        assert memory._portal.run(scenario()) == [{"one": 1}]
