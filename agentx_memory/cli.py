@@ -341,6 +341,10 @@ def _bench_args(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--warmup", type=_count_or_zero, default=300,
                        help="untimed recalls of other questions of the same user before each latency configuration "
                             "is timed (default 300: a JVM server's JIT needs them; 0: none)")
+    scale.add_argument("--write-floor-max", type=_count, default=None, metavar="TURNS",
+                       help="measure the write floor only for steps up to this many turns (default: every step; the "
+                            "1M step's floor alone takes ~45 minutes, and the ingest ratios are those of the smaller "
+                            "steps)")
     _bench_output_args(scale, "scale")
     serve = sub.add_parser("serve", help="load test of the REST service on loopback: requests/s and p50/p95/p99 of "
                                          "store_turn and remember (extra [server])")
@@ -466,7 +470,8 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
             report = _run(run_scale(settings, sizes=sizes, out_dir=Path(args.out), queries=args.queries,
                                            users=args.users, seed=args.seed, batch=args.batch,
                                            embed_sample=args.embed_sample, profile=args.profile,
-                                           warmup=args.warmup, progress=_console().print))
+                                           warmup=args.warmup, write_floor_max=args.write_floor_max,
+                                           progress=_console().print))
         finally:
             if not args.keep:
                 _run(_reset_namespace(settings))

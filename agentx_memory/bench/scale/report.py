@@ -127,6 +127,8 @@ def _ingest(report: dict[str, Any]) -> list[str]:
                          f"{'-' if floor_rate is None else f'{floor_rate:,}'} | "
                          f"{'-' if ratio is None else f'{ratio}×'} | {share} |")
         floor = step["floor"]
+        if "not_measured" in floor:
+            lines.append(f"| →{_k(int(size))} | (floor) | | | not measured: {floor['not_measured']} | | |")
         if "postgres_copy" in floor:
             lines.append(f"| →{_k(int(size))} | (floor split) | | | COPY {floor['postgres_copy']['per_second']:,}/s, "
                          f"graph MERGE {floor['graph_turns']['per_second']:,}/s | | |")
