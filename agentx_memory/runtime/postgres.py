@@ -162,9 +162,9 @@ def _ensure_traversable(path: Path, user: OsUser) -> None:
             os.chmod(directory, stat.S_IMODE(st.st_mode) | stat.S_IXOTH)
 
 
-#: The bounds of ``shared_buffers = auto`` in MiB: PostgreSQL's own default, and a size that holds the indexes and the
-#: turns of a 100k-turn memory (the HNSW index alone is about 150 MB there).
-AUTO_SHARED_BUFFERS_MB = (128, 1024)
+#: The bounds of ``shared_buffers = auto`` in MiB: PostgreSQL's own default, and a size that holds the turns' HNSW
+#: index of a 1M-turn log (1.2 GB; at 1 GB its inserts read pages back from the OS cache: docs/benchmarks.md).
+AUTO_SHARED_BUFFERS_MB = (128, 4096)
 
 
 def shared_buffers(setting: str, total_memory: int | None = None) -> str:

@@ -128,7 +128,7 @@ def test_ensure_running_starts_both_servers(make_stack: StackFactory) -> None:
         nearest = conn.execute("SELECT id FROM docs ORDER BY emb <-> '[0.9,0.1,0]' LIMIT 1").fetchone()
         assert nearest == (1,)
         assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
-        # shared_buffers 'auto': an eighth of this machine's memory within 128MB-1GB, not PostgreSQL's 128MB default
+        # shared_buffers 'auto': an eighth of this machine's memory within 128MB-4GB, not PostgreSQL's 128MB default
         # (pg_settings gives it in 8 kB pages, whatever unit SHOW would print it in)
         expected_mb = int(shared_buffers("auto").removesuffix("MB"))
         pages = conn.execute("SELECT setting::int FROM pg_settings WHERE name = 'shared_buffers'").fetchone()

@@ -220,9 +220,9 @@ def test_remember_rate_limit_is_off_by_default_and_checked():
             Settings(limits=bad)
 
 
-@pytest.mark.parametrize(("total_gib", "expected"), [(0.5, "128MB"), (2, "256MB"), (4, "512MB"), (24, "1024MB"),
-                                                      (256, "1024MB")])
-def test_auto_shared_buffers_is_an_eighth_of_memory_within_128mb_and_1gb(total_gib, expected):
+@pytest.mark.parametrize(("total_gib", "expected"), [(0.5, "128MB"), (2, "256MB"), (8, "1024MB"), (24, "3072MB"),
+                                                      (32, "4096MB"), (256, "4096MB")])
+def test_auto_shared_buffers_is_an_eighth_of_memory_within_128mb_and_4gb(total_gib, expected):
     from agentx_memory.runtime.postgres import shared_buffers
 
     assert shared_buffers("auto", int(total_gib * 2**30)) == expected
