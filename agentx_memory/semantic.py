@@ -196,7 +196,9 @@ class SemanticMemory:
     async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, *, user_id: str,
                                limit: int | None = None, agent_id: str | None = None) -> EntityGraph:
         """The entities within ``depth`` hops (1-3) of ``entity_ids``, their edges and facts (those ``agent_id`` may
-        read, when given); at most ``limit`` neighbours (default: retrieval.graph_expansion_limit)."""
+        read, when given); at most ``limit`` neighbours (default: retrieval.graph_expansion_limit). The edges come
+        ordered by source id, type and target id and the facts newest first, so the same graph reads back the same
+        on either backend."""
         if isinstance(depth, bool) or not isinstance(depth, int) or depth not in cypher.ENTITY_NEIGHBOURS:
             raise ValidationError("depth", f"must be 1, 2 or 3, got {depth!r}")
         limit = self.ctx.settings.retrieval.graph_expansion_limit if limit is None else limit
@@ -220,7 +222,9 @@ class SemanticMemory:
             relationships=[Relationship(source_id=e["source_id"], target_id=e["target_id"], rel_type=e["rel_type"],
                                         properties=json.loads(e["properties"] or "{}"), user_id=user_id)
                            for e in edges],
-            facts=[fact_from_row(r["fact"], r["entity_ids"]) for r in facts],
+            # newest first: the read's own order is the traversal's, which Neo4j changes after unrelated writes
+            facts=sorted((fact_from_row(r["fact"], r["entity_ids"]) for r in facts),
+                         key=lambda f: (f.created_at, f.id), reverse=True),
         )
 
     async def _merge_entity(self, entity: Entity, key: str) -> tuple[dict[str, Any], list[float] | None]:

@@ -369,6 +369,7 @@ ENTITY_EDGES: Final[LiteralString] = """
 MATCH (a:Entity)-[r]->(b:Entity)
 WHERE a.id IN $ids AND b.id IN $ids AND a.user_id = $user_id AND b.user_id = $user_id
 RETURN a.id AS source_id, type(r) AS rel_type, b.id AS target_id, r.properties AS properties
+ORDER BY source_id, rel_type, target_id
 LIMIT $limit
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 
 import pytest
 
@@ -261,6 +262,22 @@ def test_get_entity_graph_is_bounded_and_nearest_first(memory):
     assert len(full.entities) == 1 + 6 + 1
     with pytest.raises(ValidationError, match="limit"):
         memory._portal.run(memory.core.semantic.get_entity_graph([hub.id], 2, user_id="alice", limit=-1))
+
+
+def test_get_entity_graph_orders_its_edges_and_facts(memory):
+    """The edges come by (source id, type, target id) whatever order they were written in, the facts newest first:
+    two reads of one graph compare equal (Neo4j returned both in another order after unrelated writes, and a
+    comparison of two reads failed)."""
+    hub = memory.upsert_entity(Entity(user_id="alice", name="hub")).id
+    spokes = [memory.upsert_entity(Entity(user_id="alice", name=f"spoke {i}")).id for i in range(6)]
+    edges = sorted([(hub, "PART_OF", s) for s in spokes] + [(s, "RELATED_TO", hub) for s in spokes], reverse=True)
+    for source, rel_type, target in edges:  # written in the reverse of the promised order
+        memory.create_relationship(source, target, rel_type, user_id="alice")
+    facts = [memory.learn_fact(Fact(user_id="alice", claim=f"hub fact {i}", entity_ids=[hub, spokes[i]],
+                                    created_at=datetime(2026, 1, 1 + i, tzinfo=UTC))).id for i in range(4)]
+    graph = memory.get_entity_graph([hub], depth=1)
+    assert [(r.source_id, r.rel_type, r.target_id) for r in graph.relationships] == sorted(edges)
+    assert [f.id for f in graph.facts] == facts[::-1]
 
 
 def test_get_entity_graph_never_crosses_users(memory):
