@@ -16,7 +16,7 @@ from .context import MemoryContext
 from .errors import NotFoundError, ValidationError
 from .graph import cypher
 from .models import Entity, Fact, Goal, Relationship, Turn
-from .rows import entity_from_row, fact_from_row, goal_from_row
+from .rows import entity_from_row, fact_from_row, facts_newest_first, goal_from_row
 from .semantic import EntityGraph
 from .validation import check_datetime, check_id, check_ids, check_int
 
@@ -121,9 +121,7 @@ class MemoryBrowser:
             raise ValidationError("status", f"{status!r} is not one of {', '.join(FACT_STATUSES)}")
         rows = await self.ctx.graph.read(cypher.BROWSE_FACTS, {
             "user_id": user_id, "status": status, "limit": limit, "offset": offset, "agent_id": agent_id})
-        facts = sorted((fact_from_row(r["fact"], r["entity_ids"]) for r in rows),
-                       key=lambda f: (f.created_at, f.id), reverse=True)
-        return await self._with_links(user_id, facts)
+        return await self._with_links(user_id, facts_newest_first(rows))
 
     async def fact(self, fact_id: str, user_id: str, *, agent_id: str | None) -> FactRecord:
         """One of the user's facts (of any status) with its provenance; NotFoundError when there is none."""

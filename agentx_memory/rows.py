@@ -9,14 +9,15 @@ them, epoch milliseconds, and become datetimes here.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .models import ControlMemory, Entity, Fact, Goal, Strategy, Turn
 from .timeutil import from_ms
 
 __all__ = [
-    "control_from_row", "entity_from_row", "fact_from_row", "goal_from_row", "strategy_from_row", "turn_from_row",
+    "control_from_row", "entity_from_row", "fact_from_row", "facts_newest_first", "goal_from_row", "strategy_from_row",
+    "turn_from_row",
 ]
 
 
@@ -58,6 +59,13 @@ def fact_from_row(row: dict[str, Any], entity_ids: Sequence[str] = ()) -> Fact:
         metadata=json.loads(row.get("metadata") or "{}"), status=row.get("status") or "active",
         superseded_by=row.get("superseded_by"), agent_id=row.get("agent_id"), scope=row.get("scope") or "global",
     )
+
+
+def facts_newest_first(rows: Iterable[dict[str, Any]]) -> list[Fact]:
+    """The :class:`Fact` of each row (``fact`` and ``entity_ids``), the newest first, ties by id: a graph read's own
+    order is its traversal's, which Neo4j changes after unrelated writes."""
+    return sorted((fact_from_row(r["fact"], r["entity_ids"]) for r in rows), key=lambda f: (f.created_at, f.id),
+                  reverse=True)
 
 
 def control_from_row(row: dict[str, Any]) -> ControlMemory:

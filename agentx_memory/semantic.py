@@ -32,7 +32,7 @@ from .gathering import gather
 from .graph import cypher
 from .models import GLOBAL_CHANNEL, RELATIONSHIP_TYPES, Entity, Fact, Relationship
 from .reinforcement import AccessCounts, ReinforcementBuffer
-from .rows import entity_from_row, fact_from_row
+from .rows import entity_from_row, fact_from_row, facts_newest_first
 from .sql.timeline import TimelineEntry
 from .timeutil import now_ms, to_ms
 from .validation import (
@@ -222,9 +222,7 @@ class SemanticMemory:
             relationships=[Relationship(source_id=e["source_id"], target_id=e["target_id"], rel_type=e["rel_type"],
                                         properties=json.loads(e["properties"] or "{}"), user_id=user_id)
                            for e in edges],
-            # newest first: the read's own order is the traversal's, which Neo4j changes after unrelated writes
-            facts=sorted((fact_from_row(r["fact"], r["entity_ids"]) for r in facts),
-                         key=lambda f: (f.created_at, f.id), reverse=True),
+            facts=facts_newest_first(facts),
         )
 
     async def _merge_entity(self, entity: Entity, key: str) -> tuple[dict[str, Any], list[float] | None]:

@@ -165,8 +165,7 @@ def explorer_router(memory_for: MemoryFor, *, prefix: str = "/explorer", key_hea
         return {"entity": model_json(found),
                 "neighbours": [model_json(e) for e in around.entities if e.id != entity_id],
                 "relationships": [model_json(r) for r in around.relationships],
-                "facts": [model_json(f) for f in sorted(around.facts, key=lambda f: (f.created_at, f.id), reverse=True)
-                          if entity_id in f.entity_ids]}
+                "facts": [model_json(f) for f in around.facts if entity_id in f.entity_ids]}
 
     @router.get("/api/users/{user_id}/facts")
     async def facts(request: Request, user_id: str, status: str | None = None, limit: int = 50,
