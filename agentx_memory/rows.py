@@ -16,9 +16,15 @@ from .models import ControlMemory, Entity, Fact, Goal, Strategy, Turn
 from .timeutil import from_ms
 
 __all__ = [
-    "control_from_row", "entity_from_row", "fact_from_row", "facts_newest_first", "goal_from_row", "strategy_from_row",
-    "turn_from_row",
+    "control_from_row", "entity_from_row", "fact_from_row", "facts_newest_first", "goal_from_row", "same_text",
+    "strategy_from_row", "turn_from_row",
 ]
+
+
+def same_text(content: str) -> str:
+    """The key under which turns are one text (recall returns one turn per text): the content without its surrounding
+    blanks, casefolded."""
+    return content.strip().casefold()
 
 
 def turn_from_row(row: dict[str, Any], *, with_embedding: bool = False) -> Turn:

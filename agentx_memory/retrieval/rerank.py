@@ -32,6 +32,7 @@ import numpy as np
 
 from ..models import Entity, Fact, Relationship
 from ..procedural import SIMILARITY_SHARE, StrategyMatch
+from ..rows import same_text
 from ..settings import RecallSettings, RetrievalSettings
 from .bundle import ScoredEntity, ScoredFact, ScoredStrategy
 from .standing import standing_kind
@@ -290,11 +291,11 @@ def best_first(drafts: Iterable[TurnDraft]) -> list[TurnDraft]:
 
 
 def unique_by_content(drafts: Iterable[TurnDraft]) -> list[TurnDraft]:
-    """The first of every group of turns with the same content (case and surrounding blanks ignored)."""
+    """The first of every group of turns with the same text (:func:`~agentx_memory.rows.same_text`)."""
     seen: set[str] = set()
     out = []
     for draft in drafts:
-        key = str(draft.row["content"]).strip().casefold()
+        key = same_text(str(draft.row["content"]))
         if key not in seen:
             seen.add(key)
             out.append(draft)

@@ -38,11 +38,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, LiteralString
 
+from ..rows import same_text
 from ..settings import RecallSettings
 from .conversation_log import SEEN_BY_AGENT, TURN_COLUMNS, TURN_FIELDS, projected, seen_by_agent
 from .postgres import PostgresStore
 
 __all__ = [
+    "COPY_READS",
     "COUNT_USER_TURNS",
     "EMBEDDINGS_BY_IDS",
     "LEXICAL_TIMELINE",
@@ -51,18 +53,25 @@ __all__ = [
     "TURNS_AROUND",
     "TURNS_BY_IDS",
     "TURN_CANDIDATES_EXACT",
+    "TURN_CANDIDATES_EXACT_PAST_COPIES",
     "TURN_CANDIDATES_INDEX",
+    "TURN_CANDIDATES_INDEX_PAST_COPIES",
     "TURN_STATS",
     "Bm25",
     "SearchScope",
     "TurnSearch",
     "TurnStatsCache",
+    "repeated_texts",
 ]
 
 #: Seconds a scope's turn count and mean length are reused (writes in this process drop them sooner).
 STATS_TTL: Final = 60.0
 
 _SEEN_T: Final = seen_by_agent("t")
+#: The blanks PostgreSQL strips around a text to compare it (Python's ``str.strip`` strips these and more).
+_BLANKS: Final = r"E' \t\n\r\f\v'"
+#: Reads of the turn candidates beyond the first that look past repeated texts (see TurnSearch.candidates).
+COPY_READS: Final = 2
 _SEEN_C: Final = seen_by_agent("c")
 
 #: The OR-tsquery of a question's content words (stemmed, stopwords out; ``search_words()``: paths and dotted names
@@ -189,16 +198,34 @@ def _length(alias: str) -> str:
             f" * (length(coalesce({alias}.context_tsv, {alias}.content_tsv)) - {own}))")
 
 
-def _turn_candidates(dense_order: str) -> str:
+#: The repeated texts (lower-cased, surrounding blanks out), read from the copies a first search found.
+_REPEATED: Final[str] = f"""repeated AS (
+  SELECT DISTINCT lower(btrim(r.content, {_BLANKS})) AS text FROM conversation_logs r
+  WHERE r.user_id = %(user_id)s AND r.turn_id = ANY(%(copies)s)),"""
+
+
+def _not_a_copy(alias: str) -> str:
+    # The kept copy of a repeated text, or a turn whose text is none of the repeated ones.
+    return (f"({alias}.turn_id = ANY(%(keep)s)"
+            f" OR lower(btrim({alias}.content, {_BLANKS})) <> ALL(ARRAY(SELECT text FROM repeated)))")
+
+
+def _turn_candidates(dense_order: str, *, past_copies: bool = False) -> str:
     # One round trip: the scope's turns matching any term of the question (GIN on context_tsv); each term's count
     # among each match's own words and its neighbours'; each term's inverse document frequency (over the scope's
     # turns that say it themselves, out of %(docs)s, the scope's turn count from TURN_STATS); the lexical top-n by
     # BM25 (the scope's mean turn length %(avgdl)s); the dense top-n; the lexical top-n inside the
     # question's time phrase; every list filtered by user, channels and time window inside the query; then every
     # candidate's signals, with the term weights and the scope's average turn length for the turns read around hits.
+    # ``past_copies``: every top list skips the copies of the texts in %(copies)s but the one in %(keep)s, so a text
+    # said over and over takes one place in each list, not all of them (see TurnSearch.candidates).
     bm25 = _BM25.replace("%(avgdl)s", "docs.avgdl")
+    repeated = _REPEATED if past_copies else ""
+    own_text = " JOIN conversation_logs t ON t.id = s.id" if past_copies else ""
+    not_a_copy = f"\n    AND {_not_a_copy('t')}" if past_copies else ""
+    lex_where = f" WHERE {_not_a_copy('t')}" if past_copies else ""
     return f"""
-WITH {_TERMS},
+WITH {_TERMS},{repeated}
 matched AS (
   SELECT t.id, t.turn_id, t.timestamp, t.context_tsv, {_length("t")} AS dl FROM conversation_logs t, q
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND user_lexemes(t.user_id, t.context_tsv) @@ q.query
@@ -216,19 +243,20 @@ scored AS (
   SELECT c.id, c.turn_id, c.timestamp, sum({bm25}) AS lexical
   FROM counts c JOIN w ON w.lexeme = c.lexeme CROSS JOIN docs GROUP BY c.id, c.turn_id, c.timestamp),
 {_PHRASES},
-lex AS (SELECT id FROM scored ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
+lex AS (SELECT s.id FROM scored s{own_text}{lex_where} ORDER BY s.lexical DESC, s.turn_id LIMIT %(limit)s),
 den AS (
   SELECT t.id, t.embedding <=> %(embedding)s AS distance FROM conversation_logs t
   WHERE t.user_id = %(user_id)s AND t.channel = ANY(%(channels)s) AND t.embedding IS NOT NULL
     AND (%(include_archived)s OR NOT t.archived)
     AND {_SEEN_T}
     AND (%(start)s::timestamptz IS NULL OR t.timestamp >= %(start)s)
-    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s)
+    AND (%(end)s::timestamptz IS NULL OR t.timestamp < %(end)s){not_a_copy}
   ORDER BY {dense_order} LIMIT %(limit)s),
 win AS (
-  SELECT id FROM scored
-  WHERE %(boost_start)s::timestamptz IS NOT NULL AND timestamp >= %(boost_start)s AND timestamp < %(boost_end)s
-  ORDER BY lexical DESC, turn_id LIMIT %(limit)s),
+  SELECT s.id FROM scored s{own_text}
+  WHERE %(boost_start)s::timestamptz IS NOT NULL
+    AND s.timestamp >= %(boost_start)s AND s.timestamp < %(boost_end)s{not_a_copy}
+  ORDER BY s.lexical DESC, s.turn_id LIMIT %(limit)s),
 c AS (SELECT id FROM lex UNION SELECT id FROM den UNION SELECT id FROM win),
 cl AS (SELECT id, lexical FROM scored WHERE id IN (SELECT id FROM c))
 SELECT {_columns("t")},
@@ -265,6 +293,13 @@ TURN_CANDIDATES_EXACT: Final[str] = _turn_candidates("(t.embedding <=> %(embeddi
 
 #: Turn candidates through the HNSW index (iterative scans keep the user filter from starving the result).
 TURN_CANDIDATES_INDEX: Final[str] = _turn_candidates("t.embedding <=> %(embedding)s")
+
+#: :data:`TURN_CANDIDATES_EXACT` looking past the copies of repeated texts (%(copies)s but %(keep)s).
+TURN_CANDIDATES_EXACT_PAST_COPIES: Final[str] = _turn_candidates("(t.embedding <=> %(embedding)s) + 0, t.turn_id",
+                                                                 past_copies=True)
+
+#: :data:`TURN_CANDIDATES_INDEX` looking past the copies of repeated texts (%(copies)s but %(keep)s).
+TURN_CANDIDATES_INDEX_PAST_COPIES: Final[str] = _turn_candidates("t.embedding <=> %(embedding)s", past_copies=True)
 
 #: Turns around hits (± span) in the hits' conversations, except those already scored, with the same signals (BM25
 #: with the candidates' term weights and average length).
@@ -332,6 +367,26 @@ EMBEDDINGS_BY_IDS: Final[LiteralString] = """
 SELECT turn_id, embedding FROM conversation_logs
 WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 """
+
+def repeated_texts(rows: Sequence[Mapping[str, Any]], limit: int) -> tuple[set[str], set[str]] | None:
+    """When copies of repeated texts crowd a search's candidates (a list was cut at ``limit``, and the ``rows`` hold
+    fewer than ``limit`` different texts, :func:`~agentx_memory.rows.same_text`): the ids of those copies, and of
+    the one copy of each text to keep (the best lexical match, then the newest); else None."""
+    if not rows:
+        return None
+    first = rows[0]  # rows come by id; the first holds the statement's own values
+    if first["dense_hits"] < limit and first["lexical_hits"] <= limit:
+        return None  # no list was cut: every turn that matches is among the rows
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(same_text(row["content"]), []).append(row)
+    if len(groups) >= limit or len(groups) == len(rows):
+        return None
+    repeated = [group for group in groups.values() if len(group) > 1]
+    copies = {row["turn_id"] for group in repeated for row in group}
+    keep = {max(group, key=lambda r: (r["lexical"], r["timestamp"], r["turn_id"]))["turn_id"] for group in repeated}
+    return copies, keep
+
 
 @dataclass(frozen=True)
 class Bm25:
@@ -442,7 +497,11 @@ class TurnSearch:
         the others: ``cosine_floor`` (cosine of the last dense candidate), ``lexical_hits``, ``dense_hits`` and, for
         :meth:`turns_around`, the terms' inverse document frequencies (``term_lexemes``, ``term_weights``) and the
         scope's ``average_length``. ``exact`` scans the user's vectors exactly instead of using HNSW; so does a
-        search whose HNSW scan returned fewer than ``limit`` turns."""
+        search whose HNSW scan returned fewer than ``limit`` turns.
+
+        Recall returns one turn per text, so copies of one text must not fill the lists: when a list was cut at
+        ``limit`` and the candidates hold fewer than ``limit`` different texts (:func:`repeated_texts`), the search
+        is read again looking past the repeated texts' copies but one, at most :data:`COPY_READS` times."""
         boost_start, boost_end = boost if boost else (None, None)
         docs, avgdl = await self.turn_stats(scope, bm25) if lexical else (0, 0.0)
         params = {
@@ -457,13 +516,30 @@ class TurnSearch:
             "avgdl": avgdl,
             **bm25.params(),
         }
+        rows = await self._candidate_rows(params, exact=exact, past_copies=False)
+        copies: set[str] = set()
+        keep: set[str] = set()
+        for _ in range(COPY_READS):
+            repeated = repeated_texts(rows, limit)
+            if repeated is None or repeated[0] <= copies:
+                break
+            copies |= repeated[0]
+            keep |= repeated[1]
+            rows = await self._candidate_rows({**params, "copies": sorted(copies), "keep": sorted(keep)},
+                                              exact=exact, past_copies=True)
+        return rows
+
+    async def _candidate_rows(self, params: dict[str, Any], *, exact: bool, past_copies: bool
+                              ) -> list[dict[str, Any]]:
+        exact_statement, index_statement = ((TURN_CANDIDATES_EXACT_PAST_COPIES, TURN_CANDIDATES_INDEX_PAST_COPIES)
+                                            if past_copies else (TURN_CANDIDATES_EXACT, TURN_CANDIDATES_INDEX))
         if exact:
-            return await self.store.read(TURN_CANDIDATES_EXACT, params, what="searching turns")
-        rows = await self.store.read(TURN_CANDIDATES_INDEX, params, what="searching turns")
-        if not rows or rows[0]["dense_hits"] < limit:  # the first row (by id) holds the statement's own values
+            return await self.store.read(exact_statement, params, what="searching turns")
+        rows = await self.store.read(index_statement, params, what="searching turns")
+        if not rows or rows[0]["dense_hits"] < params["limit"]:  # the first row (by id) holds the statement's values
             # The index scan ended (hnsw.max_scan_tuples) before it found `limit` of the scope's turns, or the scope
             # holds fewer: the exact scan finds every one of them.
-            rows = await self.store.read(TURN_CANDIDATES_EXACT, params, what="searching turns")
+            rows = await self.store.read(exact_statement, params, what="searching turns")
         return rows
 
     async def turns_around(self, scope: SearchScope, *, hits: Sequence[tuple[str, int]], span: int,

@@ -59,12 +59,14 @@ def pg(memory, query: str, params=None, *, setup: tuple[str, ...] = ()) -> list[
 
 
 def candidate_params(memory, text: str, *, lexical: bool = True, limit: int = 100, user: str = "alice") -> dict:
-    """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase)."""
+    """The parameters MemoryRetriever._turn_candidates passes (no time window, no time phrase; for the statements
+    that look past repeated texts, one copy of one text: none of the user's turns is a copy of it but itself)."""
     vector = memory._portal.run(memory.core.ctx.embedder.embed([text], is_query=True))[0]
     scope = search.SearchScope(user, ["_global"])
     docs, avgdl = memory._portal.run(memory.core.ctx.sql.search.turn_stats(scope)) if lexical else (0, 0.0)
     return {**scope.params(), "limit": limit, "text": text, "embedding": vector, "lexical": lexical,
-            "boost_start": None, "boost_end": None, "docs": docs, "avgdl": avgdl, **search.Bm25().params()}
+            "boost_start": None, "boost_end": None, "docs": docs, "avgdl": avgdl, **search.Bm25().params(),
+            "copies": ["no-such-turn"], "keep": []}
 
 
 def plan_text(rows: list[dict]) -> str:
@@ -79,7 +81,11 @@ def cte(plan: str, name: str) -> str:
     return part
 
 
-@pytest.mark.parametrize("statement", ["TURN_CANDIDATES_EXACT", "TURN_CANDIDATES_INDEX"])
+CANDIDATE_STATEMENTS = ["TURN_CANDIDATES_EXACT", "TURN_CANDIDATES_INDEX", "TURN_CANDIDATES_EXACT_PAST_COPIES",
+                        "TURN_CANDIDATES_INDEX_PAST_COPIES"]
+
+
+@pytest.mark.parametrize("statement", CANDIDATE_STATEMENTS)
 def test_lexical_candidates_use_the_full_text_index(loaded, statement):
     query = getattr(search, statement)
     params = candidate_params(loaded, "When did I buy the harp?")
@@ -101,7 +107,8 @@ def test_lexical_candidates_use_the_full_text_index(loaded, statement):
     assert len(harp) == 6 and all(r["lexical"] > 0 for r in harp) and rows[0]["lexical_hits"] >= 6
 
 
-def test_the_vector_index_path_is_not_starved_by_other_users(loaded):
+@pytest.mark.parametrize("statement", ["TURN_CANDIDATES_INDEX", "TURN_CANDIDATES_INDEX_PAST_COPIES"])
+def test_the_vector_index_path_is_not_starved_by_other_users(loaded, statement):
     """When the planner takes the HNSW index (large users), a user's filter must not starve the result.
 
     Forcing that plan on a small table: the user indexes are dropped and sequential scans disabled inside a
@@ -110,23 +117,24 @@ def test_the_vector_index_path_is_not_starved_by_other_users(loaded):
     """
     params = candidate_params(loaded, "violin lessons", lexical=False, limit=20, user="zoe")
     setup = (*USER_INDEXES, "SET LOCAL enable_seqscan = off")
-    plan = plan_text(pg(loaded, "EXPLAIN " + search.TURN_CANDIDATES_INDEX, params, setup=setup))
+    plan = plan_text(pg(loaded, "EXPLAIN " + getattr(search, statement), params, setup=setup))
     assert "Index Scan using idx_logs_embedding" in cte(plan, "den"), plan
-    rows = pg(loaded, search.TURN_CANDIDATES_INDEX, params, setup=setup)
+    rows = pg(loaded, getattr(search, statement), params, setup=setup)
     assert all(r["user_id"] == "zoe" for r in rows)
     # zoe has 30 of the 530 turns: her 20 nearest must come back, although the 40 globally nearest neighbours that
     # one HNSW pass yields are mostly other users'
     assert len(rows) == 20, f"{len(rows)} of zoe's 20 nearest turns came back through the HNSW index"
 
 
-def test_exact_scan_path_reads_the_users_rows_through_an_index_not_the_vector_index(loaded):
+@pytest.mark.parametrize("statement", ["TURN_CANDIDATES_EXACT", "TURN_CANDIDATES_EXACT_PAST_COPIES"])
+def test_exact_scan_path_reads_the_users_rows_through_an_index_not_the_vector_index(loaded, statement):
     params = candidate_params(loaded, "violin lessons", lexical=False, limit=20, user="zoe")
-    plan = plan_text(pg(loaded, "EXPLAIN " + search.TURN_CANDIDATES_EXACT, params,
+    plan = plan_text(pg(loaded, "EXPLAIN " + getattr(search, statement), params,
                         setup=("SET LOCAL enable_seqscan = off",)))
     den = cte(plan, "den")
     assert "idx_logs_embedding" not in den  # exact: the user's own vectors, all of them
     assert "idx_logs_user_channel_time" in den, den
-    rows = pg(loaded, search.TURN_CANDIDATES_EXACT, params)
+    rows = pg(loaded, getattr(search, statement), params)
     assert len(rows) == 20 and all(r["user_id"] == "zoe" for r in rows)
 
 
