@@ -35,7 +35,7 @@ from ..sql.search import Bm25, TurnSearch
 from ..timeutil import to_ms
 from .plan import Candidates, SearchPlan
 
-__all__ = ["LEGS", "Leg", "LegSources", "bm25"]
+__all__ = ["LEGS", "Leg", "LegSources", "bm25", "distinct_texts"]
 
 
 class LegSources(Protocol):
@@ -90,6 +90,12 @@ def bm25(recall: RecallSettings) -> Bm25:
                 near_length=recall.lexical_near_length)
 
 
+def distinct_texts(top_k: int, candidates: int) -> int:
+    """How many different texts the turn candidates must hold (recall returns one turn per text): ``top_k``, and
+    at least half of a list's ``candidates``, so copies of one text never leave the ranking a short list."""
+    return max(top_k, candidates // 2)
+
+
 async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int) -> list[dict[str, Any]]:
     """Turn candidates: lexical, dense and in-time-phrase top lists in one round trip."""
     exact = await src.exact_scan(plan.user_id)
@@ -97,7 +103,7 @@ async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings,
     return await src.turn_search.candidates(
         plan.scope(), text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid,
         limit=recall.candidates, exact=exact, boost=(boost.start, boost.end) if boost else None,
-        bm25=bm25(recall))
+        bm25=bm25(recall), texts=distinct_texts(plan.top_k, recall.candidates))
 
 
 async def query_fact_vectors(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int

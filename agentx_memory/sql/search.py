@@ -368,11 +368,12 @@ SELECT turn_id, embedding FROM conversation_logs
 WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 """
 
-def repeated_texts(rows: Sequence[Mapping[str, Any]], limit: int) -> tuple[set[str], set[str]] | None:
+def repeated_texts(rows: Sequence[Mapping[str, Any]], limit: int, texts: int
+                   ) -> tuple[set[str], set[str]] | None:
     """When copies of repeated texts crowd a search's candidates (a list was cut at ``limit``, and the ``rows`` hold
-    fewer than ``limit`` different texts, :func:`~agentx_memory.rows.same_text`): the ids of those copies, and of
+    fewer than ``texts`` different texts, :func:`~agentx_memory.rows.same_text`): the ids of those copies, and of
     the one copy of each text to keep (the best lexical match, then the newest); else None."""
-    if not rows:
+    if not rows or texts <= 0:
         return None
     first = rows[0]  # rows come by id; the first holds the statement's own values
     if first["dense_hits"] < limit and first["lexical_hits"] <= limit:
@@ -380,7 +381,7 @@ def repeated_texts(rows: Sequence[Mapping[str, Any]], limit: int) -> tuple[set[s
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault(same_text(row["content"]), []).append(row)
-    if len(groups) >= limit or len(groups) == len(rows):
+    if len(groups) >= texts or len(groups) == len(rows):
         return None
     repeated = [group for group in groups.values() if len(group) > 1]
     copies = {row["turn_id"] for group in repeated for row in group}
@@ -488,7 +489,7 @@ class TurnSearch:
 
     async def candidates(self, scope: SearchScope, *, text: str, embedding: Any, lexical: bool, limit: int,
                          exact: bool, boost: tuple[datetime, datetime] | None = None,
-                         bm25: Bm25 = Bm25()) -> list[dict[str, Any]]:
+                         bm25: Bm25 = Bm25(), texts: int = 0) -> list[dict[str, Any]]:
         """The lexical top-``limit``, the dense top-``limit`` and the lexical top-``limit`` inside ``boost`` (a time
         range). Each row has ``lexical`` (BM25 with the ``bm25`` parameters over the scope's turns), ``phrase`` (the
         share of the question's word pairs, weighted by their words' inverse document frequencies, that the turn's
@@ -499,9 +500,10 @@ class TurnSearch:
         scope's ``average_length``. ``exact`` scans the user's vectors exactly instead of using HNSW; so does a
         search whose HNSW scan returned fewer than ``limit`` turns.
 
-        Recall returns one turn per text, so copies of one text must not fill the lists: when a list was cut at
-        ``limit`` and the candidates hold fewer than ``limit`` different texts (:func:`repeated_texts`), the search
-        is read again looking past the repeated texts' copies but one, at most :data:`COPY_READS` times."""
+        ``texts``: how many different texts the caller needs (recall returns one turn per text; 0: copies of a text
+        are turns like any other). When a list was cut at ``limit`` and the candidates hold fewer different texts
+        (:func:`repeated_texts`), the search is read again looking past the repeated texts' copies but one, at most
+        :data:`COPY_READS` times."""
         boost_start, boost_end = boost if boost else (None, None)
         docs, avgdl = await self.turn_stats(scope, bm25) if lexical else (0, 0.0)
         params = {
@@ -520,7 +522,7 @@ class TurnSearch:
         copies: set[str] = set()
         keep: set[str] = set()
         for _ in range(COPY_READS):
-            repeated = repeated_texts(rows, limit)
+            repeated = repeated_texts(rows, limit, texts)
             if repeated is None or repeated[0] <= copies:
                 break
             copies |= repeated[0]

@@ -61,3 +61,14 @@ def test_a_user_with_only_copies_gets_one_turn(settings):
         bundle = memory.remember("the incident postmortem", top_k=10, reference_time=REF, recall=VECTOR_ONLY,
                                  include_semantic=False, include_procedural=False)
     assert _contents(bundle) == [REPEATED.casefold()]
+
+
+def test_the_plain_vector_search_returns_copies_like_any_other_turns(settings):
+    """``EpisodicMemory.vector_search`` is the nearest turns, not recall: ten copies come back as ten turns."""
+    with AgentMemory(settings(), user_id="alice") as memory:
+        _store(memory, 90, TOPICS)
+        core = memory.core
+        vector = memory._portal.run(core.ctx.embedder.embed([REPEATED], is_query=True))[0]
+        hits = memory._portal.run(core.episodic.vector_search(vector.tolist(), 10, "alice"))
+    assert len(hits) == 10
+    assert {h["turn"].content.strip().casefold() for h in hits} == {REPEATED.casefold()}
