@@ -68,11 +68,11 @@ __all__ = [
 STATS_TTL: Final = 60.0
 
 _SEEN_T: Final = seen_by_agent("t")
+_SEEN_C: Final = seen_by_agent("c")
 #: The blanks PostgreSQL strips around a text to compare it (Python's ``str.strip`` strips these and more).
 _BLANKS: Final = r"E' \t\n\r\f\v'"
 #: Reads of the turn candidates beyond the first that look past repeated texts (see TurnSearch.candidates).
 COPY_READS: Final = 2
-_SEEN_C: Final = seen_by_agent("c")
 
 #: The OR-tsquery of a question's content words (stemmed, stopwords out; ``search_words()``: paths and dotted names
 #: split, as in the stored turns and summaries).
@@ -367,6 +367,7 @@ EMBEDDINGS_BY_IDS: Final[LiteralString] = """
 SELECT turn_id, embedding FROM conversation_logs
 WHERE user_id = %(user_id)s AND turn_id = ANY(%(ids)s) AND embedding IS NOT NULL
 """
+
 
 def repeated_texts(rows: Sequence[Mapping[str, Any]], limit: int, texts: int
                    ) -> tuple[set[str], set[str]] | None:
