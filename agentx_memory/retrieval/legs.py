@@ -35,7 +35,7 @@ from ..sql.search import Bm25, TurnSearch
 from ..timeutil import to_ms
 from .plan import Candidates, SearchPlan
 
-__all__ = ["LEGS", "Leg", "LegSources", "bm25", "distinct_texts"]
+__all__ = ["LEGS", "Leg", "LegSources", "bm25", "distinct_texts", "resolve_names"]
 
 
 class LegSources(Protocol):
@@ -132,15 +132,25 @@ async def query_timeline_lexical(src: LegSources, plan: SearchPlan, recall: Reca
                                                   limit=pool)
 
 
+async def resolve_names(graph: GraphStore, user_id: str, channels: Sequence[str], names: Sequence[str], k: int
+                        ) -> list[dict[str, Any]]:
+    """The user's entities in ``channels`` whose name or alias is one of ``names`` (at most ``k``), as rows with an
+    ``entity`` map."""
+    keys = [n.strip().casefold() for n in names if n.strip()]
+    if not keys:
+        return []
+    return list(await graph.read(cypher.RESOLVE_ENTITIES, {
+        "user_id": user_id, "channels": list(channels), "names": keys, "k": k,
+    }))
+
+
 async def query_resolved_entities(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int
                                   ) -> list[dict[str, Any]]:
-    """Entities whose name or alias is one of the names in the question."""
-    names = [n.strip().casefold() for n in plan.entity_names if n.strip()]
-    if not names:
-        return []
-    return await src.graph.read(cypher.RESOLVE_ENTITIES, {
-        "user_id": plan.user_id, "channels": plan.channels, "names": names, "k": pool,
-    })
+    """Entities whose name or alias is one of the names in the question (the RecallLayer's, when it resolved them
+    before the search to widen the lexical query)."""
+    if plan.resolved_entities is not None:
+        return plan.resolved_entities
+    return await resolve_names(src.graph, plan.user_id, plan.channels, plan.entity_names, pool)
 
 
 async def query_strategies(src: LegSources, plan: SearchPlan, recall: RecallSettings, pool: int) -> list[Any]:

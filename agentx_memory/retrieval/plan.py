@@ -38,6 +38,8 @@ class SearchPlan:
     window: tuple[datetime | None, datetime | None] = (None, None)
     time_ranges: list[TimeRange] = field(default_factory=list)
     entity_names: list[str] = field(default_factory=list)
+    # the entities entity_names resolved to, when resolved before the search (None: the entities:resolved leg reads)
+    resolved_entities: list[dict[str, Any]] | None = None
     speaker_role: str | None = None  # "user" / "assistant" when the question's pronouns name one side only
     newest_wins: bool = False  # lift the turns of facts that replaced others (rerank.outrank_replaced)
     standing: bool = False  # lift the user's standing instructions and preferences (rerank.TurnSignals)

@@ -5,13 +5,15 @@ time phrases (self-query). All rule-based and fast; an LLM (when configured) can
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .timeparse import TimeRange, parse_time_phrases
 
 __all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_now", "asks_for_help", "mentioned_names",
-           "rewrite_as_statement"]
+           "rewrite_as_statement", "unsaid_names"]
 
 _QUESTION_HEAD = re.compile(
     r"^\s*(?:what|which|who|whom|whose|when|where|why|how(?: many| much| long| often| old)?)\b"
@@ -169,6 +171,27 @@ def mentioned_names(text: str) -> list[str]:
         if name and name not in names:
             names.append(name)
     return names
+
+
+def unsaid_names(question: str, entities: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names and aliases of ``entities`` (rows with ``name`` and ``aliases``) that the question does not say
+    (compared casefolded, as whole words), each once, in the entities' order: what a question that calls Maya Costa
+    "Maya" should also match ("Costa"), and "Robert" for a question that calls him "Bob".
+
+    >>> unsaid_names("Tell me about Maya", [{"name": "Maya Costa", "aliases": ["Maya"]}])
+    ['Maya Costa']
+    """
+    said = question.casefold()
+    out: list[str] = []
+    for entity in entities:
+        for name in [entity.get("name"), *(entity.get("aliases") or [])]:
+            text = str(name or "").strip()
+            key = text.casefold()
+            if not key or any(key == o.casefold() for o in out):
+                continue
+            if not re.search(r"(?<!\w)" + re.escape(key) + r"(?!\w)", said):
+                out.append(text)
+    return out
 
 
 def analyze(question: str, reference_time: datetime | None = None) -> QueryAnalysis:

