@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..stopwords import STOP_WORDS
 from .timeparse import TimeRange, parse_time_phrases
 
 __all__ = ["ABOUT_PATTERNS", "QueryAnalysis", "analyze", "asks_about_now", "asks_for_help", "mentioned_names",
@@ -159,11 +160,22 @@ def rewrite_as_statement(question: str) -> str:
     return stripped or text.rstrip(" ?")
 
 
+def _starts_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` begins the text or a sentence of it (only blanks since a '.', '!' or '?')."""
+    while start > 0 and text[start - 1].isspace():
+        start -= 1
+    return start == 0 or text[start - 1] in ".!?"
+
+
 def mentioned_names(text: str) -> list[str]:
-    """Capitalized names in the text (not sentence-initial question words, pronouns or month/day names)."""
+    """Capitalized names in the text (not question words, pronouns or month/day names, nor a common word that is
+    capitalized only because it starts a sentence: "Any tips from Lena?" names Lena)."""
     names: list[str] = []
     for match in _NAME.finditer(text):
-        words = [w for w in match.group(1).split() if w.strip("'’") not in _NOT_NAMES]
+        words = match.group(1).split()
+        if len(words[0]) > 1 and words[0].casefold() in STOP_WORDS and _starts_sentence(text, match.start()):
+            words = words[1:]
+        words = [w for w in words if w.strip("'’") not in _NOT_NAMES]
         if not words:
             continue
         name = " ".join(words)
