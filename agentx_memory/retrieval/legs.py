@@ -101,7 +101,7 @@ async def query_turns(src: LegSources, plan: SearchPlan, recall: RecallSettings,
     exact = await src.exact_scan(plan.user_id)
     boost = plan.time_ranges[0] if plan.time_ranges else None
     return await src.turn_search.candidates(
-        plan.scope(), text=plan.lexical_texts[0], embedding=plan.query_vector(), lexical=recall.hybrid,
+        plan.scope(), text=plan.turn_text(), embedding=plan.query_vector(), lexical=recall.hybrid,
         limit=recall.candidates, exact=exact, boost=(boost.start, boost.end) if boost else None,
         bm25=bm25(recall), texts=distinct_texts(plan.top_k, recall.candidates))
 

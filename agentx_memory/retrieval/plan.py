@@ -40,6 +40,8 @@ class SearchPlan:
     entity_names: list[str] = field(default_factory=list)
     # the entities entity_names resolved to, when resolved before the search (None: the entities:resolved leg reads)
     resolved_entities: list[dict[str, Any]] | None = None
+    # their names and aliases the question does not say, which the turns' lexical match searches too
+    other_names: list[str] = field(default_factory=list)
     speaker_role: str | None = None  # "user" / "assistant" when the question's pronouns name one side only
     newest_wins: bool = False  # lift the turns of facts that replaced others (rerank.outrank_replaced)
     standing: bool = False  # lift the user's standing instructions and preferences (rerank.TurnSignals)
@@ -69,6 +71,12 @@ class SearchPlan:
             return False
         starts = [self.window[0], *(r.start for r in self.time_ranges)]
         return any(start is not None and start < self.archive_horizon for start in starts)
+
+    def turn_text(self) -> str:
+        """What the turns' lexical match searches: the question's keywords and :attr:`other_names` ("Maya" also
+        matches "Maya Costa"). The facts' and entities' full text reads the question's own words: the resolved
+        entities' facts come through the graph."""
+        return first_bytes(" ".join([self.lexical_texts[0], *self.other_names]), LEXICAL_TEXT_BYTES)
 
     def query_vector(self) -> np.ndarray:
         """The one vector the turn legs search with (see :func:`combined_vector`)."""

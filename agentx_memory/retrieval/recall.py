@@ -7,7 +7,8 @@ and assembles the :class:`~agentx_memory.retrieval.bundle.MemoryBundle`:
 ===================  ==========================================================================================
 hybrid               PostgreSQL full text (lexical leg) fused with the vector leg (weighted RRF)
 entity_centric       names in the question resolved to entities (name/alias match + vector) and traversed; the
-                     lexical legs also search the resolved entities' names and aliases the question does not say
+                     turns' lexical match also searches the resolved entities' names and aliases the question does
+                     not say
 query_expansion      the question rewritten as a statement and searched as a second vector
 hyde                 a hypothetical answer written by the LLM, embedded and searched (needs ``llm.query_model``)
 self_query           time phrases ("last week", "in May 2023") read relative to ``reference_time``; with an LLM,
@@ -142,11 +143,9 @@ class RecallLayer:
         entity_names = names if settings.entity_centric else []
         vectors, resolved = await gather(self._embed(texts, hyde_text, metrics),
                                          self._resolve_names(user_id, channels, entity_names, top_k, metrics))
-        keywords = _keywords(query, analysis, settings)
         other_names = unsaid_names(query, [row["entity"] for row in resolved])
         if other_names:  # "Maya" also searches "Maya Costa", "Bob" also "Robert"
             metrics.techniques["entity_centric"].detail["also_searched"] = other_names
-            keywords = " ".join([keywords, *other_names])
         if kinds is None and filters.get("memory_types"):
             kinds = set(filters["memory_types"])
         if kinds is not None:
@@ -155,10 +154,10 @@ class RecallLayer:
             include_procedural = include_procedural and "procedural" in kinds
         plan = SearchPlan(
             query=query, user_id=user_id, channels=channels, top_k=top_k,
-            lexical_texts=[keywords] + ([hyde_text] if hyde_text else []),
+            lexical_texts=[_keywords(query, analysis, settings)] + ([hyde_text] if hyde_text else []),
             vectors=vectors, reference_time=reference, window=window_from_hours(time_window_hours, reference),
             time_ranges=analysis.time_ranges if settings.self_query else [],
-            entity_names=entity_names, resolved_entities=resolved,
+            entity_names=entity_names, resolved_entities=resolved, other_names=other_names,
             speaker_role=analysis.speaker_role if settings.entity_centric else None,
             newest_wins=settings.newest_wins and analysis.about_now and not analysis.time_ranges,
             standing=bool(settings.standing_weight) and analysis.for_help,
@@ -235,7 +234,7 @@ class RecallLayer:
     async def _resolve_names(self, user_id: str, channels: list[str], names: list[str], top_k: int,
                              metrics: RecallMetrics) -> list[dict[str, Any]]:
         """The entities the question's names resolve to (by name or alias; none while the graph is unreachable),
-        read before the search so the lexical legs also match their other names."""
+        read before the search so the turns' lexical match also searches their other names."""
         if not names:
             return []
         metric = metrics.techniques.setdefault("entity_centric", TechniqueMetric())

@@ -321,7 +321,7 @@ class MemoryRetriever:
             plan.scope(), hits=[(rows[i]["conversation_id"], rows[i]["turn_index"]) for i in top],
             span=recall.session_span if recall.session_weight else recall.neighbours, exclude=list(rows),
             terms=found.term_weights, average_length=found.average_length, embedding=plan.query_vector(),
-            text=plan.lexical_texts[0], bm25=bm25(recall))
+            text=plan.turn_text(), bm25=bm25(recall))
         for row in extra:
             rows[row["turn_id"]] = row
         _record(metrics, "neighbours", started, len(extra))

@@ -43,3 +43,18 @@ def test_names_that_are_no_common_words_stay_names_wherever_they_stand():
     assert mentioned_names("Would Tim enjoy books by C. S. Lewis?") == ["Tim", "C", "S", "Lewis"]
     # a common word inside a sentence keeps its capital for a reason ("The Any Day Cafe" is a place)
     assert mentioned_names("We went to The Any Day Cafe") == ["Any Day Cafe"]
+
+
+def test_the_turns_search_the_other_names_and_the_facts_full_text_the_question_alone():
+    from datetime import UTC, datetime
+
+    from agentx_memory.retrieval.plan import LEXICAL_TEXT_BYTES, SearchPlan
+
+    plan = SearchPlan(query="What did Bob say?", user_id="u", channels=["_global"], top_k=5,
+                      lexical_texts=["What did Bob say?"], vectors=[], reference_time=datetime.now(UTC),
+                      other_names=["Robert Hale", "Rob"])
+    assert plan.turn_text() == "What did Bob say? Robert Hale Rob"
+    assert plan.lexical_texts == ["What did Bob say?"]
+    long = SearchPlan(query="q", user_id="u", channels=["_global"], top_k=5, lexical_texts=["x" * LEXICAL_TEXT_BYTES],
+                      vectors=[], reference_time=datetime.now(UTC), other_names=["Robert"])
+    assert len(long.turn_text().encode()) <= LEXICAL_TEXT_BYTES
