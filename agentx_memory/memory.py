@@ -380,7 +380,8 @@ class AsyncAgentMemory:
     async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None,
                                limit: int | None = None) -> EntityGraph:
         """Entities within ``depth`` (1-3) hops, the edges among them and facts about them; at most ``limit``
-        neighbours (default retrieval.graph_expansion_limit)."""
+        neighbours and ``limit`` facts (default retrieval.graph_expansion_limit): past it, the newest facts about
+        ``entity_ids`` are kept before their neighbours'."""
         return await self.semantic.get_entity_graph(entity_ids, depth, user_id=self._user(user_id), limit=limit,
                                                     agent_id=self.agent_id)
 
@@ -1967,7 +1968,8 @@ class AgentMemory:
     def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, user_id: str | None = None,
                          limit: int | None = None) -> EntityGraph:
         """Entities within ``depth`` (1-3) hops, the edges among them and facts about them; at most ``limit``
-        neighbours (default retrieval.graph_expansion_limit)."""
+        neighbours and ``limit`` facts (default retrieval.graph_expansion_limit): past it, the newest facts about
+        ``entity_ids`` are kept before their neighbours'."""
         return self._portal.run(self._core.get_entity_graph(entity_ids, depth, user_id, limit))
 
     def promote_to_global(self, fact_id: str, reason: str, user_id: str | None = None) -> Fact:

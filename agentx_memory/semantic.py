@@ -196,9 +196,10 @@ class SemanticMemory:
     async def get_entity_graph(self, entity_ids: Sequence[str], depth: int = 2, *, user_id: str,
                                limit: int | None = None, agent_id: str | None = None) -> EntityGraph:
         """The entities within ``depth`` hops (1-3) of ``entity_ids``, their edges and facts (those ``agent_id`` may
-        read, when given); at most ``limit`` neighbours (default: retrieval.graph_expansion_limit). The edges come
-        ordered by source id, type and target id and the facts newest first, so the same graph reads back the same
-        on either backend."""
+        read, when given); at most ``limit`` neighbours and ``limit`` facts (default: retrieval.graph_expansion_limit),
+        the facts about ``entity_ids`` kept before their neighbours', the newest of each. The edges come ordered by
+        source id, type and target id and the facts newest first, so the same graph reads back the same on either
+        backend."""
         if isinstance(depth, bool) or not isinstance(depth, int) or depth not in cypher.ENTITY_NEIGHBOURS:
             raise ValidationError("depth", f"must be 1, 2 or 3, got {depth!r}")
         limit = self.ctx.settings.retrieval.graph_expansion_limit if limit is None else limit
@@ -214,7 +215,7 @@ class SemanticMemory:
         entities, edges, facts = await gather(
             self.get_entities(user_id, all_ids),
             self.ctx.graph.read(cypher.ENTITY_EDGES, {"ids": all_ids, "user_id": user_id, "limit": limit * 4}),
-            self.ctx.graph.read(cypher.FACTS_ABOUT, {"ids": all_ids, "user_id": user_id, "limit": limit,
+            self.ctx.graph.read(cypher.FACTS_ABOUT, {"ids": all_ids, "seeds": ids, "user_id": user_id, "limit": limit,
                                                      "agent_id": agent_id}))
         order = {eid: i for i, eid in enumerate(all_ids)}
         return EntityGraph(

@@ -375,18 +375,24 @@ LIMIT $limit
 
 # The WITH starts the match at the entities (by their id index) on FalkorDB, whose planner follows the statement: with
 # every filter in one MATCH, it started at the user's facts (their user_id index) and traversed all of them, 16 times
-# slower for a user with 4k facts. (Neo4j's planner chooses the start from its statistics either way.)
+# slower for a user with 4k facts. (Neo4j's planner chooses the start from its statistics either way.) Past $limit,
+# the facts about the entities asked for ($seeds) are kept before their neighbours', each newest first: a LIMIT on
+# the traversal's own order kept an entity's oldest facts. A fact about a seed and a neighbour is a row of each kind
+# (the RETURN's grouping merges them, so a few fewer than $limit may come back): grouping first by fact to keep its
+# nearest kind cost four times as much on Neo4j for an entity with 5,000 facts (61 against 22 ms).
 FACTS_ABOUT: Final[LiteralString] = """
 MATCH (e:Entity) @start_at(e, Entity, id) WHERE e.id IN $ids AND e.user_id = $user_id
 WITH e
 MATCH (f:Fact)-[:ABOUT]->(e)
-WITH f WHERE f.user_id = $user_id AND coalesce(f.superseded, false) = false
+WITH f, e WHERE f.user_id = $user_id AND coalesce(f.superseded, false) = false
   AND """ + _seen_by_agent("f") + """
-WITH DISTINCT f LIMIT $limit
+WITH DISTINCT f, CASE WHEN e.id IN $seeds THEN 0 ELSE 1 END AS far
+ORDER BY far, f.created_at DESC, f.id
+LIMIT $limit
 OPTIONAL MATCH (f)-[:ABOUT]->(x:Entity)
 RETURN f {.id, .user_id, .channel, .agent_id, .scope, .claim, .confidence, .source, .source_turn_id,
           .conversation_id, .temporal, .certainty, .created_at, .last_accessed, .access_count,
-          .metadata} AS fact, collect(x.id) AS entity_ids
+          .metadata} AS fact, collect(DISTINCT x.id) AS entity_ids
 """
 
 # --- semantic: facts -----------------------------------------------------------------------------------------------

@@ -280,6 +280,32 @@ def test_get_entity_graph_orders_its_edges_and_facts(memory):
     assert [f.id for f in graph.facts] == facts[::-1]
 
 
+def test_get_entity_graph_keeps_the_asked_entities_newest_facts(memory):
+    """Past the limit, the facts kept are those about the entities asked for, newest first, then their neighbours':
+    not whichever the traversal met first (an entity with more facts than the limit gave its oldest ones)."""
+    hub = memory.upsert_entity(Entity(user_id="alice", name="hub")).id
+    spoke = memory.upsert_entity(Entity(user_id="alice", name="spoke")).id
+    memory.create_relationship(hub, spoke, "RELATED_TO", user_id="alice")
+    hub_facts = [memory.learn_fact(Fact(user_id="alice", claim=f"hub fact {i}", entity_ids=[hub],
+                                        created_at=datetime(2026, 1, 1 + i, tzinfo=UTC))).id for i in range(8)]
+    spoke_facts = [memory.learn_fact(Fact(user_id="alice", claim=f"spoke fact {i}", entity_ids=[spoke],
+                                          created_at=datetime(2026, 2, 1 + i, tzinfo=UTC))).id for i in range(3)]
+
+    def kept(limit: int) -> list[str]:
+        graph = memory._portal.run(memory.core.semantic.get_entity_graph([hub], 1, user_id="alice", limit=limit))
+        return [f.id for f in graph.facts]
+
+    assert kept(3) == hub_facts[::-1][:3]
+    assert kept(10) == spoke_facts[::-1][:2] + hub_facts[::-1]  # returned newest first, the neighbour's too
+    assert kept(20) == spoke_facts[::-1] + hub_facts[::-1]
+    # a fact about both is one fact, with both entities, kept as the asked entity's
+    both = memory.learn_fact(Fact(user_id="alice", claim="hub and spoke", entity_ids=[hub, spoke],
+                                  created_at=datetime(2025, 1, 1, tzinfo=UTC))).id
+    graph = memory._portal.run(memory.core.semantic.get_entity_graph([hub], 1, user_id="alice", limit=9))
+    assert [f.id for f in graph.facts][-1] == both and len(graph.facts) == 9
+    assert sorted(graph.facts[-1].entity_ids) == sorted([hub, spoke])
+
+
 def test_get_entity_graph_never_crosses_users(memory):
     a, *_ = _chain(memory, user="alice")
     bob_ids = _chain(memory, user="bob")
