@@ -141,17 +141,19 @@ class RecallLayer:
         if analysis.about:
             names.append(analysis.about)
         entity_names = names if settings.entity_centric else []
-        vectors, resolved = await gather(self._embed(texts, hyde_text, metrics),
-                                         self._resolve_names(user_id, channels, entity_names, top_k, metrics))
-        other_names = unsaid_names(query, [row["entity"] for row in resolved])
-        if other_names:  # "Maya" also searches "Maya Costa", "Bob" also "Robert"
-            metrics.techniques["entity_centric"].detail["also_searched"] = other_names
         if kinds is None and filters.get("memory_types"):
             kinds = set(filters["memory_types"])
         if kinds is not None:
             include_episodic = include_episodic and "episodic" in kinds
             include_semantic = include_semantic and "semantic" in kinds
             include_procedural = include_procedural and "procedural" in kinds
+        # the resolved entities widen the turns' search and seed the entities': no use to a recall of neither
+        to_resolve = entity_names if include_episodic or include_semantic else []
+        vectors, resolved = await gather(self._embed(texts, hyde_text, metrics),
+                                         self._resolve_names(user_id, channels, to_resolve, top_k, metrics))
+        other_names = unsaid_names(query, [row["entity"] for row in resolved])
+        if other_names:  # "Maya" also searches "Maya Costa", "Bob" also "Robert"
+            metrics.techniques["entity_centric"].detail["also_searched"] = other_names
         plan = SearchPlan(
             query=query, user_id=user_id, channels=channels, top_k=top_k,
             lexical_texts=[_keywords(query, analysis, settings)] + ([hyde_text] if hyde_text else []),
