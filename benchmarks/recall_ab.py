@@ -90,8 +90,8 @@ def paired(base: Sequence[Sequence[float]], head: Sequence[Sequence[float]]) -> 
             "slower_share": sum(d > 0 for d in diffs) / len(diffs)}
 
 
-def _worktree(ref: str, parent: Path) -> Path:
-    path = parent / ref.replace("/", "_")
+def _worktree(side: str, ref: str, parent: Path) -> Path:
+    path = parent / side
     subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref], check=True,
                    capture_output=True)
     return path
@@ -122,8 +122,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.base:
         parser.error("give the base commit")
     with tempfile.TemporaryDirectory(prefix="recall-ab-") as scratch:
-        trees = {"base": _worktree(args.base, Path(scratch)),
-                 "head": _worktree(args.head, Path(scratch)) if args.head else ROOT}
+        trees = {"base": _worktree("base", args.base, Path(scratch)),
+                 "head": _worktree("head", args.head, Path(scratch)) if args.head else ROOT}
         try:
             times: dict[str, list[list[float]]] = {"base": [], "head": []}
             for rnd in range(args.rounds):
