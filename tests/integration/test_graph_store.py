@@ -954,7 +954,7 @@ def test_recalls_few_row_reads_give_the_same_rows_in_the_same_order_every_time(g
                 "GET_ENTITIES": {"user_id": "u", "ids": ids},
                 "GET_FACTS": {"user_id": "u", "ids": ["f001", "f061", "f119", "nope"], "channels": ["_global"],
                               "agent_id": None},
-                "FACTS_ABOUT": {"user_id": "u", "ids": ids, "limit": 50, "agent_id": None},
+                "FACTS_ABOUT": {"user_id": "u", "ids": ids, "seeds": ids[:2], "limit": 50, "agent_id": None},
                 "ENTITY_NEIGHBOURS_2": {"user_id": "u", "ids": ids[:3], "limit": 30},
                 "ENTITY_EDGES": {"user_id": "u", "ids": [*ids, "e01", "e08"], "limit": 100},
             }

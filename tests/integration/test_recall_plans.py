@@ -171,7 +171,7 @@ GRAPH_LOOKUPS = {
     "RESOLVE_ENTITIES": {"user_id": "alice", "channels": ["_global"], "names": ["lisbon"], "k": 10},
     "GET_ENTITIES": {"user_id": "alice", "ids": ["e1"]},
     "GET_FACTS": {"user_id": "alice", "ids": ["f1"], "channels": ["_global"], "agent_id": None},
-    "FACTS_ABOUT": {"user_id": "alice", "ids": ["e1"], "limit": 10, "agent_id": "planner"},
+    "FACTS_ABOUT": {"user_id": "alice", "ids": ["e1"], "seeds": ["e1"], "limit": 10, "agent_id": "planner"},
     "ENTITY_NEIGHBOURS_2": {"user_id": "alice", "ids": ["e1"], "limit": 10},
     "ENTITY_EDGES": {"user_id": "alice", "ids": ["e1"], "limit": 10},
     "REINFORCE_FACTS": {"rows": [{"id": "f1", "user_id": "alice", "count": 2, "last": 0}]},
