@@ -7,10 +7,12 @@ On a shared machine a whole `bench scale` run cannot see a 2 ms change: the same
 to 46 ms over minutes (docs/benchmarks.md, issue 17). This script asks the bench's own questions (the same corpus,
 user and seed as `bench scale`) against the kept namespace ``bench_scale`` from each commit in turn: every round
 starts one process per commit, in alternating order, each importing the package from a worktree of its commit
-(``PYTHONPATH``), warming up on 50 questions and timing every question (wall time minus ``metrics.embed_ms``, as the
-bench does, with the background writes drained after each). It prints each round's p50 per commit (the drift the
-interleaving cancels) and, over each question's median across rounds, both commits' p50 / p95 and the paired
-difference (median, mean, share of questions slower at the head). ``<head-ref>`` defaults to the working tree.
+(``PYTHONPATH``), warming up on 50 questions of the bench's warm-up seed and timing every question (wall time minus
+``metrics.embed_ms``, as the bench does, with the background writes drained after each). It prints each round's p50
+per commit (the drift the interleaving cancels) and, over each question's median across rounds, both commits' p50 /
+p95 and the paired difference (median, mean, share of questions slower at the head). The timed loop is
+``time_remember``'s, written here because that function returns percentiles only, and an older commit's copy of it
+could not be changed to return each question's time. ``<head-ref>`` defaults to the working tree.
 
 The servers are those of the environment (``AGENTX_HOME``, or ``AGENTX_GRAPH__URI`` for Neo4j), as for the bench.
 Both commits must read the build's schema and share the bench's corpus and question generators.
@@ -41,6 +43,7 @@ def replay(size: int, queries: int, which: str) -> list[float]:
 
     from agentx_memory.bench.scale.corpus import generate_corpus, make_queries
     from agentx_memory.bench.scale.latency import prepare_queries
+    from agentx_memory.bench.scale.run import _warmup_queries
     from agentx_memory.cli import _bench_settings
     from agentx_memory.memory import AsyncAgentMemory
     from agentx_memory.settings import Settings
@@ -54,7 +57,8 @@ def replay(size: int, queries: int, which: str) -> list[float]:
         memory = await AsyncAgentMemory.open(_bench_settings(Settings(), "bench_scale"))
         try:
             await prepare_queries(memory, [q for q, _ in asked], corpus.end_time)
-            for question, channel in asked[:WARMUP]:
+            # the bench's own warm-up: questions of another seed, so the timed ones are not read before
+            for question, channel in await _warmup_queries(memory, corpus, user, size, WARMUP, 7, corpus.end_time):
                 await memory.remember(question, user_id=user, channel=channel, top_k=10,
                                       reference_time=corpus.end_time)
             await memory.drain()
